@@ -1,0 +1,1 @@
+"""CPU interpreter of the IR on numpy, with asynchronous semantics and a hazard checker (may import ir, layouts)."""

@@ -1,0 +1,1 @@
+"""gluonkit IR: types, ops, regions, printer and verifier (may import layouts)."""

@@ -1,0 +1,1 @@
+"""What users write: @jit, tensor builtins, memory descriptors, Hopper/Blackwell ops (may import ir, layouts)."""

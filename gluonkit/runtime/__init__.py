@@ -1,0 +1,1 @@
+"""cuda-python driver layer: devices, loading, launches, TMA descriptors, cache (may import everything above)."""
