@@ -1,0 +1,343 @@
+"""Tensor-memory (TMEM, Blackwell) layouts and the register layouts of tcgen05.ld / st.
+
+TMEM is 128 lanes ("rows") x 512 columns of 32 bits per CTA.  A TMEM layout maps
+``row``, ``col`` → ``dim0``, ``dim1`` (Triton's ``tensorMemoryToLinearLayout``); ``col``
+counts element slots, so a column index step of ``col_stride`` is one 32-bit column and
+the lower slots of a column are unused (zero bases) for unpacked sub-32-bit elements.
+A zero basis at rows 32 or 64 means the tile is duplicated in another lane quarter; any
+other zero basis marks slots that hold no element.
+
+Warp ``w`` of a warpgroup can only reach TMEM lanes ``32*(w%4) … 32*(w%4)+31``, so the
+register layout of a load or store (:func:`get_tmem_reg_layout`) is fixed by the
+instruction shape: the 32x32b atom gives thread ``t`` of warp ``w`` lane ``32*(w%4)+t`` and
+one register per column; the 16x64b / 16x128b / 16x256b atoms cover 16 lanes with the
+thread arrangements of the PTX ISA's tcgen05 "matrix fragments" figures.  Registers then
+walk the remaining columns; warps beyond four take further column blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .distributed import DistributedLinearLayout, check_shape
+from .linear import LinearLayout, is_power_of_two, log2_exact
+from .shared import bitwidth_of
+
+TMEM_ROWS = 128
+
+# tcgen05.ld/st atoms at 32 bits per element: register and lane bases as (row, col).
+_ATOMS: Dict[str, Tuple[List[List[int]], List[List[int]]]] = {
+    # thread t holds lane t, one column per register
+    "32x32b": ([], [[1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]),
+    # thread t: lane 8*(t%2) + t//4, column (t//2)%2
+    "16x64b": ([], [[8, 0], [0, 1], [1, 0], [2, 0], [4, 0]]),
+    # thread t: lanes t//4 and t//4 + 8 (register bit 0), column t%4
+    "16x128b": ([[8, 0]], [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]]),
+    # thread t: lanes t//4 (+8), columns 2*(t%4) and 2*(t%4)+1
+    "16x256b": ([[0, 1], [8, 0]], [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]]),
+}
+
+
+class _TensorMemoryLayoutBase:
+    """Value equality and hashing from :meth:`_key`, shared by the TMEM layouts."""
+
+    rank = 2
+
+    def _key(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+
+class TensorMemoryLayout(_TensorMemoryLayoutBase):
+    """The TMEM layout of an MMA accumulator or operand (Gluon's ``TensorMemoryLayout``).
+
+    ``block = (M, N)``: the tile of one MMA, ``M`` in {64, 128} rows.  ``col_stride``: TMEM
+    element slots between logically adjacent columns; 1 packs (32-bit elements, or two
+    16-bit per 32-bit column), ``32 // bitwidth`` leaves one element per 32-bit column.
+    ``cta_split_num = (m, n)``: the tensor is split over ``m x n`` CTAs of the cluster.
+    ``two_ctas``: the layout of a cta_group::2 MMA (M=64 then spans all 128 lanes).
+    """
+
+    def __init__(self, block: Sequence[int], col_stride: int,
+                 cta_split_num: Optional[Sequence[int]] = None, two_ctas: bool = False):
+        block = tuple(int(b) for b in block)
+        if len(block) != 2 or block[0] not in (64, 128) or not is_power_of_two(block[1]):
+            raise ValueError(
+                "TensorMemoryLayout: block must be (M, N) with M in (64, 128) and N a power of two, "
+                f"got {list(block)}"
+            )
+        if not is_power_of_two(col_stride) or col_stride > 32:
+            raise ValueError(
+                f"TensorMemoryLayout: col_stride must be a power of two from 1 to 32, got {col_stride!r}"
+            )
+        self.block = block
+        self.col_stride = col_stride
+        self.cta_split_num = _split("TensorMemoryLayout", cta_split_num)
+        self.two_ctas = bool(two_ctas)
+        if self.two_ctas and block == (64, 1):
+            raise ValueError("TensorMemoryLayout: two_ctas with block M=64 needs N >= 2, got block (64, 1)")
+
+    def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
+        """``row``, ``col`` → ``dim0``, ``dim1`` for a tensor of ``shape`` (all CTAs' parts;
+        the columns of other CTAs are the highest ``col`` bits, M split first)."""
+        shape = check_shape("TensorMemoryLayout", shape, 2)
+        split_m, split_n = self.cta_split_num or (1, 1)
+        if shape[0] % split_m or shape[1] % split_n:
+            raise ValueError(
+                f"TensorMemoryLayout: shape {list(shape)} is not divisible by cta_split_num {[split_m, split_n]}"
+            )
+        m, n = shape[0] // split_m, shape[1] // split_n
+        block_m, block_n = self.block[0], min(self.block[1], n)
+        cols = [[0, 0]] * log2_exact(self.col_stride) + [[0, 1 << i] for i in range(log2_exact(block_n))]
+        if block_m == 64 and not self.two_ctas:
+            # Each lane quarter holds 16 rows; its lanes 16..31 hold the next 64 rows, else
+            # the next N block, else nothing.
+            if m > 64:
+                spare = [64, 0]
+            elif n > block_n:
+                spare = [0, block_n]
+            else:
+                spare = [0, 0]
+            rows = [[1, 0], [2, 0], [4, 0], [8, 0], spare, [16, 0], [32, 0]]
+        else:
+            rows = [[1 << i, 0] for i in range(log2_exact(block_m))]
+            if block_m == 64:  # two CTAs: the upper 64 lanes hold the upper half of the columns
+                rows.append(cols.pop())
+        tile = LinearLayout({"row": rows, "col": cols}, ["dim0", "dim1"])
+        reps_m = m // tile.out_dim_size("dim0")
+        reps_n = n // tile.out_dim_size("dim1")
+        if reps_m == 0 or reps_n == 0:
+            raise ValueError(
+                f"TensorMemoryLayout: shape {list(shape)} is smaller than one block "
+                f"{tile.out_dim_size('dim0')} x {tile.out_dim_size('dim1')} per CTA"
+            )
+        # Further blocks along dim0 then dim1, then the other CTAs' parts (M split first).
+        return (
+            tile
+            * LinearLayout.identity_1d(reps_m, "col", "dim0")
+            * LinearLayout.identity_1d(reps_n, "col", "dim1")
+            * LinearLayout.identity_1d(split_m, "col", "dim0")
+            * LinearLayout.identity_1d(split_n, "col", "dim1")
+        )
+
+    def _key(self) -> tuple:
+        return (self.block, self.col_stride, self.cta_split_num, self.two_ctas)
+
+    def __repr__(self) -> str:
+        split = None if self.cta_split_num is None else list(self.cta_split_num)
+        return (
+            f"TensorMemoryLayout(block={self.block}, col_stride={self.col_stride}, "
+            f"cta_split_num={split}, two_ctas={self.two_ctas})"
+        )
+
+
+class TensorMemoryScalesLayout(_TensorMemoryLayoutBase):
+    """The TMEM layout of block-scale factors of tcgen05.mma (Gluon's name).
+
+    Rows 0..31 hold dim0 0..31 (repeated in each lane quarter: the zero bases at rows 32
+    and 64), 4 columns hold dim1 0..3, the next column slot holds dim0 + 32 (the PTX
+    "scale factor A/B layout" figures); larger tensors repeat over further columns, dim0
+    first.
+    """
+
+    def __init__(self, cta_split_num: Optional[Sequence[int]] = None):
+        self.cta_split_num = _split("TensorMemoryScalesLayout", cta_split_num)
+
+    def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
+        shape = check_shape("TensorMemoryScalesLayout", shape, 2)
+        split_m, split_n = self.cta_split_num or (1, 1)
+        if shape[0] % split_m or shape[1] % split_n:
+            raise ValueError(
+                f"TensorMemoryScalesLayout: shape {list(shape)} is not divisible by "
+                f"cta_split_num {[split_m, split_n]}"
+            )
+        m, n = shape[0] // split_m, shape[1] // split_n
+        rows = [[1 << i, 0] for i in range(5)] + [[0, 0], [0, 0]]
+        cols = [[0, 1], [0, 2], [32, 0]]
+        cols += [[64 << i, 0] for i in range(log2_exact(max(1, m // 64)))]
+        cols += [[0, 4 << i] for i in range(log2_exact(max(1, n // 4)))]
+        tile = _zero_beyond(LinearLayout({"row": rows, "col": cols}, ["dim0", "dim1"]), (m, n))
+        return (
+            tile
+            * LinearLayout.identity_1d(split_m, "col", "dim0")
+            * LinearLayout.identity_1d(split_n, "col", "dim1")
+        )
+
+    def _key(self) -> tuple:
+        return (self.cta_split_num,)
+
+    def __repr__(self) -> str:
+        split = None if self.cta_split_num is None else list(self.cta_split_num)
+        return f"TensorMemoryScalesLayout(cta_split_num={split})"
+
+
+def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant: str = "32x32b"):
+    """The register layout of a tcgen05.ld / st of a ``shape`` tensor in TMEM ``layout``.
+
+    Returns a :class:`DistributedLinearLayout` (Gluon's ``get_tmem_reg_layout``, one CTA).
+    ``element_ty``: see :func:`~gluonkit.layouts.shared.bitwidth_of`.  ``instr_variant``:
+    one of ``"32x32b"``, ``"16x64b"``, ``"16x128b"``, ``"16x256b"``.  Sub-32-bit elements
+    that share a 32-bit column go to consecutive registers.  ``num_warps`` is a power of
+    two >= 4; warps beyond the first four take further column blocks (or repeat data when
+    there are too few columns).
+    """
+    bits = bitwidth_of(element_ty, "get_tmem_reg_layout")
+    if not is_power_of_two(bits) or bits > 32:
+        raise ValueError(f"get_tmem_reg_layout: element_ty must be 1 to 32 bits (a power of two), got {bits} bits")
+    if instr_variant not in _ATOMS:
+        raise ValueError(f"get_tmem_reg_layout: instr_variant must be one of {list(_ATOMS)}, got {instr_variant!r}")
+    if not is_power_of_two(num_warps) or num_warps < 4:
+        raise ValueError(f"get_tmem_reg_layout: num_warps must be a power of two >= 4, got {num_warps!r}")
+    if not isinstance(layout, (TensorMemoryLayout, TensorMemoryScalesLayout)):
+        raise ValueError(f"get_tmem_reg_layout: layout must be a TensorMemoryLayout, got {layout!r}")
+    if layout.cta_split_num not in (None, (1, 1)):
+        raise ValueError(
+            f"get_tmem_reg_layout: layout.cta_split_num must be None (one CTA), got {list(layout.cta_split_num)}"
+        )
+    if isinstance(layout, TensorMemoryLayout) and layout.col_stride * bits > 32:
+        raise ValueError(
+            f"get_tmem_reg_layout: layout.col_stride * element bits must be at most 32, "
+            f"got col_stride {layout.col_stride} with {bits}-bit elements"
+        )
+    shape = check_shape("get_tmem_reg_layout", shape, 2)
+    result = _ld_st_layout(layout.to_linear_layout(shape), instr_variant, num_warps, bits)
+    if result is None:
+        raise ValueError(
+            f"get_tmem_reg_layout: the {instr_variant} instruction cannot access shape {list(shape)} "
+            f"of {layout!r} with num_warps={num_warps}"
+        )
+    b = result.bases
+    return DistributedLinearLayout(b["register"], b["lane"], b["warp"], [], shape)
+
+
+# --------------------------------------------------------------------- internals
+def _ld_st_layout(ll: LinearLayout, atom: str, num_warps: int, bits: int) -> Optional[LinearLayout]:
+    """``register``, ``lane``, ``warp`` → ``dim0``, ``dim1`` for TMEM layout ``ll``, or None.
+
+    Sub-32-bit elements are first grouped into 32-bit registers: consecutive dim1 elements
+    in consecutive column slots become consecutive registers (packed), unpacked 16-bit
+    pairs likewise, and otherwise unused slots are dropped (software padding).
+    """
+    if bits != 32:
+        best, quot, c = 1, ll, 2
+        while bits * c <= 32:
+            q = _divide_cols(ll, [1 << i for i in range(log2_exact(c))], c)
+            if q is None:
+                break
+            best, quot, c = c, q, 2 * c
+        if best > 1:
+            return _prepend_registers(_ld_st_layout(quot, atom, num_warps, bits * best), best)
+        unpacked = _divide_cols(ll, [0, 1], 2) if bits == 16 else None
+        if unpacked is not None:
+            return _prepend_registers(_ld_st_layout(unpacked, atom, num_warps, 32), 2)
+        padded = _divide_cols(ll, [0] * log2_exact(32 // bits), 1)
+        if padded is not None:
+            return _ld_st_layout(padded, atom, num_warps, 32)
+        if ll.in_dim_size("col") == 1:
+            return _ld_st_layout(ll, atom, num_warps, 32)
+        return None
+    return _ld_st_layout_32(ll, atom, num_warps)
+
+
+def _ld_st_layout_32(ll: LinearLayout, atom: str, num_warps: int) -> Optional[LinearLayout]:
+    """The 32-bit case: tile the atom over ``ll``'s rows and columns, then compose.
+
+    The atom gives ``register``, ``lane`` → (row, col).  Rows 32 and 64 go to warps 1 and
+    2 (the lane quarters).  Row 16, if the atom does not reach it and ``ll`` stores data
+    there, goes to warp 4 (8+ warps) or to a register.  The remaining columns go to
+    registers and then to the extra warps; when the layout has nothing at row 16, the
+    32x32b atom's lane 16 takes the upper half of the columns instead (lowered as
+    16x32bx2).  The result is the composition with ``ll``.
+    """
+    reg, lane = (list(map(list, vs)) for vs in _ATOMS[atom])
+    tile_cols = 1 << max(c for _, c in reg + lane).bit_length()
+    n_cols = ll.in_dim_size("col")
+    missing = n_cols // tile_cols
+    if missing == 0:
+        return None
+    instr32 = atom == "32x32b"
+    empty_row16 = ll.basis("row", 4) == [0, 0]
+
+    # The lowering recovers the tile as ll^-1 o (ll o tile): the atom's own bases must
+    # not collapse under ll (32x32b's lane 16 is lowered separately).
+    atom_only = LinearLayout({"register": reg, "lane": lane[:4] if instr32 else lane},
+                             {"row": TMEM_ROWS, "col": tile_cols})
+    if not atom_only.compose(ll).is_injective():
+        return None
+
+    row16 = None
+    if not instr32 and not empty_row16:
+        row16 = "warp" if num_warps > 4 else "register"
+    warps_to_tile = num_warps // (8 if row16 == "warp" else 4)
+    warp_broadcast = warps_to_tile // min(missing, warps_to_tile)
+    warps_to_tile //= warp_broadcast
+    missing //= warps_to_tile
+
+    if missing > 1 and instr32 and empty_row16:
+        reg += [[0, 1 << i] for i in range(log2_exact(missing // 2))]
+        lane = lane[:4] + [[0, missing // 2]]
+    elif missing > 1:
+        reg += [[0, tile_cols << i] for i in range(log2_exact(missing))]
+    warp = [[32, 0], [64, 0]]
+    if row16 == "warp":
+        warp.append([16, 0])
+    elif row16 == "register":
+        reg.append([16, 0])
+    cols = tile_cols * missing
+    warp += [[0, cols << i] for i in range(log2_exact(warps_to_tile))]
+    warp += [[0, 0]] * log2_exact(warp_broadcast)
+    tile = LinearLayout({"register": reg, "lane": lane, "warp": warp}, {"row": TMEM_ROWS, "col": n_cols})
+    return tile.compose(ll)
+
+
+def _divide_cols(ll: LinearLayout, low_dim1: Sequence[int], scale: int) -> Optional[LinearLayout]:
+    """``ll`` without its lowest ``col`` bases, if those map to dim1 ``low_dim1`` (dim0 0).
+
+    Every other basis must be a multiple of ``scale`` in dim1, which is divided out
+    (Triton's ``divideLeft`` by a ``col`` → ``dim1`` layout of dim1 size ``scale``).
+    """
+    k = len(low_dim1)
+    b = ll.bases
+    if len(b["col"]) < k or any(b["col"][i] != [0, low_dim1[i]] for i in range(k)):
+        return None
+    rest = {"row": b["row"], "col": b["col"][k:]}
+    if any(v[1] % scale for vs in rest.values() for v in vs):
+        return None
+    bases = {d: [[v[0], v[1] // scale] for v in vs] for d, vs in rest.items()}
+    return LinearLayout(bases, {"dim0": ll.out_dim_size("dim0"), "dim1": max(1, ll.out_dim_size("dim1") // scale)})
+
+
+def _prepend_registers(layout: Optional[LinearLayout], count: int) -> Optional[LinearLayout]:
+    """``count`` consecutive dim1 elements per thread in the lowest registers, then ``layout``."""
+    if layout is None:
+        return None
+    return (LinearLayout.identity_1d(count, "register", "dim1") * layout).transpose_outs(["dim0", "dim1"])
+
+
+def _zero_beyond(layout: LinearLayout, shape: Sequence[int]) -> LinearLayout:
+    """Clear the largest coordinates of each output until it fits ``shape`` (Triton's
+    ``ensureLayoutNotLargerThan``): the cleared input bits become broadcast/undefined."""
+    bases = layout.bases
+    for j, (o, want) in enumerate(zip(layout.out_dims, shape)):
+        have = layout.out_dim_size(o)
+        hits = sorted(((v[j], d, i) for d, vs in bases.items() for i, v in enumerate(vs) if v[j]), reverse=True)
+        for _, d, i in hits:
+            if have <= want:
+                break
+            bases[d][i][j] = 0
+            have //= 2
+    return LinearLayout(bases, dict(zip(layout.out_dims, (min(s, w) for s, w in zip(layout.out_dim_sizes.values(), shape)))))
+
+
+def _split(owner: str, cta_split_num) -> Optional[Tuple[int, int]]:
+    if cta_split_num is None:
+        return None
+    split = tuple(int(s) for s in cta_split_num)
+    if len(split) != 2 or not all(is_power_of_two(s) for s in split):
+        raise ValueError(f"{owner}: cta_split_num must be two powers of two, got {list(split)}")
+    return split
