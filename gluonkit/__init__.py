@@ -7,3 +7,18 @@ See ``docs/`` and the design notes in ``docs/design.rst``.
 """
 
 __version__ = "0.1.0"
+
+from .ir.diagnostics import CompilationError
+from .lang.constexpr import constexpr
+from .lang.jit import JITFunction, jit
+
+
+from .runtime import launch as _launch  # noqa: E402,F401  (registers the launcher with lang.jit)
+
+
+def cdiv(x: int, y: int) -> int:
+    """``ceil(x / y)`` for positive ints: the number of programs covering ``x`` items by ``y``."""
+    return (x + y - 1) // y
+
+
+__all__ = ["jit", "JITFunction", "constexpr", "CompilationError", "cdiv", "__version__"]

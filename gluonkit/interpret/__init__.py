@@ -1,1 +1,19 @@
-"""CPU interpreter of the IR on numpy, with asynchronous semantics and a hazard checker (may import ir, layouts)."""
+"""CPU interpreter of the IR on numpy (may import ir, layouts).
+
+``run_grid(func, grid, args, memory)`` runs a fully inferred kernel once per program id.
+Distributed tensors are held as per-thread register files in their layouts
+(:mod:`.values`), memory is a flat simulated address space of registered numpy arrays
+(:mod:`.memory`), and every IR op has one rule (:data:`RULES`), grouped by op family:
+:mod:`.creation`, :mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shapes`,
+:mod:`.reduce`, :mod:`.control`, :mod:`.debug`.  Faults the hardware would not catch
+raise :class:`InterpreterError` at the user's source line.
+"""
+
+from . import control, creation, debug, elementwise, memory_ops, reduce, shapes  # noqa: F401  (register rules)
+from .dtypes import numpy_dtype
+from .engine import RULES, run_grid, run_program
+from .errors import InterpreterError
+from .memory import Memory
+from .values import Tensor
+
+__all__ = ["run_grid", "run_program", "Memory", "InterpreterError", "numpy_dtype", "RULES", "Tensor"]

@@ -1,1 +1,16 @@
-"""gluonkit IR: types, ops, regions, printer and verifier (may import layouts)."""
+"""gluonkit IR: types, ops, blocks and functions, the builder, printer and verifier.
+
+May import :mod:`gluonkit.layouts` only (see docs/design.rst).
+"""
+
+from .builder import Builder
+from .core import Block, Function, Operation, Value
+from .diagnostics import CompilationError, Location, UNKNOWN_LOCATION
+from .ops import OPS, OpDef, op_def
+from .printer import print_function
+from .types import (
+    ALL_DTYPES, DType, PointerType, TensorType, bfloat16, dtype_from_name, element_type,
+    float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64,
+    is_tensor, layout_of, shape_of, uint8, uint16, uint32, uint64,
+)
+from .verifier import layouts_match, verify

@@ -1,0 +1,190 @@
+"""Memory-bound kernels beside torch and Triton, measured in one run on one GPU.
+
+Prints GB/s (bytes read + written, each once, over the median time of
+``triton.testing.do_bench``) for vector add, fused softmax (4096 rows × 256…16384
+columns, float32 and bfloat16) and a layout transpose, each beside torch, Triton and a
+device-to-device copy; then cold compile times and host launch overheads beside Triton's.
+Every gluonkit result is checked against torch on fresh random inputs, with the output
+poisoned (NaN) before the run.
+
+Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_memory.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+import gluonkit  # noqa: E402
+import gluonkit.lang as gl  # noqa: E402
+from fused_softmax import softmax as gk_softmax  # noqa: E402
+from transpose import transpose as gk_transpose  # noqa: E402
+from vector_add import add as gk_add  # noqa: E402
+
+
+# ------------------------------------------------------------------ Triton references
+@triton.jit
+def triton_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def triton_softmax(out_ptr, in_ptr, n_cols, in_stride, out_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def triton_transpose(out_ptr, in_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    tile = tl.load(in_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rn[None, :] * M + rm[:, None], tile)
+
+
+def _gbps(nbytes: int, ms: float) -> float:
+    return nbytes / ms / 1e6
+
+
+def _rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double()
+    if torch.isnan(out).any():
+        return float("nan")
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+ROWS = []
+
+
+def row(name, nbytes, ms_gk, ms_torch, ms_triton, ms_copy, err):
+    gk, th, tr, cp = (_gbps(nbytes, ms) for ms in (ms_gk, ms_torch, ms_triton, ms_copy))
+    ROWS.append((name, gk, th, tr, cp, gk / cp, gk / tr, err))
+
+
+def copy_ms(nbytes: int) -> float:
+    """Time of a device-to-device copy moving ``nbytes`` (half read, half written)."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return do_bench(lambda: dst.copy_(src), return_mode="median")
+
+
+def bench_add(n: int = 1 << 26) -> None:
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    gk_add(x, y, out)
+    err = _rel_error(out, x + y)
+    o2 = torch.empty_like(x)
+    nbytes = 3 * n * 4
+    row(f"add {n}", nbytes,
+        do_bench(lambda: gk_add(x, y, out), return_mode="median"),
+        do_bench(lambda: torch.add(x, y, out=o2), return_mode="median"),
+        do_bench(lambda: triton_add[(triton.cdiv(n, 4096),)](x, y, o2, n, BLOCK=4096), return_mode="median"),
+        copy_ms(nbytes), err)
+
+
+def bench_softmax(cols: int, dtype: torch.dtype, rows: int = 4096) -> None:
+    x = torch.randn(rows, cols, device="cuda", dtype=dtype)
+    out = torch.full_like(x, float("nan"))
+    gk_softmax(x, out)
+    err = _rel_error(out, torch.softmax(x.double(), dim=1))
+    o2 = torch.empty_like(x)
+    block = triton.next_power_of_2(cols)
+    warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    nbytes = 2 * x.numel() * x.element_size()
+    row(f"softmax {rows}x{cols} {str(dtype)[6:]}", nbytes,
+        do_bench(lambda: gk_softmax(x, out), return_mode="median"),
+        do_bench(lambda: torch.softmax(x, dim=1), return_mode="median"),
+        do_bench(lambda: triton_softmax[(rows,)](o2, x, cols, x.stride(0), o2.stride(0), BLOCK=block,
+                                                num_warps=warps), return_mode="median"),
+        copy_ms(nbytes), err)
+
+
+def bench_transpose(m: int = 8192, n: int = 8192) -> None:
+    x = torch.randn(m, n, device="cuda")
+    out = torch.full((n, m), float("nan"), device="cuda")
+    gk_transpose(x, out)
+    err = _rel_error(out, x.t())
+    o2 = torch.empty(n, m, device="cuda")
+    nbytes = 2 * m * n * 4
+    row(f"transpose {m}x{n} f32", nbytes,
+        do_bench(lambda: gk_transpose(x, out), return_mode="median"),
+        do_bench(lambda: o2.copy_(x.t()), return_mode="median"),
+        do_bench(lambda: triton_transpose[(m // 64, n // 64)](o2, x, m, n, BM=64, BN=64), return_mode="median"),
+        copy_ms(nbytes), err)
+
+
+def print_bandwidth_table() -> None:
+    print(f"\n{'kernel':34} {'gluonkit':>9} {'torch':>9} {'triton':>9} {'copy':>9} {'gk/copy':>8} {'gk/triton':>9} {'rel.err':>9}")
+    for name, gk, th, tr, cp, r_copy, r_triton, err in ROWS:
+        print(f"{name:34} {gk:9.0f} {th:9.0f} {tr:9.0f} {cp:9.0f} {r_copy:8.3f} {r_triton:9.3f} {err:9.2e}")
+    print("(GB/s; median of triton.testing.do_bench)")
+
+
+def compile_and_launch_overhead() -> None:
+    """Cold compile time (fresh caches) and host time per launch of a tiny kernel."""
+    from vector_add import add_kernel, vector_add_layout
+
+    n = 4096
+    x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
+    with tempfile.TemporaryDirectory() as gk_cache, tempfile.TemporaryDirectory() as tr_cache:
+        os.environ["GLUONKIT_CACHE_DIR"] = gk_cache
+        os.environ["TRITON_CACHE_DIR"] = tr_cache
+        t0 = time.perf_counter()
+        add_kernel[(1,)](x, y, out, n, BLOCK=4096, layout=vector_add_layout(4), num_warps=4)
+        torch.cuda.synchronize()
+        gk_compile = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        triton_add[(1,)](x, y, out, n, BLOCK=4096)
+        torch.cuda.synchronize()
+        tr_compile = time.perf_counter() - t0
+    layout = vector_add_layout(4)
+    launches = 2000
+
+    def per_launch(fn) -> float:
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            fn()
+        elapsed = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        return elapsed / launches * 1e6
+
+    gk_launch = per_launch(lambda: add_kernel[(1,)](x, y, out, n, BLOCK=4096, layout=layout, num_warps=4))
+    tr_launch = per_launch(lambda: triton_add[(1,)](x, y, out, n, BLOCK=4096))
+    print(f"\ncold compile (vector add): gluonkit {gk_compile * 1e3:.0f} ms, triton {tr_compile * 1e3:.0f} ms")
+    print(f"host launch overhead: gluonkit {gk_launch:.1f} us, triton {tr_launch:.1f} us")
+
+
+def main() -> None:
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}, "
+          f"gluonkit {gluonkit.__version__}")
+    bench_add()
+    for dtype in (torch.float32, torch.bfloat16):
+        for cols in (256, 1024, 4096, 16384):
+            bench_softmax(cols, dtype)
+    bench_transpose()
+    compile_and_launch_overhead()
+    print_bandwidth_table()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The interpreter's core: the rule registry, one program instance's state, and the grid loop.
+
+Each catalogue op has exactly one rule, registered with :func:`rule`; a rule takes the
+:class:`Program` (the running instance), the op and its operands' runtime values, and
+returns the op's results (a terminator returns the values it passes on).  Op families
+live in their own modules (:mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shapes`,
+:mod:`.reduce`, :mod:`.control`, :mod:`.debug`), which register their rules on import.
+
+Program instances run one after another in grid order (axis 0 fastest), each from a fresh
+environment; they share only the :class:`~.memory.Memory`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from ..ir.core import Block, Function, Operation
+from ..ir.ops import OPS
+from ..ir.types import TensorType
+from .dtypes import from_python
+from .errors import InterpreterError
+from .memory import Memory
+from .values import Placement, placement
+
+__all__ = ["rule", "RULES", "Program", "run_grid", "run_program"]
+
+Rule = Callable[["Program", Operation, List[object]], List[object]]
+RULES: Dict[str, Rule] = {}
+
+
+def rule(*names: str):
+    """Register the interpreter rule of catalogue op(s) ``names``."""
+    for name in names:
+        if name not in OPS:
+            raise KeyError(f"interpreter rule for unknown op {name!r}")
+
+    def register(fn: Rule) -> Rule:
+        for name in names:
+            RULES[name] = fn
+        return fn
+
+    return register
+
+
+class Program:
+    """One running program instance: its id, the grid, memory and SSA environment."""
+
+    def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory):
+        self.func = func
+        self.pid = pid
+        self.grid = grid
+        self.memory = memory
+        self.num_warps = func.num_warps
+        self.env: Dict[int, object] = {}
+
+    def placement(self, ty: TensorType, op: Operation) -> Placement:
+        return placement(ty, self.num_warps, op.loc)
+
+    def run_block(self, block: Block, args: Sequence[object]) -> List[object]:
+        """Bind ``args`` to ``block``'s arguments, run its ops; return its terminator's values."""
+        if len(args) != len(block.args):
+            raise RuntimeError(f"block takes {len(block.args)} arguments, got {len(args)}")
+        for a, v in zip(block.args, args):
+            self.env[a.uid] = v
+        for op in block.ops:
+            operands = [self.env[v.uid] for v in op.operands]
+            try:
+                fn = RULES[op.name]
+            except KeyError:
+                raise InterpreterError(f"{op.name}: the interpreter has no rule for this op", op.loc) from None
+            with np.errstate(all="ignore"):
+                results = fn(self, op, operands)
+            if op is block.terminator and op.name in ("yield", "condition", "return"):
+                return results
+            for r, v in zip(op.results, results):
+                self.env[r.uid] = v
+        return []
+
+
+def _normalize_grid(grid) -> Tuple[int, int, int]:
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
+        raise ValueError(f"grid must be 1 to 3 non-negative ints, got {grid}")
+    return grid + (1,) * (3 - len(grid))
+
+
+def _bind_args(func: Function, args: Sequence[object]) -> List[object]:
+    if len(args) != len(func.args):
+        raise ValueError(f"kernel {func.name} takes {len(func.args)} arguments "
+                         f"({', '.join(func.arg_names)}), got {len(args)}")
+    values = []
+    for name, arg, value in zip(func.arg_names, func.args, args):
+        if isinstance(arg.type, TensorType):
+            raise ValueError(f"kernel argument {name!r} has tensor type {arg.type}; "
+                             "runtime arguments are scalars or pointers")
+        values.append(from_python(value, arg.type)[()])
+    return values
+
+
+def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory) -> None:
+    """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`)."""
+    grid = _normalize_grid(grid)
+    Program(func, tuple(pid), grid, memory).run_block(func.body, _bind_args(func, args))
+
+
+def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> None:
+    """Run every program instance of ``grid`` (1 to 3 ints), axis 0 fastest.
+
+    ``func`` must be fully inferred (``verify(func, concrete=True)`` holds).  Pointer
+    arguments are addresses from ``memory.register``; scalars are Python or numpy numbers,
+    converted to their parameter's type.
+    """
+    grid = _normalize_grid(grid)
+    values = _bind_args(func, args)
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                Program(func, (x, y, z), grid, memory).run_block(func.body, values)
+

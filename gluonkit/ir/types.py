@@ -1,0 +1,188 @@
+"""IR types: element dtypes, pointers, distributed tensors.
+
+Every IR value has one of these types.  Scalars are typed by a :class:`DType` or a
+:class:`PointerType` directly; distributed tensors by a :class:`TensorType` that carries
+shape, element type and layout (an ``AutoLayout`` until inference resolves it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple, Union
+
+__all__ = [
+    "DType", "PointerType", "TensorType", "Type", "ScalarType",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
+    "ALL_DTYPES", "dtype_from_name", "element_type", "shape_of", "layout_of", "is_tensor",
+]
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar element type.
+
+    ``kind`` is ``"int"``, ``"uint"``, ``"float"`` or ``"bool"``; ``exponent_bits`` is set
+    for floating-point types and orders them in type promotion (Triton's rules).
+    """
+
+    name: str
+    kind: str
+    primitive_bitwidth: int
+    exponent_bits: int = 0
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.primitive_bitwidth // 8)
+
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "bool")
+
+    def is_int_signed(self) -> bool:
+        return self.kind == "int"
+
+    def is_int_unsigned(self) -> bool:
+        return self.kind == "uint"
+
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    def is_fp8(self) -> bool:
+        return self.kind == "float" and self.primitive_bitwidth == 8
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+int1 = DType("int1", "bool", 1)
+int8 = DType("int8", "int", 8)
+int16 = DType("int16", "int", 16)
+int32 = DType("int32", "int", 32)
+int64 = DType("int64", "int", 64)
+uint8 = DType("uint8", "uint", 8)
+uint16 = DType("uint16", "uint", 16)
+uint32 = DType("uint32", "uint", 32)
+uint64 = DType("uint64", "uint", 64)
+float8e5 = DType("float8e5", "float", 8, exponent_bits=5)
+float8e4nv = DType("float8e4nv", "float", 8, exponent_bits=4)
+float16 = DType("float16", "float", 16, exponent_bits=5)
+bfloat16 = DType("bfloat16", "float", 16, exponent_bits=8)
+float32 = DType("float32", "float", 32, exponent_bits=8)
+float64 = DType("float64", "float", 64, exponent_bits=11)
+
+ALL_DTYPES = (
+    int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float8e4nv, float8e5, float16, bfloat16, float32, float64,
+)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+
+
+def dtype_from_name(name: str) -> DType:
+    """The dtype called ``name`` (``"float16"``, ``"int32"``, …)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+@dataclass(frozen=True)
+class PointerType:
+    """A pointer to ``element`` in ``address_space`` (1 = global memory)."""
+
+    element: DType
+    address_space: int = 1
+
+    name = "pointer"
+    primitive_bitwidth = 64
+    itemsize = 8
+
+    def is_ptr(self) -> bool:
+        return True
+
+    @property
+    def element_ty(self) -> DType:
+        """Triton's name for :attr:`element` (``ptr.dtype.element_ty`` in kernels)."""
+        return self.element
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"ptr<{self.element}>"
+
+    __repr__ = __str__
+
+
+ScalarType = Union[DType, PointerType]
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A distributed tensor: ``shape`` elements of ``element`` spread by ``layout``."""
+
+    element: ScalarType
+    shape: Tuple[int, ...]
+    layout: object  # a gluonkit.layouts distributed layout, or AutoLayout
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def with_layout(self, layout) -> "TensorType":
+        return TensorType(self.element, self.shape, layout)
+
+    def with_element(self, element: ScalarType) -> "TensorType":
+        return TensorType(element, self.shape, self.layout)
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.shape)
+        return f"tensor<{dims}x{self.element}, {self.layout!r}>"
+
+    __repr__ = __str__
+
+
+Type = Union[DType, PointerType, TensorType]
+
+
+def is_tensor(ty: Type) -> bool:
+    return isinstance(ty, TensorType)
+
+
+def element_type(ty: Type) -> ScalarType:
+    """The scalar type of a scalar or of a tensor's elements."""
+    return ty.element if isinstance(ty, TensorType) else ty
+
+
+def shape_of(ty: Type) -> Tuple[int, ...]:
+    """A tensor's shape; ``()`` for scalars."""
+    return ty.shape if isinstance(ty, TensorType) else ()
+
+
+def layout_of(ty: Type):
+    """A tensor's layout; ``None`` for scalars."""
+    return ty.layout if isinstance(ty, TensorType) else None

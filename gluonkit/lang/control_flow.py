@@ -1,0 +1,262 @@
+"""Control flow in the code generator: ``if``, ``for``, ``while`` and ``a if c else b``.
+
+* A condition that is a compile-time value folds: only the taken branch is generated.
+* A runtime condition must be a scalar; it becomes an ``if`` op whose regions yield the
+  variables assigned in either branch (that exist after it).  A name assigned in only
+  one branch and not before is not visible after the ``if``.
+* ``for i in range(a, b, c)`` becomes a ``for`` op even with constant bounds (as in Triton);
+  variables assigned in the body that exist before the loop are carried (block arguments
+  and yields) and must keep their type.  A compile-time negative step iterates in reverse.
+  ``gl.static_range`` and iteration over a compile-time tuple unroll the body.
+* ``while cond:`` becomes a ``while`` op; the condition is evaluated in its ``before``
+  region over the carried variables.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List
+
+from ..ir import Block
+from ..ir.types import TensorType
+from ..ir.verifier import layouts_match
+from .builtins import static_range
+from .errors import TypeMismatchError, UnsupportedSyntaxError
+from .promotion import integer_promote
+from .tensor import tensor
+
+__all__ = ["ControlFlowMixin", "assigned_names"]
+
+
+def assigned_names(stmts) -> List[str]:
+    """Names stored to anywhere in ``stmts``, in order of first appearance."""
+    names: Dict[str, None] = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.setdefault(node.id, None)
+    return list(names)
+
+
+def _same_type(a, b) -> bool:
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return a.shape == b.shape and a.element == b.element and layouts_match(a.layout, b.layout, a.shape)
+    return a == b
+
+
+class ControlFlowMixin:
+    """``visit_If``/``visit_For``/``visit_While``/``visit_IfExp`` for the code generator."""
+
+    # --------------------------------------------------------------- helpers
+    def _condition(self, test, what: str) -> tensor:
+        if test.is_block():
+            self.error(f"the condition of a runtime {what} must be a scalar, got a tensor of shape "
+                       f"{list(test.shape)}; use gl.where for element-wise choices", TypeMismatchError)
+        return self.sem.to_bool(test, f"the condition of {what}")
+
+    def _region(self, block: Block, kind: str, body):
+        """Generate ``body()`` into ``block`` with a copy of the scope; returns that scope."""
+        saved_scope, saved_hidden = self.scope, self.hidden
+        self.scope, self.hidden = dict(saved_scope), dict(saved_hidden)
+        self.runtime_regions.append(kind)
+        try:
+            with self.sem.builder.at_end_of(block):
+                body()
+            return self.scope
+        finally:
+            self.runtime_regions.pop()
+            self.scope, self.hidden = saved_scope, saved_hidden
+
+    def _check_carried(self, name: str, before, after, where: str) -> None:
+        if not isinstance(after, tensor):
+            self.error(f"'{name}' is a runtime value before the {where} but the compile-time value {after!r} "
+                       "after it; a variable must keep its kind", TypeMismatchError)
+        if not _same_type(before.type, after.type):
+            raise TypeMismatchError(
+                f"'{name}' has type {before.type} before the {where} and {after.type} after its body; "
+                "loop-carried variables must keep their type (convert explicitly, e.g. with .to(...) or "
+                "set_auto_layout)", self.sem.builder.loc,
+                notes=[(f"the new value of '{name}' is computed here", after.handle.loc)])
+
+    def _carried(self, body) -> List[str]:
+        """Names assigned in ``body`` that hold runtime values before the loop."""
+        return [n for n in assigned_names(body) if isinstance(self.scope.get(n), tensor)]
+
+    def _check_constants_unchanged(self, before: dict, after: dict, kind: str) -> None:
+        for name, value in after.items():
+            if name in before and not isinstance(before[name], tensor) and after[name] is not before[name]:
+                if isinstance(value, tensor) or value != before[name]:
+                    self.error(f"the compile-time value '{name}' = {before[name]!r} is reassigned inside a runtime "
+                               f"{kind}; assign a runtime value (a plain number, not a gl.constexpr) before the "
+                               f"{kind} to make it a loop variable", TypeMismatchError)
+
+    # -------------------------------------------------------------------- if
+    def visit_If(self, node):
+        test = self.visit(node.test)
+        if not isinstance(test, tensor):
+            self.visit_block(node.body if test else node.orelse)
+            return
+        cond = self._condition(test, "if")
+        then_block, else_block = Block(), Block()
+        then_scope = self._region(then_block, "if", lambda: self.visit_block(node.body))
+        else_scope = self._region(else_block, "if", lambda: self.visit_block(node.orelse))
+        names, then_vals, else_vals = [], [], []
+        for name in assigned_names(node.body + node.orelse):
+            t, e = then_scope.get(name), else_scope.get(name)
+            if name not in then_scope or name not in else_scope:
+                branch = "then" if name in then_scope else "else"
+                self.hidden[name] = f"it is assigned only in the {branch} branch of the if at line {node.lineno}"
+                self.scope.pop(name, None)
+                continue
+            if not isinstance(t, tensor) and not isinstance(e, tensor):
+                if t is not e and t != e:
+                    self.error(f"'{name}' gets different compile-time values in the two branches of a runtime if "
+                               f"({t!r} and {e!r})", TypeMismatchError)
+                self.scope[name] = t
+                continue
+            if not (isinstance(t, tensor) and isinstance(e, tensor)) or not _same_type(t.type, e.type):
+                show = lambda v: v.type if isinstance(v, tensor) else repr(v)  # noqa: E731
+                self.error(f"'{name}' has type {show(t)} in the then branch and {show(e)} in the else branch of "
+                           "a runtime if; both branches must give it one type", TypeMismatchError)
+            names.append(name)
+            then_vals.append(t)
+            else_vals.append(e)
+        for block, vals in ((then_block, then_vals), (else_block, else_vals)):
+            with self.sem.builder.at_end_of(block):
+                self.sem.create("yield", vals, [])
+        op = self.sem.create("if", [cond], [v.type for v in then_vals], regions=[then_block, else_block])
+        for name, result in zip(names, op.results):
+            result.name_hint = name
+            self.scope[name] = tensor(result)
+
+    def visit_IfExp(self, node):
+        test = self.visit(node.test)
+        if not isinstance(test, tensor):
+            return self.visit(node.body if test else node.orelse)
+        cond = self._condition(test, "conditional expression")
+        blocks, values = [Block(), Block()], []
+        for block, expr in zip(blocks, (node.body, node.orelse)):
+            out = {}
+            self._region(block, "conditional expression", lambda: out.setdefault("v", self.visit(expr)))
+            with self.sem.builder.at_end_of(block):
+                values.append(self.sem.to_tensor(out["v"]))
+        if not _same_type(values[0].type, values[1].type):
+            self.error(f"the two values of a runtime conditional expression have different types "
+                       f"{values[0].type} and {values[1].type}", TypeMismatchError)
+        for block, v in zip(blocks, values):
+            with self.sem.builder.at_end_of(block):
+                self.sem.create("yield", [v], [])
+        return tensor(self.sem.create("if", [cond], [values[0].type], regions=blocks).result)
+
+    # ------------------------------------------------------------------- for
+    def visit_For(self, node):
+        if node.orelse:
+            self.error("for ... else is not supported in kernels", UnsupportedSyntaxError)
+        it = node.iter
+        if isinstance(it, ast.Call) and self.visit(it.func) is range:
+            if it.keywords:
+                self.error("range() takes no keyword arguments", UnsupportedSyntaxError)
+            bounds = [self.visit(a) for a in it.args]
+            if not 1 <= len(bounds) <= 3:
+                self.error(f"range expects 1 to 3 arguments, got {len(bounds)}", TypeMismatchError)
+            if len(bounds) == 1:
+                bounds = [0] + bounds
+            if len(bounds) == 2:
+                bounds.append(1)
+            return self._runtime_for(node, *bounds)
+        iterable = self.visit(it)
+        if isinstance(iterable, static_range):
+            values = iterable.range
+        elif isinstance(iterable, (tuple, list)):
+            values = iterable
+        else:
+            self.error(f"kernels can loop over range(...), gl.static_range(...) or a compile-time tuple, "
+                       f"got {iterable!r}", UnsupportedSyntaxError)
+        for value in values:
+            if self.returned:
+                break
+            self.assign(node.target, value, node, sanitize=False)
+            self.visit_block(node.body)
+
+    def _runtime_for(self, node, lb, ub, step):
+        if not isinstance(node.target, ast.Name):
+            self.error("the target of a runtime for loop must be a single name", UnsupportedSyntaxError)
+        reverse = not isinstance(step, tensor) and step < 0
+        if not isinstance(step, tensor) and step == 0:
+            self.error("range() step must not be zero", TypeMismatchError)
+        if reverse:  # range(a, b, -s) visits a, a-s, …: iterate range(b, a, s) as a - (iv - b)
+            lb, ub, step = ub, lb, -step
+        lb, ub, step = (self.sem.to_tensor(v) for v in (lb, ub, step))
+        for v in (lb, ub, step):
+            if v.is_block() or not v.dtype.is_int() or v.dtype.is_bool():
+                self.error(f"range bounds must be integer scalars, got {v.type}", TypeMismatchError)
+        iv_type = integer_promote(integer_promote(lb.dtype, ub.dtype), step.dtype)
+        lb, ub, step = (self.sem.cast(v, iv_type) for v in (lb, ub, step))
+        carried = self._carried(node.body)
+        inits = [self.scope[n] for n in carried]
+        body = Block([iv_type] + [v.type for v in inits], [node.target.id] + carried)
+
+        def gen_body():
+            iv = tensor(body.args[0])
+            if reverse:
+                iv = self.sem.arith("sub", self.sem.arith("add", lb, ub), iv)
+            self.scope[node.target.id] = iv
+            for name, arg in zip(carried, body.args[1:]):
+                self.scope[name] = tensor(arg)
+            self.visit_block(node.body)
+            self._yield_carried(carried, inits, "for loop")
+
+        before = dict(self.scope)
+        after = self._region(body, "for loop", gen_body)
+        self._check_constants_unchanged(before, after, "for loop")
+        op = self.sem.create("for", [lb, ub, step] + inits, [v.type for v in inits], regions=[body])
+        self._bind_results(node.body, carried, op, "for loop", node.lineno)
+
+    def _yield_carried(self, carried, inits, kind: str) -> None:
+        outs = []
+        for name, init in zip(carried, inits):
+            if name not in self.scope:
+                self.error(f"'{name}' is not defined at the end of the {kind} body", TypeMismatchError)
+            self._check_carried(name, init, self.scope[name], kind)
+            outs.append(self.scope[name])
+        self.sem.create("yield", outs, [])
+
+    def _bind_results(self, body, carried, op, kind: str, line: int) -> None:
+        for name in assigned_names(body):
+            if name not in self.scope:
+                self.hidden[name] = f"it is assigned only inside the {kind} at line {line}"
+        for name, result in zip(carried, op.results):
+            result.name_hint = name
+            self.scope[name] = tensor(result)
+
+    # ----------------------------------------------------------------- while
+    def visit_While(self, node):
+        if node.orelse:
+            self.error("while ... else is not supported in kernels", UnsupportedSyntaxError)
+        carried = self._carried(node.body)
+        inits = [self.scope[n] for n in carried]
+        types = [v.type for v in inits]
+        before_block, after_block = Block(types, carried), Block(types, carried)
+
+        def gen_before():
+            for name, arg in zip(carried, before_block.args):
+                self.scope[name] = tensor(arg)
+            test = self.visit(node.test)
+            if not isinstance(test, tensor):
+                self.error(f"the condition of a while loop must be a runtime value, got the compile-time {test!r}"
+                           " (a while loop without break needs a condition that can change)", TypeMismatchError)
+            cond = self._condition(test, "while loop")
+            self.sem.create("condition", [cond] + list(before_block.args), [])
+
+        def gen_after():
+            for name, arg in zip(carried, after_block.args):
+                self.scope[name] = tensor(arg)
+            self.visit_block(node.body)
+            self._yield_carried(carried, inits, "while loop")
+
+        before = dict(self.scope)
+        self._region(before_block, "while loop", gen_before)
+        after = self._region(after_block, "while loop", gen_after)
+        self._check_constants_unchanged(before, after, "while loop")
+        op = self.sem.create("while", inits, types, regions=[before_block, after_block])
+        self._bind_results(node.body, carried, op, "while loop", node.lineno)

@@ -1,0 +1,207 @@
+"""``@gluonkit.jit``: kernels and device functions, their IR builds and their launch.
+
+A :class:`JITFunction` keeps the Python function, its source and where it sits in its file.
+:meth:`JITFunction.build_ir` turns it into an :class:`~gluonkit.ir.Function` for one
+specialization (runtime argument types, constexpr values, ``num_warps``, divisibility facts)
+and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
+launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
+``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``.  A ``@jit`` function
+called from another one is inlined by the frontend; called from plain Python it raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ..ir import Builder, Function, verify
+from ..ir.diagnostics import Location
+from ..ir.types import DType, PointerType
+from .codegen import CodeGenerator
+from .constexpr import is_constexpr_annotation, unwrap
+from .errors import ArgumentError, CompilationError, ConstexprRequiredError
+from .semantic import Semantic
+from .tensor import tensor
+
+__all__ = ["JITFunction", "jit", "set_launcher"]
+
+_launcher: Optional[Callable] = None
+
+
+def set_launcher(fn: Callable) -> None:
+    """Register ``fn(kernel, grid, args, kwargs)``, which ``kernel[grid](*args, **kwargs)`` calls."""
+    global _launcher
+    _launcher = fn
+
+
+class JITFunction:
+    """A ``@gluonkit.jit`` function (see the module docstring)."""
+
+    __gluonkit_jit__ = True
+
+    def __init__(self, fn: Callable, **options):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@gluonkit.jit decorates a function, got {fn!r}")
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        self.arg_names: List[str] = list(self.signature.parameters)
+        self.constexpr_names: List[str] = [
+            n for n, p in self.signature.parameters.items() if is_constexpr_annotation(p.annotation)]
+        self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        try:
+            lines, self.first_line = inspect.getsourcelines(fn)
+        except OSError as e:
+            raise TypeError(f"@gluonkit.jit needs the source code of {fn.__qualname__} (define it in a file): {e}") \
+                from None
+        self.first_line = max(self.first_line, 1)
+        self.source_lines = lines
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+        self.src = textwrap.dedent("".join(lines))
+        self.globals = fn.__globals__
+        self._tree: Optional[ast.FunctionDef] = None
+        self.cache: Dict[Any, Function] = {}
+        self.options = dict(options)
+        functools.update_wrapper(self, fn)
+
+    # ---------------------------------------------------------------- source
+    def parse(self) -> ast.FunctionDef:
+        """The function's AST (parsed once)."""
+        if self._tree is None:
+            module = ast.parse(self.src)
+            defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if len(defs) != 1 or isinstance(defs[0], ast.AsyncFunctionDef):
+                raise CompilationError(f"@jit needs a plain function definition, got:\n{self.src}", self.def_location())
+            self._tree = defs[0]
+        return self._tree
+
+    def location(self, lineno: int, col: int, inlined_at: Optional[Location] = None) -> Location:
+        """The file location of AST position (``lineno``, ``col``) of the dedented source."""
+        text = self.source_lines[lineno - 1] if 0 < lineno <= len(self.source_lines) else ""
+        return Location(self.file, self.first_line + lineno - 1, col + self.indent, self.fn.__name__,
+                        text.rstrip("\n"), inlined_at)
+
+    def def_location(self) -> Location:
+        for i, line in enumerate(self.source_lines):
+            if line.lstrip().startswith("def "):
+                return self.location(i + 1, len(line) - len(line.lstrip()) - self.indent)
+        return self.location(1, 0)
+
+    def closure_vars(self) -> Dict[str, Any]:
+        """The function's closure variables by name (read at build time)."""
+        cells = self.fn.__closure__ or ()
+        out = {}
+        for name, cell in zip(self.fn.__code__.co_freevars, cells):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # an unfilled cell: not defined yet
+                pass
+        return out
+
+    # ----------------------------------------------------------------- build
+    def build_ir(self, arg_types: Sequence, constexprs: Optional[Dict[str, Any]] = None, num_warps: int = 4,
+                 specialization: Optional[Dict[str, Dict[str, int]]] = None) -> Function:
+        """The IR of this kernel for one specialization (cached; see the module docstring).
+
+        ``arg_types`` gives one scalar type (DType or PointerType) per runtime parameter, in
+        signature order; runtime parameters are those not in ``constexprs``.  Parameters
+        annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
+        ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
+        """
+        constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
+        specialization = dict(specialization or {})
+        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization))
+        cached = self.cache.get(key)
+        if cached is None:
+            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization)
+        return cached
+
+    def _build(self, arg_types, constexprs, num_warps, specialization) -> Function:
+        loc = self.def_location()
+        if not isinstance(num_warps, int) or num_warps <= 0 or num_warps & (num_warps - 1):
+            raise ArgumentError(f"num_warps must be a positive power of two, got {num_warps!r}", loc)
+        unknown = sorted(set(constexprs) - set(self.arg_names))
+        if unknown:
+            raise ArgumentError(f"{self.__name__} has no parameter(s) {unknown}; its parameters are "
+                                f"{self.arg_names}", loc)
+        runtime = [n for n in self.arg_names if n not in constexprs]
+        values: Dict[str, Any] = {}
+        for name in list(runtime):
+            if name in self.constexpr_names:
+                default = self.signature.parameters[name].default
+                if default is inspect.Parameter.empty:
+                    raise ConstexprRequiredError(f"the gl.constexpr parameter '{name}' of {self.__name__} was given "
+                                                 "no compile-time value", loc)
+                values[name] = unwrap(default)
+                runtime.remove(name)
+        if len(arg_types) != len(runtime):
+            raise ArgumentError(f"{self.__name__} takes {len(runtime)} runtime argument(s) {runtime}, got "
+                                f"{len(arg_types)} type(s)", loc)
+        for name, ty in zip(runtime, arg_types):
+            if not isinstance(ty, (DType, PointerType)):
+                raise ArgumentError(f"argument '{name}' must have a scalar or pointer type, got {ty!r}", loc)
+        func = Function(self.__name__, arg_types, runtime, loc=loc, constexprs=constexprs,
+                        specialization=specialization, num_warps=num_warps)
+        sem = Semantic(Builder(func.body), num_warps)
+        sem.builder.loc = loc
+        for name, arg in zip(runtime, func.args):
+            value = tensor(arg)
+            if specialization.get(name, {}).get("divisibility"):
+                value = sem.hint(value, multiple_of=specialization[name]["divisibility"])
+                value.handle.name_hint = name
+            values[name] = value
+        values.update(constexprs)
+        scope = {n: values[n] for n in self.arg_names}
+        CodeGenerator(sem, self, scope, is_kernel=True).run()
+        sem.builder.loc = loc
+        sem.create("return", [], [])
+        verify(func)
+        return func
+
+    # ---------------------------------------------------------------- launch
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            if _launcher is None:
+                raise RuntimeError("no kernel launcher is registered; import gluonkit (which registers "
+                                   "gluonkit.runtime.launch) before launching kernels")
+            return _launcher(self, grid, args, kwargs)
+
+        return launch
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{self.__name__} is a @gluonkit.jit function: launch it as {self.__name__}[grid](*args) or call it "
+            "from another @gluonkit.jit function; it cannot run as plain Python")
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+def _freeze(value):
+    """A hashable stand-in for a constexpr/specialization value (lists -> tuples, dicts sorted)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_freeze(v) for v in value)
+    try:
+        hash(value)
+        return (type(value).__name__, value)
+    except TypeError:
+        return (type(value).__name__, repr(value))
+
+
+def jit(fn: Optional[Callable] = None, **options):
+    """Decorator making a ``@gluonkit.jit`` function; ``@jit`` and ``@jit(...)`` both work.
+
+    Gluon's options ``do_not_specialize``, ``debug`` and ``noinline`` are kept in
+    ``JITFunction.options`` for the runtime (the frontend always inlines); others are an error.
+    """
+    unknown = set(options) - {"do_not_specialize", "debug", "noinline"}
+    if unknown:
+        raise TypeError(f"jit: unknown option(s) {sorted(unknown)}; known: do_not_specialize, debug, noinline")
+    if fn is None:
+        return functools.partial(JITFunction, **options)
+    return JITFunction(fn, **options)
+

@@ -1,0 +1,74 @@
+"""The compilation pipeline after the frontend: inference, verification, LLVM, PTX, cubin.
+
+:func:`compile_function` takes an IR function (possibly with ``AutoLayout`` values) and
+returns a :class:`CompiledKernel` whose ``asm`` holds every stage (``ir``, ``llir``,
+``ptx`` and, when ptxas is found, ``cubin``) and whose ``metadata`` says what a launch
+needs (threads, dynamic shared memory) and what ptxas reported (registers, spills).
+``GLUONKIT_DUMP_DIR`` writes every stage to files named after the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+from ..ir import Function, print_function, verify
+from .codegen import lower_to_llvm
+from .infer import infer_layouts
+from .nvptx import emit_ptx
+from .ptxas import ResourceUsage, assemble, find_ptxas
+from .targets import get_target
+
+__all__ = ["CompiledKernel", "compile_function"]
+
+
+@dataclass
+class CompiledKernel:
+    """Every stage of one compiled kernel, and what launching it needs."""
+
+    name: str
+    target: str
+    asm: Dict[str, object] = field(default_factory=dict)
+    metadata: Dict[str, object] = field(default_factory=dict)
+
+
+def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Optional[bool] = None) -> CompiledKernel:
+    """Compile ``func`` for ``target``; the cubin is made when ptxas is available."""
+    tgt = get_target(target)
+    infer_layouts(func)
+    verify(func, concrete=True)
+    ir_text = print_function(func)
+    ctx_module = lower_to_llvm(func, tgt)
+    llir, ptx = emit_ptx(ctx_module.module, tgt)
+    kernel = CompiledKernel(func.name, target)
+    kernel.asm.update(ir=ir_text, llir=llir, ptx=ptx)
+    kernel.metadata.update(
+        num_warps=func.num_warps,
+        num_threads=32 * func.num_warps,
+        shared=ctx_module.scratch_bytes,
+        arg_types=[a.type for a in func.args],
+    )
+    if assemble_cubin is None:
+        assemble_cubin = find_ptxas() is not None
+    usage = ResourceUsage()
+    if assemble_cubin:
+        cubin, usage = assemble(ptx, tgt.arch)
+        kernel.asm["cubin"] = cubin
+    kernel.metadata.update(
+        registers=usage.registers, spill_stores=usage.spill_stores, spill_loads=usage.spill_loads,
+        stack_frame=usage.stack_frame,
+    )
+    _dump(kernel)
+    return kernel
+
+
+def _dump(kernel: CompiledKernel) -> None:
+    directory = os.environ.get("GLUONKIT_DUMP_DIR")
+    if not directory:
+        return
+    os.makedirs(directory, exist_ok=True)
+    for stage, text in kernel.asm.items():
+        mode = "wb" if isinstance(text, bytes) else "w"
+        with open(os.path.join(directory, f"{kernel.name}.{stage}"), mode) as f:
+            f.write(text)

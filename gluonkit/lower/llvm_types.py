@@ -1,0 +1,68 @@
+"""How IR types are represented in LLVM IR.
+
+Scalars map to the LLVM type of the same width; ``float8e4nv``/``float8e5`` have no LLVM
+type and are kept as ``i8`` bit patterns (converted with ``cvt`` instructions); pointers
+are opaque ``ptr addrspace(1)`` (global memory).  A distributed tensor has no LLVM type of
+its own: it lowers to a list of per-thread values of its element type, one per register.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import llvmlite.ir as lir
+import llvmlite.ir.types as lir_types
+
+from ..ir import DType, PointerType, element_type
+
+__all__ = ["llvm_type", "bit_width", "byte_size", "I1", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "GLOBAL_PTR"]
+
+
+
+class BFloatType(lir_types._BaseFloatType):
+    """LLVM's ``bfloat``, which llvmlite.ir lacks; constants print as ``0xR`` bit patterns."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value: float) -> str:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        if value != value:  # NaN: keep it quiet
+            return "0xR7FC0"
+        bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+        return f"0xR{(bits >> 16) & 0xFFFF:04X}"
+
+
+BFloatType._create_instance()
+
+I1, I8, I16, I32, I64 = (lir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, BF16, F32, F64 = lir.HalfType(), BFloatType(), lir.FloatType(), lir.DoubleType()
+GLOBAL_PTR = lir.PointerType(addrspace=1)
+
+_FLOATS = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64}
+
+
+def llvm_type(ty) -> lir.Type:
+    """The LLVM type of one element (or scalar) of IR type ``ty``."""
+    ty = element_type(ty)
+    if isinstance(ty, PointerType):
+        return GLOBAL_PTR
+    assert isinstance(ty, DType), ty
+    if ty.is_floating():
+        return _FLOATS.get(ty.name, I8)  # fp8: raw bits
+    return lir.IntType(ty.primitive_bitwidth)
+
+
+def bit_width(ty: lir.Type) -> int:
+    """Bits of an LLVM scalar type (int or float)."""
+    if isinstance(ty, lir.IntType):
+        return ty.width
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(ty)]
+
+
+def byte_size(ty: lir.Type) -> int:
+    """Bytes one value of ``ty`` occupies in memory (``i1`` takes a byte)."""
+    return max(1, bit_width(ty) // 8)

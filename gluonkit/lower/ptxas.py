@@ -1,0 +1,101 @@
+"""Assembling PTX with ptxas, and the resource report it prints.
+
+ptxas is looked up in this order: the ``GLUONKIT_PTXAS`` environment variable, ``ptxas``
+on ``PATH``, the ``nvidia-cuda-nvcc`` wheel's bundled copy.  When none is found, compiling
+still produces PTX (the driver can JIT it); only the cubin and the resource report are
+missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["find_ptxas", "assemble", "ResourceUsage", "PtxasError", "ptxas_version"]
+
+
+class PtxasError(RuntimeError):
+    """ptxas rejected the PTX; the message holds its diagnostics."""
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas reports for one kernel."""
+
+    registers: int = 0
+    shared_memory: int = 0  # static shared memory, bytes
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_frame: int = 0
+
+
+def find_ptxas() -> Optional[str]:
+    """Path of a ptxas executable, or ``None``."""
+    explicit = os.environ.get("GLUONKIT_PTXAS")
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise FileNotFoundError(f"GLUONKIT_PTXAS={explicit!r} is not an executable file")
+        return explicit
+    on_path = shutil.which("ptxas")
+    if on_path:
+        return on_path
+    try:
+        import nvidia.cuda_nvcc  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    for base in getattr(nvidia.cuda_nvcc, "__path__", []):
+        candidate = os.path.join(base, "bin", "ptxas")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def ptxas_version(ptxas: str) -> str:
+    """The ``release X.Y`` part of ``ptxas --version``."""
+    out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else "unknown"
+
+
+_USAGE = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def _parse_usage(log: str) -> ResourceUsage:
+    regs = _USAGE.search(log)
+    smem = _SMEM.search(log)
+    spill = _SPILL.search(log)
+    return ResourceUsage(
+        registers=int(regs.group(1)) if regs else 0,
+        shared_memory=int(smem.group(1)) if smem else 0,
+        stack_frame=int(spill.group(1)) if spill else 0,
+        spill_stores=int(spill.group(2)) if spill else 0,
+        spill_loads=int(spill.group(3)) if spill else 0,
+    )
+
+
+def assemble(ptx: str, arch: str, ptxas: Optional[str] = None, opt_level: int = 3) -> tuple[bytes, ResourceUsage]:
+    """Assemble ``ptx`` for ``arch`` into a cubin; returns it with the resource report."""
+    ptxas = ptxas or find_ptxas()
+    if ptxas is None:
+        raise FileNotFoundError("no ptxas found: set GLUONKIT_PTXAS, put ptxas on PATH, or install nvidia-cuda-nvcc")
+    with tempfile.TemporaryDirectory(prefix="gluonkit-ptxas-") as tmp:
+        src = os.path.join(tmp, "kernel.ptx")
+        dst = os.path.join(tmp, "kernel.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run(
+            [ptxas, f"-arch={arch}", f"-O{opt_level}", "-lineinfo", "-v", src, "-o", dst],
+            capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            raise PtxasError(f"ptxas failed for {arch}:\n{proc.stderr.strip()}")
+        with open(dst, "rb") as f:
+            cubin = f.read()
+    return cubin, _parse_usage(proc.stderr + proc.stdout)

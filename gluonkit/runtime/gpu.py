@@ -1,0 +1,134 @@
+"""Launching kernels on the GPU: specialize, compile (with an on-disk cache), load, launch.
+
+For each launch the runtime arguments are typed (Triton's rules, :mod:`.args`) and
+specialized on divisibility by 16 (device pointers and integers).  The first launch of a
+specialization builds the IR, compiles it for the device's target
+(:func:`gluonkit.lower.compiler.compile_function`) — or finds the cubin and PTX in the
+on-disk cache, keyed by the IR text, the target and the toolchain — loads the module and
+keeps a :class:`CompiledLaunch`; later launches only pack the arguments and call
+``cuLaunchKernel`` on torch's current stream (the legacy default stream without torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Sequence, Tuple
+
+import llvmlite
+
+from ..ir import PointerType, print_function
+from ..lower.compiler import CompiledKernel, compile_function
+from ..lower.ptxas import find_ptxas, ptxas_version
+from . import driver
+from .args import ArgPacker, data_pointer, ir_type_of
+from .cache import KernelCache
+
+__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu"]
+
+
+@dataclass
+class CompiledLaunch:
+    """A loaded kernel and what each launch of it needs."""
+
+    compiled: CompiledKernel
+    kernel: driver.Kernel
+    packer: ArgPacker
+    block: Tuple[int, int, int]
+    shared_bytes: int
+
+
+_launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
+
+
+def _toolchain() -> Dict[str, str]:
+    ptxas = find_ptxas()
+    return {"llvmlite": llvmlite.__version__, "ptxas": ptxas_version(ptxas) if ptxas else "none"}
+
+
+def _disk_key(ir_text: str, target: str) -> str:
+    from gluonkit import __version__
+
+    document = json.dumps({"ir": ir_text, "target": target, "gluonkit": __version__, "toolchain": _toolchain()},
+                          sort_keys=True)
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def compile_for_device(func, target: str) -> CompiledKernel:
+    """``compile_function`` through the on-disk cache (cubin, PTX and metadata)."""
+    cache = KernelCache()
+    key = _disk_key(print_function(func), target)
+    files = cache.get(key)
+    if files is not None:
+        compiled = CompiledKernel(func.name, target)
+        compiled.asm["ptx"] = files["kernel.ptx"].decode()
+        if "kernel.cubin" in files:
+            compiled.asm["cubin"] = files["kernel.cubin"]
+        compiled.metadata.update(json.loads(files["metadata.json"]))
+        compiled.metadata["arg_types"] = [a.type for a in func.args]
+        return compiled
+    compiled = compile_function(func, target)
+    metadata = {k: v for k, v in compiled.metadata.items() if k != "arg_types"}
+    stored = {"kernel.ptx": compiled.asm["ptx"], "metadata.json": json.dumps(metadata)}
+    if "cubin" in compiled.asm:
+        stored["kernel.cubin"] = compiled.asm["cubin"]
+    cache.put(key, stored)
+    return compiled
+
+
+def _current_stream() -> int:
+    """torch's current CUDA stream when torch is in use, else the legacy default stream."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_stream().cuda_stream
+    return 0
+
+
+def _runtime_key(name: str, value) -> Tuple[Any, bool]:
+    """(IR type, divisible by 16) of one runtime argument."""
+    ty = ir_type_of(value, name)
+    if isinstance(ty, PointerType):
+        return ty, data_pointer(value, name) % 16 == 0
+    if ty.is_int() and not ty.is_bool():
+        return ty, int(value) % 16 == 0
+    return ty, False
+
+
+def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
+                  num_warps: int, no_specialize: set) -> None:
+    """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``."""
+    keys = [_runtime_key(n, v) for n, v in zip(names, values)]
+    cache_key = (tuple((ty, div and n not in no_specialize) for (ty, div), n in zip(keys, names)),
+                 tuple(sorted((k, _hashable(v)) for k, v in constexprs.items())), num_warps)
+    per_kernel = _launches.setdefault(kernel, {})
+    entry = per_kernel.get(cache_key)
+    if entry is None:
+        entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
+    packed = entry.packer.pack(values, driver.current_device())
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    if 0 in grid:
+        return
+    entry.kernel.launch(grid, entry.block, entry.shared_bytes, _current_stream(), packed)
+
+
+def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize) -> CompiledLaunch:
+    driver.ensure_context()
+    target = driver.device_properties().arch
+    arg_types = [ty for ty, _ in keys]
+    specialization = {n: {"divisibility": 16} for n, (_, div) in zip(names, keys) if div and n not in no_specialize}
+    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+    compiled = compile_for_device(func, target)
+    module = driver.load_module(compiled.asm.get("cubin"), compiled.asm["ptx"])
+    loaded = module.get_kernel(func.name)
+    shared = int(compiled.metadata.get("shared", 0))
+    loaded.set_dynamic_shared_memory(shared)
+    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (32 * num_warps, 1, 1), shared)
+
+
+def _hashable(value):
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value

@@ -1,0 +1,189 @@
+"""``kernel[grid](*args, num_warps=4, **constexprs)``: binding, typing and running a launch.
+
+:mod:`gluonkit.lang.jit` forwards every launch to the function registered with
+``set_launcher``; this module registers :func:`launch` when imported (``import gluonkit``
+does that).  With ``GLUONKIT_INTERPRET=1`` (or ``true``/``yes``/``on``) in the environment
+at launch time the kernel runs in the CPU interpreter:
+
+1. the arguments are bound to the kernel's parameters like a Python call; parameters
+   annotated ``gl.constexpr``, values wrapped in ``gl.constexpr`` and ``None`` are
+   compile-time, the rest runtime;
+2. runtime arguments are typed as in Triton: ``bool`` → int1, ``int`` → int32 / int64 /
+   uint64 by range, ``float`` → float32, numpy arrays and CPU torch tensors → pointers to
+   their dtype (they are registered in a fresh :class:`~gluonkit.interpret.Memory` and
+   written in place);
+3. integers and pointers divisible by 16 (byte addresses, which keep the arrays' real
+   alignment) are recorded as ``specialization[name] = {"divisibility": 16}``, unless named
+   in the kernel's ``do_not_specialize``;
+4. ``grid`` — 1 to 3 ints, or a callable of the meta-parameters (every bound argument by
+   name, plus ``num_warps``) returning them — is evaluated;
+5. the frontend builds the IR, layout inference resolves ``AutoLayout``, the verifier checks
+   the result, and :func:`~gluonkit.interpret.run_grid` runs every program.
+
+Mistakes in the call (unknown or missing arguments, values of no kernel type, a bad grid)
+raise :class:`~gluonkit.lang.errors.ArgumentError` at the kernel's ``def`` line, naming the
+parameter.  Without ``GLUONKIT_INTERPRET`` the kernel is compiled and launched on the GPU
+(:mod:`gluonkit.runtime.gpu`); where there is none, :class:`NoBackendError` says so and
+how to use the interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, Dict, Tuple
+
+import numpy as np
+
+from ..interpret import Memory, run_grid
+from ..ir import verify
+from ..ir.types import PointerType
+from ..lang.constexpr import constexpr, unwrap
+from ..lang.errors import ArgumentError
+from ..lang.jit import JITFunction, set_launcher
+from ..lower.infer import infer_layouts
+from .args import ir_type_of
+from .driver import has_gpu
+from .gpu import launch_on_gpu
+
+__all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
+
+LAUNCH_OPTIONS = {"num_warps": 4}
+_INTERPRET_VALUES = ("1", "true", "yes", "on")
+_inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
+
+
+class NoBackendError(RuntimeError):
+    """A launch outside the interpreter on a machine without a usable CUDA GPU."""
+
+
+def interpreting() -> bool:
+    """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter."""
+    return os.environ.get("GLUONKIT_INTERPRET", "").strip().lower() in _INTERPRET_VALUES
+
+
+def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+    """Run ``kernel`` over ``grid`` with ``args``/``kwargs`` (see the module docstring)."""
+    num_warps = unwrap(kwargs.pop("num_warps", LAUNCH_OPTIONS["num_warps"]))
+    bound = _bind(kernel, args, kwargs)
+    constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
+    runtime = [n for n in kernel.arg_names if n not in constexprs]
+    grid = _evaluate_grid(kernel, grid, {**{n: unwrap(v) for n, v in bound.items()}, "num_warps": num_warps})
+    if interpreting():
+        _interpret(kernel, grid, bound, constexprs, runtime, num_warps)
+        return
+    if not has_gpu():
+        raise NoBackendError(
+            f"cannot launch {kernel.__name__}: no CUDA GPU or driver was found. Set "
+            "GLUONKIT_INTERPRET=1 in the environment to run kernels in the CPU interpreter "
+            "(numpy arrays and CPU torch tensors act as device memory).")
+    try:
+        launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
+                      _do_not_specialize(kernel))
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
+
+
+def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, num_warps) -> None:
+    memory = Memory()
+    arg_types, values, specialization = [], [], {}
+    no_spec = _do_not_specialize(kernel)
+    for name in runtime:
+        ty, value = _runtime_arg(kernel, name, bound[name], memory)
+        arg_types.append(ty)
+        values.append(value)
+        if name not in no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
+                and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
+            specialization[name] = {"divisibility": 16}
+    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+    if func not in _inferred:
+        infer_layouts(func)
+        verify(func, concrete=True)
+        _inferred.add(func)
+    run_grid(func, grid, values, memory)
+
+
+# ---------------------------------------------------------------------------- helpers
+def _bind(kernel: JITFunction, args, kwargs) -> Dict[str, Any]:
+    try:
+        bound = kernel.signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise ArgumentError(f"launching {kernel.__name__}: {e}; its parameters are "
+                            f"{kernel.arg_names} and the launch options {sorted(LAUNCH_OPTIONS)}",
+                            kernel.def_location()) from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _is_compile_time(kernel: JITFunction, name: str, value) -> bool:
+    return name in kernel.constexpr_names or isinstance(value, constexpr) or value is None
+
+
+def _do_not_specialize(kernel: JITFunction) -> set:
+    names = set()
+    for item in kernel.options.get("do_not_specialize", ()) or ():
+        names.add(kernel.arg_names[item] if isinstance(item, int) else item)
+    return names
+
+
+def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
+    """(IR type, interpreter value) of one runtime argument; arrays are registered in memory."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        value = value.item()  # numpy scalars type like the Python numbers they hold
+    array = _as_numpy(kernel, name, value)
+    try:
+        ty = ir_type_of(array if array is not None else value, name)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
+    if array is None:
+        return ty, value
+    try:
+        return ty, memory.register(array, f"argument '{name}'")
+    except ValueError as e:
+        raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}': {e}", kernel.def_location()) from None
+
+
+def _as_numpy(kernel: JITFunction, name: str, value):
+    """A numpy array sharing ``value``'s memory (numpy arrays, CPU torch tensors), else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "data_ptr"):
+        return _torch_to_numpy(kernel, name, value)
+    return None
+
+
+def _torch_to_numpy(kernel: JITFunction, name: str, tensor) -> np.ndarray:
+    """A numpy view of a CPU torch tensor; bf16/fp8 go through same-width integer views."""
+    import ml_dtypes
+    import torch
+
+    if tensor.device.type != "cpu":
+        raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}' is a torch tensor on "
+                            f"{tensor.device}; the interpreter needs CPU tensors", kernel.def_location())
+    tensor = tensor.detach()
+    via = {torch.bfloat16: (torch.int16, ml_dtypes.bfloat16)}
+    for torch_name, np_type in (("float8_e4m3fn", ml_dtypes.float8_e4m3fn), ("float8_e5m2", ml_dtypes.float8_e5m2)):
+        if hasattr(torch, torch_name):
+            via[getattr(torch, torch_name)] = (torch.uint8, np_type)
+    if tensor.dtype in via:
+        int_type, np_type = via[tensor.dtype]
+        return tensor.view(int_type).numpy().view(np_type)
+    return tensor.numpy()
+
+
+def _evaluate_grid(kernel: JITFunction, grid, meta: Dict[str, Any]) -> Tuple[int, ...]:
+    if callable(grid):
+        grid = grid(meta)
+    grid = unwrap(grid)
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    ok = isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and \
+        all(isinstance(unwrap(g), (int, np.integer)) and unwrap(g) >= 0 for g in grid)
+    if not ok:
+        raise ArgumentError(f"launching {kernel.__name__}: the grid must be 1 to 3 non-negative ints "
+                            f"(or a callable of the meta-parameters returning them), got {grid!r}",
+                            kernel.def_location())
+    return tuple(int(unwrap(g)) for g in grid)
+
+
+set_launcher(launch)
