@@ -155,7 +155,7 @@ def test_torch_cpu_tensors_are_device_memory():
 
 def test_without_the_interpreter_the_launch_says_how_to_run(monkeypatch):
     monkeypatch.delenv("GLUONKIT_INTERPRET")
-    monkeypatch.setattr(gluonkit.runtime.launch, "has_gpu", lambda: False)  # as on a machine without a GPU
+    monkeypatch.setattr(gluonkit.runtime.launch, "_gpu_present", lambda: False)  # as on a machine without a GPU
     x = np.zeros(8, np.float32)
     with pytest.raises(NoBackendError, match="GLUONKIT_INTERPRET=1"):
         add_kernel[(1,)](x, x, x, 8, BLOCK=256)

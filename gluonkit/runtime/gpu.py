@@ -39,6 +39,7 @@ class CompiledLaunch:
     packer: ArgPacker
     block: Tuple[int, int, int]
     shared_bytes: int
+    device: int
 
 
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
@@ -83,8 +84,26 @@ def _current_stream() -> int:
     """torch's current CUDA stream when torch is in use, else the legacy default stream."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return torch.cuda.current_stream().cuda_stream
+        return torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
     return 0
+
+
+def _signature_of(value) -> tuple:
+    """A cheap summary of one runtime argument that fixes its IR type and specialization.
+
+    Tensors: dtype and whether the address is 16-byte aligned; ints: width class and
+    divisibility by 16.  Anything else falls back to the full typing rules.
+    """
+    kind = type(value)
+    if kind is int:
+        width = 32 if -2**31 <= value < 2**31 else 64 if -2**63 <= value < 2**63 else 65
+        return (int, width, value % 16 == 0)
+    if kind is float or kind is bool:
+        return (kind,)
+    data_ptr = getattr(value, "data_ptr", None)
+    if data_ptr is not None and hasattr(value, "dtype"):
+        return (value.dtype, data_ptr() % 16 == 0)
+    return (kind, repr(ir_type_of(value)), data_pointer(value) % 16 == 0 if hasattr(value, "__cuda_array_interface__") else False)
 
 
 def _runtime_key(name: str, value) -> Tuple[Any, bool]:
@@ -99,16 +118,27 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
 
 def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
                   num_warps: int, no_specialize: set) -> None:
-    """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``."""
-    keys = [_runtime_key(n, v) for n, v in zip(names, values)]
-    cache_key = (tuple((ty, div and n not in no_specialize) for (ty, div), n in zip(keys, names)),
-                 tuple(sorted((k, _hashable(v)) for k, v in constexprs.items())), num_warps)
-    per_kernel = _launches.setdefault(kernel, {})
+    """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
+
+    The fast path costs one cheap signature per argument, a dict lookup, argument packing
+    and ``cuLaunchKernel``; everything else happens once per specialization.
+    """
+    signature = tuple(map(_signature_of, values))
+    try:
+        cache_key = (signature, tuple(constexprs.values()), num_warps)
+        hash(cache_key)
+    except TypeError:  # a list or another unhashable constexpr: its text identifies it
+        cache_key = (signature, repr(tuple(constexprs.values())), num_warps)
+    per_kernel = _launches.get(kernel)
+    if per_kernel is None:
+        per_kernel = _launches[kernel] = {}
     entry = per_kernel.get(cache_key)
     if entry is None:
+        keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
-    packed = entry.packer.pack(values, driver.current_device())
-    grid = tuple(grid) + (1,) * (3 - len(grid))
+    packed = entry.packer.pack(values, entry.device)
+    if len(grid) < 3:
+        grid = tuple(grid) + (1,) * (3 - len(grid))
     if 0 in grid:
         return
     entry.kernel.launch(grid, entry.block, entry.shared_bytes, _current_stream(), packed)
@@ -125,10 +155,5 @@ def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
     loaded = module.get_kernel(func.name)
     shared = int(compiled.metadata.get("shared", 0))
     loaded.set_dynamic_shared_memory(shared)
-    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (32 * num_warps, 1, 1), shared)
-
-
-def _hashable(value):
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
+    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (32 * num_warps, 1, 1), shared,
+                          driver.current_device())

@@ -68,11 +68,14 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     bound = _bind(kernel, args, kwargs)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
     runtime = [n for n in kernel.arg_names if n not in constexprs]
-    grid = _evaluate_grid(kernel, grid, {**{n: unwrap(v) for n, v in bound.items()}, "num_warps": num_warps})
+    if callable(grid) or type(grid) is not tuple:
+        grid = _evaluate_grid(kernel, grid, {**{n: unwrap(v) for n, v in bound.items()}, "num_warps": num_warps})
+    else:
+        grid = _evaluate_grid(kernel, grid, {})
     if interpreting():
         _interpret(kernel, grid, bound, constexprs, runtime, num_warps)
         return
-    if not has_gpu():
+    if not _gpu_present():
         raise NoBackendError(
             f"cannot launch {kernel.__name__}: no CUDA GPU or driver was found. Set "
             "GLUONKIT_INTERPRET=1 in the environment to run kernels in the CPU interpreter "
@@ -82,6 +85,17 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
                       _do_not_specialize(kernel))
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
+
+
+def _gpu_present() -> bool:
+    """Whether a GPU can be used; a found one is remembered (the check calls the driver)."""
+    global _GPU_FOUND
+    if not _GPU_FOUND:
+        _GPU_FOUND = has_gpu()
+    return _GPU_FOUND
+
+
+_GPU_FOUND = False
 
 
 def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, num_warps) -> None:
@@ -105,14 +119,32 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, num_warps)
 
 # ---------------------------------------------------------------------------- helpers
 def _bind(kernel: JITFunction, args, kwargs) -> Dict[str, Any]:
+    """Parameter name → argument, like a Python call (defaults filled in)."""
+    names = kernel.arg_names
+    if len(args) <= len(names):
+        bound = dict(zip(names, args))
+        if not kwargs.keys() & bound.keys() and kwargs.keys() <= _name_set(kernel):
+            bound.update(kwargs)
+            if len(bound) == len(names):
+                return bound
     try:
-        bound = kernel.signature.bind(*args, **kwargs)
+        call = kernel.signature.bind(*args, **kwargs)
     except TypeError as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}; its parameters are "
                             f"{kernel.arg_names} and the launch options {sorted(LAUNCH_OPTIONS)}",
                             kernel.def_location()) from None
-    bound.apply_defaults()
-    return dict(bound.arguments)
+    call.apply_defaults()
+    return dict(call.arguments)
+
+
+_NAME_SETS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _name_set(kernel: JITFunction) -> frozenset:
+    names = _NAME_SETS.get(kernel)
+    if names is None:
+        names = _NAME_SETS[kernel] = frozenset(kernel.arg_names)
+    return names
 
 
 def _is_compile_time(kernel: JITFunction, name: str, value) -> bool:

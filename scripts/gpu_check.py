@@ -1,0 +1,29 @@
+"""Everything to run on a GPU machine, in one call: the GPU tests, the examples on the GPU,
+and the memory-bound benchmarks; ends with the benchmark table.
+
+Run from the repository root: ``PYTHONPATH=$PWD python scripts/gpu_check.py [--no-bench]``.
+"""
+
+import os
+import subprocess
+import sys
+
+
+def run(cmd, env=None) -> int:
+    print(f"\n$ {' '.join(cmd)}", flush=True)
+    return subprocess.call(cmd, env={**os.environ, **(env or {})})
+
+
+def main() -> int:
+    failures = 0
+    failures += run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests"]) != 0
+    for example in ("vector_add", "fused_softmax", "transpose"):
+        failures += run([sys.executable, f"examples/{example}.py"]) != 0
+    if "--no-bench" not in sys.argv:
+        failures += run([sys.executable, "benchmarks/bench_memory.py"]) != 0
+    print(f"\ngpu_check: {failures} step(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Kernels on the GPU, compared with torch and with the CPU interpreter on random inputs.
+
+Marked ``gpu``: skipped without a CUDA GPU and torch.  Outputs are poisoned (NaN) before
+each launch so an element the kernel fails to write cannot pass.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gluonkit
+import gluonkit.lang as gl
+from gluonkit.runtime.driver import has_gpu
+
+torch = pytest.importorskip("torch") if has_gpu() else None
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")]
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+
+def _poisoned(shape, dtype):
+    return torch.full(shape if isinstance(shape, tuple) else (shape,), float("nan"), device="cuda", dtype=dtype)
+
+
+def _interpret(fn, *numpy_args, **kwargs):
+    """Run a launch in the interpreter with numpy arrays (in place)."""
+    saved = os.environ.get("GLUONKIT_INTERPRET")
+    os.environ["GLUONKIT_INTERPRET"] = "1"
+    try:
+        fn(*numpy_args, **kwargs)
+    finally:
+        if saved is None:
+            del os.environ["GLUONKIT_INTERPRET"]
+        else:
+            os.environ["GLUONKIT_INTERPRET"] = saved
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 4096, 100_003])
+def test_vector_add_matches_torch(dtype, n):
+    from vector_add import add
+
+    tdtype = getattr(torch, dtype)
+    x = torch.randn(n, device="cuda").to(tdtype)
+    y = torch.randn(n, device="cuda").to(tdtype)
+    out = _poisoned(n, tdtype)
+    add(x, y, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+
+
+@pytest.mark.parametrize("cols", [1, 200, 1024, 3000])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_softmax_matches_torch_and_interpreter(cols, dtype):
+    from fused_softmax import softmax
+
+    tdtype = getattr(torch, dtype)
+    rows = 37
+    x = torch.randn(rows, cols, device="cuda").to(tdtype)
+    out = _poisoned((rows, cols), tdtype)
+    softmax(x, out)
+    torch.cuda.synchronize()
+    ref = torch.softmax(x.double(), dim=1)
+    tol = 1e-6 if dtype == "float32" else 1e-2
+    assert (out.double() - ref).abs().max().item() < tol
+    if dtype == "float32":
+        x_np = x.cpu().numpy()
+        out_np = np.full((rows, cols), np.nan, np.float32)
+        _interpret(softmax, x_np, out_np)
+        assert np.abs(out_np - out.cpu().numpy()).max() < 1e-6
+
+
+def test_transpose_matches_torch():
+    from transpose import transpose
+
+    x = torch.randn(256, 192, device="cuda")
+    out = _poisoned((192, 256), torch.float32)
+    transpose(x, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.t())
+
+
+@gluonkit.jit
+def convert_kernel(in_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, src: gl.constexpr, dst: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, src))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, src))
+    tile = gl.load(in_ptr + rows[:, None] * N + cols[None, :])
+    moved = gl.convert_layout(tile, dst)
+    rows2 = gl.arange(0, M, layout=gl.SliceLayout(1, dst))
+    cols2 = gl.arange(0, N, layout=gl.SliceLayout(0, dst))
+    gl.store(out_ptr + rows2[:, None] * N + cols2[None, :], moved)
+
+
+def _blocked(draw, num_warps):
+    spt = [draw(st.sampled_from([1, 2, 4])) for _ in range(2)]
+    lanes0 = draw(st.sampled_from([1, 2, 4, 8, 16, 32]))
+    warps0 = draw(st.sampled_from([w for w in (1, 2, 4) if w <= num_warps]))
+    order = draw(st.sampled_from([[0, 1], [1, 0]]))
+    return gl.BlockedLayout(spt, [lanes0, 32 // lanes0], [warps0, num_warps // warps0], order)
+
+
+@st.composite
+def layout_pairs(draw):
+    return _blocked(draw, 4), _blocked(draw, 4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(layout_pairs())
+def test_random_layout_conversions_round_trip_exactly(pair):
+    src, dst = pair
+    x = torch.randn(32, 64, device="cuda")
+    out = _poisoned((32, 64), torch.float32)
+    convert_kernel[(1,)](x, out, M=32, N=64, src=src, dst=dst, num_warps=4)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)
+
+
+@gluonkit.jit
+def reduce_kernel(in_ptr, sum_ptr, max_ptr, M: gl.constexpr, N: gl.constexpr, AXIS: gl.constexpr,
+                  layout: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, layout))
+    tile = gl.load(in_ptr + rows[:, None] * N + cols[None, :])
+    total = gl.sum(tile, axis=AXIS)
+    biggest = gl.max(tile, axis=AXIS)
+    if AXIS == 0:
+        gl.store(sum_ptr + cols, total)
+        gl.store(max_ptr + cols, biggest)
+    else:
+        gl.store(sum_ptr + rows, total)
+        gl.store(max_ptr + rows, biggest)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("layout", [
+    gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0]),
+    gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1]),
+    gl.BlockedLayout([2, 2], [2, 16], [2, 2], [1, 0]),
+    gl.BlockedLayout([1, 1], [32, 1], [1, 4], [0, 1]),
+])
+def test_reductions_over_every_axis_and_layout(axis, layout):
+    M, N = 64, 32
+    x = torch.randn(M, N, device="cuda")
+    size = N if axis == 0 else M
+    sums, maxes = _poisoned(size, torch.float32), _poisoned(size, torch.float32)
+    reduce_kernel[(1,)](x, sums, maxes, M=M, N=N, AXIS=axis, layout=layout, num_warps=4)
+    torch.cuda.synchronize()
+    assert torch.allclose(sums, x.sum(dim=axis), atol=1e-5, rtol=1e-5)
+    assert torch.equal(maxes, x.max(dim=axis).values)
