@@ -60,15 +60,19 @@ class FakeTorchDtype:
 
 
 class FakeTorch:
-    """Enough of a torch tensor: ``data_ptr()``, ``device`` (type, index) and ``dtype``."""
+    """Enough of a torch tensor: ``data_ptr()``, ``device``, ``is_cuda``, ``get_device()``, ``dtype``."""
 
     def __init__(self, ptr, device_type="cuda", index=0, dtype="float16"):
         self._ptr = ptr
         self.device = types.SimpleNamespace(type=device_type, index=index)
+        self.is_cuda = device_type == "cuda"
         self.dtype = FakeTorchDtype(dtype)
 
     def data_ptr(self):
         return self._ptr
+
+    def get_device(self):
+        return self.device.index if self.is_cuda else -1
 
 
 class DLPackOnly:

@@ -197,12 +197,12 @@ def data_pointer(obj, param: str = "?", device: Optional[int] = None) -> int:
         if not 0 <= obj < 2**64:
             raise ValueError(f"parameter {param!r}: a raw device pointer must be in [0, 2**64), got {obj}")
         return obj
-    torch_device = getattr(obj, "device", None)
-    if hasattr(obj, "data_ptr") and hasattr(torch_device, "type"):
-        if torch_device.type != "cuda":
+    if hasattr(obj, "data_ptr") and hasattr(obj, "is_cuda"):  # torch (cheap attributes first)
+        if not obj.is_cuda:
             raise ValueError(f"parameter {param!r}: expected a CUDA tensor, got a tensor on "
-                             f"{torch_device}; move it with .cuda() or .to('cuda')")
-        _check_device(param, torch_device.index, device)
+                             f"{obj.device}; move it with .cuda() or .to('cuda')")
+        if device is not None:
+            _check_device(param, obj.get_device(), device)
         return obj.data_ptr()
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
@@ -282,7 +282,12 @@ def _bfloat16_bits(number: float) -> int:
 def _code_and_converter(ty, param: str):
     """The ``struct`` code of parameter type ``ty`` and the converter of its values."""
     if isinstance(ty, ir.PointerType):
-        return "Q", lambda value, device: data_pointer(value, param, device)
+        def pointer(value, device):
+            # torch tensors first, without the general protocol checks (the launch hot path).
+            if getattr(value, "is_cuda", False) and (device is None or value.get_device() == device):
+                return value.data_ptr()
+            return data_pointer(value, param, device)
+        return "Q", pointer
     if isinstance(ty, ir.DType):
         if ty.is_int():
             return _INT_CODES[ty.name], _int_converter(ty, param)

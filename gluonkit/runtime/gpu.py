@@ -21,13 +21,14 @@ from typing import Any, Dict, List, Sequence, Tuple
 import llvmlite
 
 from ..ir import PointerType, print_function
+from ..lang.constexpr import constexpr
 from ..lower.compiler import CompiledKernel, compile_function
 from ..lower.ptxas import find_ptxas, ptxas_version
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache
 
-__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu"]
+__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of"]
 
 
 @dataclass
@@ -40,6 +41,15 @@ class CompiledLaunch:
     block: Tuple[int, int, int]
     shared_bytes: int
     device: int
+
+    def run(self, grid: Sequence[int], values: Sequence[Any]) -> None:
+        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints)."""
+        packed = self.packer.pack(values, self.device)
+        if len(grid) < 3:
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+        if 0 in grid:
+            return
+        self.kernel.launch(grid, self.block, self.shared_bytes, _current_stream(), packed)
 
 
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
@@ -84,17 +94,20 @@ def _current_stream() -> int:
     """torch's current CUDA stream when torch is in use, else the legacy default stream."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return torch._C._cuda_getCurrentRawStream(torch.cuda.current_device())
+        return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
     return 0
 
 
-def _signature_of(value) -> tuple:
+def signature_of(value) -> tuple:
     """A cheap summary of one runtime argument that fixes its IR type and specialization.
 
     Tensors: dtype and whether the address is 16-byte aligned; ints: width class and
-    divisibility by 16.  Anything else falls back to the full typing rules.
+    divisibility by 16.  ``None`` for values that are compile-time (``None``,
+    ``gl.constexpr``).  Anything else falls back to the full typing rules.
     """
     kind = type(value)
+    if value is None or isinstance(value, constexpr):
+        return None
     if kind is int:
         width = 32 if -2**31 <= value < 2**31 else 64 if -2**63 <= value < 2**63 else 65
         return (int, width, value % 16 == 0)
@@ -117,13 +130,13 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
 
 
 def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
-                  num_warps: int, no_specialize: set) -> None:
+                  num_warps: int, no_specialize: set) -> CompiledLaunch:
     """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
 
-    The fast path costs one cheap signature per argument, a dict lookup, argument packing
-    and ``cuLaunchKernel``; everything else happens once per specialization.
+    Compiles and loads on the first launch of a specialization; returns the loaded kernel
+    so the caller can keep it for a faster path (see :class:`gluonkit.runtime.launch`).
     """
-    signature = tuple(map(_signature_of, values))
+    signature = tuple(map(signature_of, values))
     try:
         cache_key = (signature, tuple(constexprs.values()), num_warps)
         hash(cache_key)
@@ -136,12 +149,8 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
     if entry is None:
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
-    packed = entry.packer.pack(values, entry.device)
-    if len(grid) < 3:
-        grid = tuple(grid) + (1,) * (3 - len(grid))
-    if 0 in grid:
-        return
-    entry.kernel.launch(grid, entry.block, entry.shared_bytes, _current_stream(), packed)
+    entry.run(grid, values)
+    return entry
 
 
 def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize) -> CompiledLaunch:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from ..lang.jit import JITFunction, set_launcher
 from ..lower.infer import infer_layouts
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import launch_on_gpu
+from .gpu import launch_on_gpu, signature_of
 
 __all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
@@ -64,6 +64,10 @@ def interpreting() -> bool:
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
     """Run ``kernel`` over ``grid`` with ``args``/``kwargs`` (see the module docstring)."""
+    if _GPU_FOUND and type(grid) is tuple and not interpreting() and _launch_fast(kernel, grid, args, kwargs):
+        return
+    call_key = (len(args), tuple(kwargs))
+    all_values = args + tuple(kwargs.values())
     num_warps = unwrap(kwargs.pop("num_warps", LAUNCH_OPTIONS["num_warps"]))
     bound = _bind(kernel, args, kwargs)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
@@ -81,10 +85,72 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
             "GLUONKIT_INTERPRET=1 in the environment to run kernels in the CPU interpreter "
             "(numpy arrays and CPU torch tensors act as device memory).")
     try:
-        launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
-                      _do_not_specialize(kernel))
+        entry = launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
+                              _do_not_specialize(kernel))
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
+    _remember_call(kernel, call_key, all_values, runtime, entry)
+
+
+# ------------------------------------------------------------------ the fast GPU path
+class _CallPattern:
+    """One way of calling a kernel (how many positional arguments, which keywords): where
+    its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, and
+    the loaded kernels seen with it, keyed by the runtime arguments' signatures and the
+    compile-time values."""
+
+    __slots__ = ("runtime_slots", "constexpr_slots", "launches")
+
+    def __init__(self, runtime_slots, constexpr_slots):
+        self.runtime_slots = runtime_slots
+        self.constexpr_slots = constexpr_slots
+        self.launches: Dict[tuple, Any] = {}
+
+    def key(self, values) -> Optional[tuple]:
+        """None when a runtime slot holds a compile-time value (None or ``gl.constexpr``) this time."""
+        signatures = tuple([signature_of(values[i]) for i in self.runtime_slots])
+        if None in signatures:
+            return None
+        return signatures, tuple([values[i] for i in self.constexpr_slots])
+
+
+_PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
+    """Launch a kernel already loaded for this way of calling it; False if there is none."""
+    patterns = _PATTERNS.get(kernel)
+    pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
+    if pattern is None:
+        return False
+    values = args + tuple(kwargs.values())
+    try:
+        key = pattern.key(values)
+        entry = pattern.launches.get(key) if key is not None else None
+    except TypeError:  # an unhashable compile-time value
+        return False
+    if entry is None:
+        return False
+    entry.run(grid, [values[i] for i in pattern.runtime_slots])
+    return True
+
+
+def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) -> None:
+    """Record where this call's arguments sit, so the next such call takes the fast path."""
+    names = kernel.arg_names[:call_key[0]] + list(call_key[1])
+    if sorted(n for n in names if n in runtime) != sorted(runtime):
+        return  # a runtime parameter came from its default: keep the general path
+    slot = {n: i for i, n in enumerate(names)}
+    pattern = _PATTERNS.setdefault(kernel, {}).get(call_key)
+    if pattern is None:
+        pattern = _PATTERNS[kernel][call_key] = _CallPattern(
+            [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
+    try:
+        key = pattern.key(all_values)
+        if key is not None:
+            pattern.launches[key] = entry
+    except TypeError:
+        pass
 
 
 def _gpu_present() -> bool:
