@@ -13,6 +13,7 @@ from .lang.constexpr import constexpr
 from .lang.jit import JITFunction, jit
 
 
+from .runtime import inspect_compile as _inspect_compile  # noqa: E402,F401  (registers kernel.compile)
 from .runtime import launch as _launch  # noqa: E402,F401  (registers the launcher with lang.jit)
 
 

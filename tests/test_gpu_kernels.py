@@ -151,3 +151,45 @@ def test_reductions_over_every_axis_and_layout(axis, layout):
     torch.cuda.synchronize()
     assert torch.allclose(sums, x.sum(dim=axis), atol=1e-5, rtol=1e-5)
     assert torch.equal(maxes, x.max(dim=axis).values)
+
+
+def test_language_test_kernels_match_the_interpreter_on_the_gpu():
+    """The end-to-end kernels of tests/test_launch.py: a 2-D softmax with ragged masks and a
+    row loop with runtime bounds and a runtime branch."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    import test_launch as kernels
+
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((37, 200), dtype=np.float32)
+    layout = gl.BlockedLayout([1, 4], [2, 16], [2, 2], [1, 0])
+    gpu_out = _poisoned((37, 200), torch.float32)
+    kernels.softmax_kernel[(10,)](gpu_out, torch.from_numpy(x_np).cuda(), 37, 200, 200, ROWS=4, BLOCK=256,
+                                  layout=layout, num_warps=4)
+    cpu_out = np.full((37, 200), np.nan, np.float32)
+    _interpret(kernels.softmax_kernel[(10,)], cpu_out, x_np, 37, 200, 200, ROWS=4, BLOCK=256, layout=layout,
+               num_warps=4)
+    torch.cuda.synchronize()
+    assert np.abs(gpu_out.cpu().numpy() - cpu_out).max() < 1e-6
+    assert torch.allclose(gpu_out, torch.softmax(torch.from_numpy(x_np).cuda(), dim=1), atol=1e-6)
+
+    rows = rng.integers(-8, 9, (5, 1000)).astype(np.float32)
+    sums = _poisoned(5, torch.float32)
+    kernels.row_sum_loop_kernel[(5,)](torch.from_numpy(rows).cuda(), sums, 1000, 1000, BLOCK=256, num_warps=2)
+    torch.cuda.synchronize()
+    s = rows.sum(axis=1)
+    np.testing.assert_array_equal(sums.cpu().numpy(), np.where(s > 0, 2 * s, s))
+
+
+def test_device_print_on_the_gpu_prints_what_the_interpreter_prints(capfd):
+    @gluonkit.jit
+    def k():
+        gl.device_print("v:", gl.arange(0, 2, gl.BlockedLayout([1], [32], [1], [0])) * 10)
+
+    k[(1, 2)](num_warps=1)
+    torch.cuda.synchronize()
+    gpu_lines = capfd.readouterr().out.splitlines()
+    _interpret(k[(1, 2)], num_warps=1)
+    cpu_lines = capfd.readouterr().out.splitlines()
+    # Every thread prints the elements it holds: 32 lanes, each element held by 16 of them.
+    assert sorted(set(gpu_lines)) == sorted(cpu_lines)
+    assert len(gpu_lines) == 2 * 32

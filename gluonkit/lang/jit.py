@@ -26,15 +26,22 @@ from .errors import ArgumentError, CompilationError, ConstexprRequiredError
 from .semantic import Semantic
 from .tensor import tensor
 
-__all__ = ["JITFunction", "jit", "set_launcher"]
+__all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
 
 _launcher: Optional[Callable] = None
+_compiler: Optional[Callable] = None
 
 
 def set_launcher(fn: Callable) -> None:
     """Register ``fn(kernel, grid, args, kwargs)``, which ``kernel[grid](*args, **kwargs)`` calls."""
     global _launcher
     _launcher = fn
+
+
+def set_compiler(fn: Callable) -> None:
+    """Register ``fn(kernel, args, target, num_warps, constexprs)``, which ``kernel.compile`` calls."""
+    global _compiler
+    _compiler = fn
 
 
 class JITFunction:
@@ -169,6 +176,18 @@ class JITFunction:
             return _launcher(self, grid, args, kwargs)
 
         return launch
+
+    def compile(self, *args, target: str = "sm_90a", num_warps: int = 4, **constexprs):
+        """Compile without launching (no GPU needed) and return the compiled kernel.
+
+        ``args`` are the runtime arguments as examples (arrays, tensors, numbers) or as type
+        strings (``"*fp32"``, ``"i32"``, ``"*bf16:16"`` with ``:16`` for divisible by 16);
+        the result's ``asm`` has ``ir``, ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the
+        CUDA tools are found) and its ``metadata`` registers, shared memory and spills.
+        """
+        if _compiler is None:
+            raise RuntimeError("no compiler is registered; import gluonkit first")
+        return _compiler(self, args, target, num_warps, constexprs)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
