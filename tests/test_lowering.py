@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import gluonkit
 import gluonkit.lang as gl
 from gluonkit import CompilationError
 from gluonkit.lower.ptxas import find_ptxas
@@ -102,6 +103,19 @@ def test_ptx_lines_point_at_the_users_python_source():
     source = open(vector_add.__file__).read().splitlines()
     store_line = next(i + 1 for i, text in enumerate(source) if "gl.store(out_ptr" in text)
     assert re.search(rf"\.loc\s+\d+\s+{store_line}\s", ptx)
+
+
+@needs_ptxas
+def test_device_print_lowers_to_vprintf():
+    @gluonkit.jit
+    def show(x_ptr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+        gl.device_print("x:", gl.load(x_ptr + gl.arange(0, 32, layout)))
+        gl.device_print("pid:", gl.program_id(0), hex=True)
+
+    for target in ("sm_90a", "sm_100a"):
+        compiled = show.compile("*fp16", target=target, num_warps=1)
+        assert "vprintf" in compiled.asm["ptx"] and "cubin" in compiled.asm
 
 
 def test_compile_checks_its_arguments():

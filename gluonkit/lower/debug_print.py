@@ -77,6 +77,7 @@ def _device_print(ctx: KernelLowering, op: Operation) -> None:
             args = pid + list(coords) + [printable]
             frame_type = lir.LiteralStructType([a.type for a in args])
             frame = ctx.prologue.alloca(frame_type)  # in the entry block: no stack growth in loops
+            frame.type = _GENERIC_PTR  # llvmlite gives allocas typed pointers; LLVM wants opaque ones
             for i, a in enumerate(args):
                 b.store(a, b.gep(frame, [I32(0), I32(i)], source_etype=frame_type))
             b.call(vprintf, [_format_string(ctx, text), frame])

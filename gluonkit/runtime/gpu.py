@@ -91,11 +91,17 @@ def compile_for_device(func, target: str) -> CompiledKernel:
 
 
 def _current_stream() -> int:
-    """torch's current CUDA stream when torch is in use, else the legacy default stream."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
-    return 0
+    """torch's current CUDA stream once torch has used CUDA, else the legacy default stream."""
+    global _torch_cuda
+    if _torch_cuda is None:
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_initialized():
+            return 0
+        _torch_cuda = torch._C  # initialized CUDA stays initialized: ask only once
+    return _torch_cuda._cuda_getCurrentRawStream(_torch_cuda._cuda_getDevice())
+
+
+_torch_cuda = None
 
 
 def signature_of(value) -> tuple:

@@ -59,7 +59,8 @@ class NoBackendError(RuntimeError):
 
 def interpreting() -> bool:
     """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter."""
-    return os.environ.get("GLUONKIT_INTERPRET", "").strip().lower() in _INTERPRET_VALUES
+    value = os.environ.get("GLUONKIT_INTERPRET")
+    return value is not None and value.strip().lower() in _INTERPRET_VALUES
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
