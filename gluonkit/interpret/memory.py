@@ -160,7 +160,7 @@ class Memory:
         elif address >= nearest.end:
             where = f"{address - nearest.end} bytes past the end of"
         else:
-            where = f"straddling the end of"
+            where = "straddling the end of"
         return (f"{text}; it is {where} {nearest.describe()}, i.e. element index {index_text} "
                 f"of an array of {nearest.array.size} elements")
 

@@ -15,9 +15,8 @@ cost, and that cost is ``2 ** (dim W - rank of W's bank bits)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
 
-from .linear import LinearLayout
+from .linear import LinearLayout, gf2_rank
 from .vectorize import (
     MAX_VECTOR_BYTES,
     SharedVector,
@@ -60,8 +59,8 @@ def analyze_offsets(to_offset: LinearLayout, element_bitwidth, max_vector_bytes:
     # an odd word to every even one: a new bank each time, so they change no count.)
     gens = [_words(offsets.basis("register", i)[0], bits) for i in vec.register_bits]
     gens += [_words(v[0], bits) for v in lane_bases]
-    span = _rank(gens)
-    bank_span = _rank([g & (NUM_BANKS - 1) for g in gens])
+    span = gf2_rank(gens)
+    bank_span = gf2_rank([g & (NUM_BANKS - 1) for g in gens])
     per_wavefront = 1 << (span - bank_span)
     instructions = len(vec.register_groups())
     wavefronts = instructions * (32 // lanes) * per_wavefront
@@ -71,16 +70,6 @@ def analyze_offsets(to_offset: LinearLayout, element_bitwidth, max_vector_bytes:
 def _words(offset: int, bits: int) -> int:
     """Word index of element ``offset``'s first bit (a linear map: a shift)."""
     return (offset * bits) // BANK_BITS
-
-
-def _rank(vectors: List[int]) -> int:
-    basis: List[int] = []
-    for v in vectors:
-        for b in basis:
-            v = min(v, v ^ b)
-        if v:
-            basis.append(v)
-    return len(basis)
 
 
 def analyze_shared_access(distributed, shared, shape=None, element_bitwidth=32, max_vector_bytes: int = MAX_VECTOR_BYTES) -> SharedAccess:

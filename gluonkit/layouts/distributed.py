@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import List, Sequence, Tuple
 
+from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two
 
 DISTRIBUTED_IN_DIMS = ("register", "lane", "warp", "block")
@@ -32,11 +33,11 @@ def check_shape(owner: str, shape: Sequence[int], rank: int | None = None) -> Tu
     return shape
 
 
-class DistributedLayout:
+class DistributedLayout(LayoutBase):
     """Base of every layout of a tensor held in registers.
 
     Subclasses define :attr:`rank`, :meth:`to_linear_layout` and :meth:`_key` (the tuple of
-    parameters that defines value equality and hashing).
+    parameters that defines value equality and hashing, see :class:`~gluonkit.layouts.base.LayoutBase`).
     """
 
     @property
@@ -46,15 +47,6 @@ class DistributedLayout:
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """The layout of a tensor of ``shape`` as a linear layout (Triton's conventions)."""
         raise NotImplementedError
-
-    def _key(self) -> tuple:
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
 
 
 class DistributedLinearLayout(DistributedLayout):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
-__all__ = ["LinearLayout", "is_power_of_two", "log2_exact"]
+__all__ = ["LinearLayout", "is_power_of_two", "log2_exact", "gf2_rank"]
 
 
 def is_power_of_two(n: int) -> bool:
@@ -234,7 +234,7 @@ class LinearLayout:
     def __call__(self, **ins: int) -> Dict[str, int]:
         return self.apply(ins)
 
-    def table(self) -> "np.ndarray":  # noqa: F821 - numpy imported lazily
+    def table(self):
         """Image of every input index as an int array of shape (total_in_size, n_out).
 
         Row ``k`` is the image of the flattened input index ``k`` (first in-dim minor).
@@ -255,7 +255,7 @@ class LinearLayout:
 
     # ------------------------------------------------------------------- algebra
     def _rank(self) -> int:
-        return _gf2_rank(self._flat_columns())
+        return gf2_rank(self._flat_columns())
 
     def is_surjective(self) -> bool:
         """Every output index is hit by some input index."""
@@ -264,7 +264,7 @@ class LinearLayout:
     def is_injective(self) -> bool:
         """No two input indices map to the same output index."""
         cols = self._flat_columns()
-        return _gf2_rank(cols) == len(cols)
+        return gf2_rank(cols) == len(cols)
 
     def is_invertible(self) -> bool:
         return self.is_injective() and self.is_surjective()
@@ -553,7 +553,7 @@ def _prod(xs: Iterable[int]) -> int:
     return p
 
 
-def _gf2_rank(vectors: Sequence[int]) -> int:
+def gf2_rank(vectors: Sequence[int]) -> int:
     """Rank over GF(2) of bit-vectors given as ints."""
     basis: List[int] = []
     for v in vectors:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, Tuple
 
 from .distributed import check_shape, out_dim_names
+from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two, log2_exact
 
 NVMMA_SWIZZLE_WIDTHS = (0, 32, 64, 128)
@@ -55,11 +56,11 @@ def bitwidth_of(dtype, owner: str = "dtype") -> int:
     return bits
 
 
-class SharedLayout:
+class SharedLayout(LayoutBase):
     """Base of every shared-memory layout.
 
     Subclasses define :attr:`rank`, :meth:`to_linear_layout` and :meth:`_key` (the tuple of
-    parameters that defines value equality and hashing).
+    parameters that defines value equality and hashing, see :class:`~gluonkit.layouts.base.LayoutBase`).
     """
 
     @property
@@ -69,15 +70,6 @@ class SharedLayout:
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """The layout of a buffer of ``shape``: ``offset``, ``block`` → ``dim0 …``."""
         raise NotImplementedError
-
-    def _key(self) -> tuple:
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
 
 
 # --------------------------------------------------------------------------- NVMMA

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .base import LayoutBase
 from .distributed import DistributedLinearLayout, check_shape
 from .linear import LinearLayout, is_power_of_two, log2_exact
 from .shared import bitwidth_of
@@ -38,22 +39,7 @@ _ATOMS: Dict[str, Tuple[List[List[int]], List[List[int]]]] = {
 }
 
 
-class _TensorMemoryLayoutBase:
-    """Value equality and hashing from :meth:`_key`, shared by the TMEM layouts."""
-
-    rank = 2
-
-    def _key(self) -> tuple:
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
-
-
-class TensorMemoryLayout(_TensorMemoryLayoutBase):
+class TensorMemoryLayout(LayoutBase):
     """The TMEM layout of an MMA accumulator or operand (Gluon's ``TensorMemoryLayout``).
 
     ``block = (M, N)``: the tile of one MMA, ``M`` in {64, 128} rows.  ``col_stride``: TMEM
@@ -62,6 +48,8 @@ class TensorMemoryLayout(_TensorMemoryLayoutBase):
     ``cta_split_num = (m, n)``: the tensor is split over ``m x n`` CTAs of the cluster.
     ``two_ctas``: the layout of a cta_group::2 MMA (M=64 then spans all 128 lanes).
     """
+
+    rank = 2
 
     def __init__(self, block: Sequence[int], col_stride: int,
                  cta_split_num: Optional[Sequence[int]] = None, two_ctas: bool = False):
@@ -136,7 +124,7 @@ class TensorMemoryLayout(_TensorMemoryLayoutBase):
         )
 
 
-class TensorMemoryScalesLayout(_TensorMemoryLayoutBase):
+class TensorMemoryScalesLayout(LayoutBase):
     """The TMEM layout of block-scale factors of tcgen05.mma (Gluon's name).
 
     Rows 0..31 hold dim0 0..31 (repeated in each lane quarter: the zero bases at rows 32
@@ -144,6 +132,8 @@ class TensorMemoryScalesLayout(_TensorMemoryLayoutBase):
     "scale factor A/B layout" figures); larger tensors repeat over further columns, dim0
     first.
     """
+
+    rank = 2
 
     def __init__(self, cta_split_num: Optional[Sequence[int]] = None):
         self.cta_split_num = _split("TensorMemoryScalesLayout", cta_split_num)

@@ -58,7 +58,7 @@ def float_to_float(ctx, x: lir.Value, src: DType, dst: DType, rounding: str = "r
                                f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32 $0, $2, $1;", "=h,f,f",
                                [wide, F32(0.0)], side_effect=False)
         return b.trunc(pair, lir.IntType(8))
-    src_ty, dst_ty = llvm_type(src), llvm_type(dst)
+    dst_ty = llvm_type(dst)
     if src.primitive_bitwidth < dst.primitive_bitwidth:
         return b.fpext(x, dst_ty)
     if src.primitive_bitwidth == dst.primitive_bitwidth:  # float16 <-> bfloat16

@@ -10,11 +10,11 @@ in Triton; ``cache_modifier`` and ``eviction_policy`` become PTX qualifiers.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import llvmlite.ir as lir
 
-from ..ir import CompilationError, Operation, TensorType, element_type, shape_of
+from ..ir import CompilationError, Operation, TensorType, element_type
 from ..layouts.linear import LinearLayout
 from .context import KernelLowering
 from .llvm_types import I8, I16, I32, bit_width, llvm_type
