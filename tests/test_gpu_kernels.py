@@ -151,6 +151,12 @@ def test_reductions_over_every_axis_and_layout(axis, layout):
     torch.cuda.synchronize()
     assert torch.allclose(sums, x.sum(dim=axis), atol=1e-5, rtol=1e-5)
     assert torch.equal(maxes, x.max(dim=axis).values)
+    # The GPU combines in the interpreter's order: the float sums agree bit for bit.
+    cpu_sums, cpu_maxes = np.full(size, np.nan, np.float32), np.full(size, np.nan, np.float32)
+    _interpret(reduce_kernel[(1,)], x.cpu().numpy(), cpu_sums, cpu_maxes, M=M, N=N, AXIS=axis, layout=layout,
+               num_warps=4)
+    np.testing.assert_array_equal(sums.cpu().numpy(), cpu_sums)
+    np.testing.assert_array_equal(maxes.cpu().numpy(), cpu_maxes)
 
 
 def test_language_test_kernels_match_the_interpreter_on_the_gpu():

@@ -258,8 +258,7 @@ def test_unsupported_parameter_type_is_refused_when_building_the_packer():
 
 # ---------------------------------------------------------------------------- cache
 
-KEY_FIELDS = dict(source="def k(x): pass", specialization={"x": {"divisibility": 16}},
-                  constexprs={"BLOCK": 128}, num_warps=4, target="sm_90a",
+KEY_FIELDS = dict(ir="func @k(%x: ptr<float32>) num_warps=4 { return }", target="sm_90a",
                   toolchain={"llvmlite": "0.45", "ptxas": "12.8"})
 
 
@@ -267,8 +266,8 @@ def test_cache_key_is_deterministic_and_covers_every_field():
     key = cache_key(**KEY_FIELDS)
     assert key == cache_key(**dict(KEY_FIELDS))
     assert len(key) == 64
-    changes = dict(source="def k(y): pass", specialization={}, constexprs={"BLOCK": 256},
-                   num_warps=8, target="sm_100a", toolchain={"llvmlite": "0.45", "ptxas": "13.0"})
+    changes = dict(ir="func @k(%x: ptr<float32>) num_warps=8 { return }", target="sm_100a",
+                   toolchain={"llvmlite": "0.45", "ptxas": "13.0"})
     for field, value in changes.items():
         assert cache_key(**{**KEY_FIELDS, field: value}) != key, field
 
@@ -319,7 +318,7 @@ def test_cache_is_atomic_with_several_processes(tmp_path):
     except ValueError:
         pytest.skip("needs the fork start method")
     for trial in range(3):
-        key = cache_key(**{**KEY_FIELDS, "num_warps": trial})
+        key = cache_key(**{**KEY_FIELDS, "ir": f"func @k{trial}() {{ return }}"})
         barrier = ctx.Barrier(5)
         failures = ctx.Value("i", 0)
         procs = [ctx.Process(target=_writer, args=(tmp_path, key, tag, barrier, 20)) for tag in range(1, 5)]

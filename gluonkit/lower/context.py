@@ -65,6 +65,7 @@ class KernelLowering:
         self._thread_parts: Dict[LinearLayout, Tuple[lir.Value, ...]] = {}
         self._axis_info = None
         self.scratch_bytes = 0  # dynamic shared memory the kernel needs (see shared_scratch)
+        self.scratch_used = False  # whether an op before the current one used scratch memory
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

@@ -6,7 +6,9 @@ result coordinates to source coordinates (plus a constant for ``split``).  When 
 source layout and ``F``∘result layout agree on the lane and warp bases, every thread
 already holds what it needs and the op is a *register gather*: result register ``r`` is
 source register ``s`` with ``S(s) = F(R(r))``, solved over GF(2).  Otherwise data moves
-between threads, which only ``convert_layout`` may do: through scratch shared memory.
+between threads, which only ``convert_layout`` may do, by the plan of
+:func:`~gluonkit.layouts.conversion.plan_conversion`: warp shuffles when only lanes of a
+warp exchange data, otherwise a round trip through (swizzled) scratch shared memory.
 """
 
 from __future__ import annotations
@@ -183,15 +185,15 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
         lanes = ctx.register_images(plan.lane_source)
         converted = [shuffle(ctx, "idx", values[i], lane[0]) for i, lane in zip(plan.src_registers, lanes)]
     else:
-        converted = _through_shared_memory(ctx, plan, values, element)
+        converted = _through_shared_memory(ctx, op, plan, values, element)
     ctx.set(result, converted)
 
 
-def _through_shared_memory(ctx: KernelLowering, plan, values: list, element) -> list:
+def _through_shared_memory(ctx: KernelLowering, op: Operation, plan, values: list, element) -> list:
     """Store the source registers into the plan's scratch layout, then load the result's."""
     memory_type = I8 if element == I1 else element
     scratch.reserve(ctx, byte_size(memory_type) * plan.scratch_elements)
-    scratch.barrier(ctx)  # earlier readers of the scratch buffer are done
+    scratch.begin_use(ctx, op)
     store_offsets = ctx.register_images(plan.store_offsets)
     for group in plan.store.vector.register_groups():
         group_values = [values[r] for r in group]

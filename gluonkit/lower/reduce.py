@@ -5,10 +5,14 @@ From the operand's linear layout ``L`` and the axis:
 1. registers holding the same element are counted once, and registers that differ only
    along the axis are combined in register order;
 2. each lane bit whose basis moves only along the axis is combined with a butterfly
-   shuffle (``shfl.sync.bfly``), lowest bit first; broadcast lane bits are skipped;
+   shuffle (``shfl.sync.bfly``), highest bit first; broadcast lane bits are skipped;
 3. if warp bits move along the axis, every thread writes its partial results to scratch
    shared memory at (kept element, warp's position along the axis) and, after a barrier,
-   each thread combines, in warp order, the partials of the elements its result holds.
+   each thread combines the partials of the elements its result holds in the same
+   butterfly order over the warp bits.
+
+The order is the interpreter's (:mod:`gluonkit.interpret.reduce`), so floating-point
+results agree bit for bit between the GPU and the CPU.
 
 A lane or warp basis that moves along the axis *and* another dimension cannot be reduced
 in place; the error suggests converting to a layout that keeps the axis separate.
@@ -70,7 +74,7 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
         values = [regs[r] for regs in operands]
         partials[kept] = _combine(ctx, op, partials[kept], values) if kept in partials else values
     # 2. Across lanes.
-    for bit, basis in enumerate(ll.bases.get("lane", [])):
+    for bit, basis in reversed(list(enumerate(ll.bases.get("lane", [])))):  # highest bit first
         if _axis_bits(op, basis, axis, "lane"):
             for kept, values in partials.items():
                 other = [shuffle(ctx, "bfly", v, I32(1 << bit)) for v in values]
@@ -112,6 +116,15 @@ def _warp_axis_index(ctx: KernelLowering, warp_bits: List[int]) -> lir.Value:
     return index
 
 
+def _butterfly(ctx, op, partials: List[List[lir.Value]]) -> List[lir.Value]:
+    """Combine per-warp partials in the interpreter's butterfly order (highest warp bit
+    first), as warp 0 sees it; with a commutative combine every warp gets these bits."""
+    levels = len(partials).bit_length() - 1
+    for bit in reversed(range(levels)):
+        partials = [_combine(ctx, op, partials[w], partials[w ^ (1 << bit)]) for w in range(len(partials))]
+    return partials[0]
+
+
 def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
     """Every thread gets the combination of all warps' partials of a 1-D reduction."""
     slots = 1 << len(warp_bits)
@@ -123,17 +136,14 @@ def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
         offsets.append(base)
         base += slots * byte_size(v.type)
     scratch.reserve(ctx, base)
-    scratch.barrier(ctx)
+    scratch.begin_use(ctx, op)
     for v, offset in zip(values, offsets):
         slot = b.add(I32(offset // byte_size(v.type)), index)
         scratch.store_scratch(ctx, [v], [slot])
     scratch.barrier(ctx)
-    combined = None
-    for w in range(slots):
-        loaded = [scratch.load_scratch(ctx, v.type, [I32(offset // byte_size(v.type) + w)])[0]
-                  for v, offset in zip(values, offsets)]
-        combined = loaded if combined is None else _combine(ctx, op, combined, loaded)
-    return combined
+    partials = [[scratch.load_scratch(ctx, v.type, [I32(offset // byte_size(v.type) + w)])[0]
+                 for v, offset in zip(values, offsets)] for w in range(slots)]
+    return _butterfly(ctx, op, partials)
 
 
 def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
@@ -156,7 +166,7 @@ def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
     scratch.reserve(ctx, base)
     warp_index = _warp_axis_index(ctx, warp_bits)
     thread_coords = ctx.element_coordinates(src_ty)
-    scratch.barrier(ctx)
+    scratch.begin_use(ctx, op)
     written = set()
     for r in range(ll.in_dim_size("register")):
         kept = tuple(c for d, c in enumerate(ll.apply({"register": r}).values()) if d != axis)
@@ -173,11 +183,12 @@ def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
     outputs = [[] for _ in op.results]
     for coords in result_coords:
         element = scratch.row_major_offset(ctx, coords, kept_shape)
-        combined = None
+        partials = []
         for w in range(slots):
             slot = b.add(b.mul(element, I32(slots)), I32(w))
-            loaded = [scratch.load_scratch(ctx, ty, [b.add(slot, I32(region))])[0] for ty, region in zip(types, regions)]
-            combined = loaded if combined is None else _combine(ctx, op, combined, loaded)
+            partials.append([scratch.load_scratch(ctx, ty, [b.add(slot, I32(region))])[0]
+                             for ty, region in zip(types, regions)])
+        combined = _butterfly(ctx, op, partials)
         for out, value in zip(outputs, combined):
             out.append(value)
     for result, values in zip(op.results, outputs):

@@ -16,7 +16,7 @@ import llvmlite.ir as lir
 from .context import KernelLowering
 from .llvm_types import I8, I32, byte_size
 
-__all__ = ["barrier", "row_major_offset", "scratch_pointer", "reserve", "store_scratch", "load_scratch",
+__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "reserve", "store_scratch", "load_scratch",
            "store_vector", "load_vector"]
 
 SHARED = 3
@@ -25,6 +25,26 @@ SHARED = 3
 def barrier(ctx: KernelLowering) -> None:
     """``bar.sync 0``: every thread of the block reaches it before any continues."""
     ctx.builder.asm(lir.FunctionType(lir.VoidType(), []), "bar.sync 0;", "~{memory}", [], side_effect=True)
+
+
+def begin_use(ctx: KernelLowering, op) -> None:
+    """Start an op's use of the scratch buffer: wait for earlier readers, if there can be any.
+
+    The barrier is needed when an earlier op used the buffer, or when ``op`` sits in a loop
+    (its previous iteration read it); the first use in straight-line code skips it.
+    """
+    if ctx.scratch_used or _in_loop(op):
+        barrier(ctx)
+    ctx.scratch_used = True
+
+
+def _in_loop(op) -> bool:
+    block = op.parent
+    while block is not None and block.parent_op is not None:
+        if block.parent_op.name in ("for", "while"):
+            return True
+        block = block.parent_op.parent
+    return False
 
 
 def _shared_base(ctx: KernelLowering) -> lir.GlobalVariable:

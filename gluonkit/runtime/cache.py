@@ -32,28 +32,18 @@ def cache_dir() -> Path:
     return Path(explicit) if explicit else Path.home() / ".cache" / "gluonkit"
 
 
-def cache_key(*, source: str, specialization, constexprs, num_warps: int, target: str,
-              toolchain: Mapping[str, str]) -> str:
+def cache_key(*, ir: str, target: str, toolchain: Mapping[str, str]) -> str:
     """The sha256 (hex) naming one compiled kernel.
 
-    It covers everything the compiled code depends on: the kernel's source (including that
-    of the ``@jit`` functions it calls), the argument specialization (types, divisibility),
-    the constexpr values, ``num_warps``, the target (``sm_90a``), the gluonkit version and
-    the toolchain's versions (``{"llvmlite": ..., "ptxas": ...}``).  Values that are not
-    JSON (dtypes, layouts) enter through their ``repr``, which must be deterministic.
+    The printed IR of the specialized kernel determines the compiled code: it holds the
+    folded constexprs, the divisibility hints of the specialization and ``num_warps``.
+    With it go the target (``sm_90a``), the gluonkit version and the toolchain's versions
+    (``{"llvmlite": ..., "ptxas": ...}``).
     """
     from gluonkit import __version__
 
-    document = {
-        "source": source,
-        "specialization": specialization,
-        "constexprs": constexprs,
-        "num_warps": num_warps,
-        "target": target,
-        "gluonkit": __version__,
-        "toolchain": dict(toolchain),
-    }
-    text = json.dumps(document, sort_keys=True, default=repr, separators=(",", ":"))
+    document = {"ir": ir, "target": target, "gluonkit": __version__, "toolchain": dict(toolchain)}
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -11,7 +11,6 @@ keeps a :class:`CompiledLaunch`; later launches only pack the arguments and call
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import weakref
@@ -26,7 +25,7 @@ from ..lower.compiler import CompiledKernel, compile_function
 from ..lower.ptxas import find_ptxas, ptxas_version
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
-from .cache import KernelCache
+from .cache import KernelCache, cache_key
 
 __all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of"]
 
@@ -60,18 +59,10 @@ def _toolchain() -> Dict[str, str]:
     return {"llvmlite": llvmlite.__version__, "ptxas": ptxas_version(ptxas) if ptxas else "none"}
 
 
-def _disk_key(ir_text: str, target: str) -> str:
-    from gluonkit import __version__
-
-    document = json.dumps({"ir": ir_text, "target": target, "gluonkit": __version__, "toolchain": _toolchain()},
-                          sort_keys=True)
-    return hashlib.sha256(document.encode()).hexdigest()
-
-
 def compile_for_device(func, target: str) -> CompiledKernel:
     """``compile_function`` through the on-disk cache (cubin, PTX and metadata)."""
     cache = KernelCache()
-    key = _disk_key(print_function(func), target)
+    key = cache_key(ir=print_function(func), target=target, toolchain=_toolchain())
     files = cache.get(key)
     if files is not None:
         compiled = CompiledKernel(func.name, target)
