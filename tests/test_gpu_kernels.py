@@ -199,3 +199,19 @@ def test_device_print_on_the_gpu_prints_what_the_interpreter_prints(capfd):
     # Every thread prints the elements it holds: 32 lanes, each element held by 16 of them.
     assert sorted(set(gpu_lines)) == sorted(cpu_lines)
     assert len(gpu_lines) == 2 * 32
+
+
+@pytest.mark.parametrize("cols", [1000, 50_000])
+def test_cross_entropy_matches_torch_autograd(cols):
+    from cross_entropy import cross_entropy
+
+    rows = 64
+    logits = (3 * torch.randn(rows, cols, device="cuda")).requires_grad_()
+    targets = torch.randint(0, cols, (rows,), device="cuda", dtype=torch.int32)
+    loss, grad = _poisoned(rows, torch.float32), _poisoned((rows, cols), torch.float32)
+    cross_entropy(logits.detach(), targets, loss, grad)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.cross_entropy(logits.double(), targets.long(), reduction="none")
+    ref.mean().backward()
+    assert (loss.double() - ref.detach()).abs().max().item() < 1e-4
+    assert (grad.double() - logits.grad.double()).abs().max().item() < 1e-6

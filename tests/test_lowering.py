@@ -20,6 +20,7 @@ from gluonkit.runtime.inspect_compile import parse_type_string
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 sys.path.insert(0, os.path.dirname(__file__))
 
+import cross_entropy  # noqa: E402
 import fused_softmax  # noqa: E402
 import test_gpu_kernels as gpu_kernels  # noqa: E402
 import test_launch as launch_kernels  # noqa: E402
@@ -41,6 +42,8 @@ KERNELS = [
      dict(BLOCK=16384, layout=fused_softmax.softmax_layout(16384, 16, 2)), 16),
     ("transpose", transpose.transpose_kernel, [P32, P32, "i32:16", "i32:16"],
      dict(BM=64, BN=64, load_layout=transpose.layouts(4)[0], store_layout=transpose.layouts(4)[1]), 4),
+    ("cross_entropy", cross_entropy.cross_entropy_kernel, [P32, "*i32:16", P32, P32, "i32", "i32", "fp32"],
+     dict(BLOCK=4096, layout=gl.BlockedLayout([4], [32], [8], [0])), 8),
     ("launch_add", launch_kernels.add_kernel, [P32, P32, P32, "i32"], dict(BLOCK=256), 4),
     ("launch_softmax", launch_kernels.softmax_kernel, [P32, P32, "i32", "i32", "i32"],
      dict(ROWS=4, BLOCK=256, layout=gl.BlockedLayout([1, 4], [2, 16], [2, 2], [1, 0])), 4),
