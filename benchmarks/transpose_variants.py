@@ -19,11 +19,14 @@ M = N = 8192
 x = torch.randn(M, N, device="cuda")
 out = torch.empty(N, M, device="cuda")
 nbytes = 2 * M * N * 4
-for bm, bn, warps in ((64, 64, 4), (64, 64, 8), (128, 64, 8), (64, 128, 8), (128, 128, 8), (32, 32, 4)):
+for bm, bn, warps, lanes in ((64, 64, 4, 4), (64, 64, 4, 16), (64, 64, 8, 16), (32, 32, 4, 8), (64, 64, 4, 8),
+                             (128, 64, 8, 16), (64, 128, 8, 16), (32, 64, 4, 16)):
     out.fill_(float("nan"))
-    transpose(x, out, BM=bm, BN=bn, num_warps=warps)
+    transpose(x, out, BM=bm, BN=bn, num_warps=warps, lanes_along_rows=lanes)
     ok = torch.equal(out, x.t())
-    ms = do_bench(lambda: transpose(x, out, BM=bm, BN=bn, num_warps=warps), return_mode="median")
+    ms = do_bench(lambda: transpose(x, out, BM=bm, BN=bn, num_warps=warps, lanes_along_rows=lanes),
+                  return_mode="median")
     tr = do_bench(lambda: triton_transpose[(M // bm, N // bn)](out, x, M, N, BM=bm, BN=bn, num_warps=warps),
                   return_mode="median")
-    print(f"tile {bm}x{bn} warps {warps}: gluonkit {nbytes / ms / 1e6:6.0f} GB/s, triton {nbytes / tr / 1e6:6.0f} GB/s, correct={ok}")
+    print(f"tile {bm}x{bn} warps {warps} lanes along rows {lanes:2}: gluonkit {nbytes / ms / 1e6:6.0f} GB/s, "
+          f"triton {nbytes / tr / 1e6:6.0f} GB/s, correct={ok}")

@@ -27,17 +27,20 @@ def transpose_kernel(out_ptr, in_ptr, M, N, BM: gl.constexpr, BN: gl.constexpr,
     gl.store(out_ptr + cols[None, :] * M + rows[:, None], tile)
 
 
-def layouts(num_warps: int):
-    """(load, store): 16-byte vectors along the input's rows, then along its columns."""
-    load = gl.BlockedLayout([1, 4], [8, 4], [num_warps, 1], [1, 0])
-    store = gl.BlockedLayout([4, 1], [4, 8], [1, num_warps], [0, 1])
+def layouts(num_warps: int, lanes_along_rows: int = 16):
+    """(load, store): 16-byte vectors with ``lanes_along_rows`` lanes along the input's rows
+    (a warp then reads ``4 * 4 * lanes_along_rows`` contiguous bytes per row), then the same
+    along the input's columns for the store."""
+    across = 32 // lanes_along_rows
+    load = gl.BlockedLayout([1, 4], [across, lanes_along_rows], [num_warps, 1], [1, 0])
+    store = gl.BlockedLayout([4, 1], [lanes_along_rows, across], [1, num_warps], [0, 1])
     return load, store
 
 
-def transpose(x, out, BM: int = 64, BN: int = 64, num_warps: int = 4):
+def transpose(x, out, BM: int = 64, BN: int = 64, num_warps: int = 4, lanes_along_rows: int = 16):
     """``out = x.T`` for a 2-D float32 array/tensor whose sides are multiples of the tile."""
     M, N = x.shape
-    load, store = layouts(num_warps)
+    load, store = layouts(num_warps, lanes_along_rows)
     transpose_kernel[(M // BM, N // BN)](out, x, M, N, BM=BM, BN=BN, load_layout=load, store_layout=store,
                                          num_warps=num_warps)
     return out

@@ -87,11 +87,14 @@ def test_global_accesses_vectorize_only_when_alignment_is_known():
 
 
 def test_transpose_converts_through_vectorized_shared_memory():
-    load, store = transpose.layouts(4)
+    # With 4 lanes along the rows the planner finds a conflict-free scratch layout that
+    # both sides access with 16-byte vectors.
+    load, store = transpose.layouts(4, lanes_along_rows=4)
     ptx = _ptx(transpose.transpose_kernel, P32, P32, "i32:16", "i32:16", BM=64, BN=64, load_layout=load,
                store_layout=store)
     assert "st.shared.v4.b32" in ptx and "ld.shared.v4.b32" in ptx
-    assert "bar.sync" in ptx
+    # The conversion is the first use of scratch memory in straight-line code: one barrier.
+    assert ptx.count("bar.sync") == 1
 
 
 def test_reductions_shuffle_across_lanes():

@@ -350,3 +350,12 @@ class ArgPacker:
             block = self._local.block = PackedArgs(self._format.size, self._offsets)
         self._format.pack_into(block.buffer, 0, *[convert(a, device) for convert, a in zip(self._converters, args)])
         return block
+
+    def pack_raw(self, values: Sequence) -> PackedArgs:
+        """Like :meth:`pack` for values already converted (device addresses, numbers whose
+        range the caller has checked): the launch fast path."""
+        block = getattr(self._local, "block", None)
+        if block is None:
+            block = self._local.block = PackedArgs(self._format.size, self._offsets)
+        self._format.pack_into(block.buffer, 0, *values)
+        return block

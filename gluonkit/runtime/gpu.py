@@ -15,7 +15,7 @@ import json
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import llvmlite
 
@@ -27,7 +27,7 @@ from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, cache_key
 
-__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of"]
+__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of", "signature_and_raw"]
 
 
 @dataclass
@@ -41,9 +41,13 @@ class CompiledLaunch:
     shared_bytes: int
     device: int
 
-    def run(self, grid: Sequence[int], values: Sequence[Any]) -> None:
-        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints)."""
-        packed = self.packer.pack(values, self.device)
+    def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None) -> None:
+        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints).
+
+        ``raw``, when given, holds the values already converted for the argument block (see
+        :func:`signature_and_raw`), which skips the packer's conversions.
+        """
+        packed = self.packer.pack(values, self.device) if raw is None else self.packer.pack_raw(raw)
         if len(grid) < 3:
             grid = tuple(grid) + (1,) * (3 - len(grid))
         if 0 in grid:
@@ -98,22 +102,32 @@ _torch_cuda = None
 def signature_of(value) -> tuple:
     """A cheap summary of one runtime argument that fixes its IR type and specialization.
 
-    Tensors: dtype and whether the address is 16-byte aligned; ints: width class and
-    divisibility by 16.  ``None`` for values that are compile-time (``None``,
+    Tensors: dtype, device and whether the address is 16-byte aligned; ints: width class
+    and divisibility by 16.  ``None`` for values that are compile-time (``None``,
     ``gl.constexpr``).  Anything else falls back to the full typing rules.
     """
+    return signature_and_raw(value)[0]
+
+
+def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
+    """``(signature_of(value), what the argument block holds for it)``; the raw part is
+    ``None`` when the value needs the packer's full conversion (CuPy, DLPack, ...)."""
     kind = type(value)
-    if value is None or isinstance(value, constexpr):
-        return None
     if kind is int:
         width = 32 if -2**31 <= value < 2**31 else 64 if -2**63 <= value < 2**63 else 65
-        return (int, width, value % 16 == 0)
+        return (int, width, value % 16 == 0), value
     if kind is float or kind is bool:
-        return (kind,)
+        return (kind,), value
+    if value is None or isinstance(value, constexpr):
+        return None, None
+    if getattr(value, "is_cuda", False):  # a torch CUDA tensor
+        address = value.data_ptr()
+        return (value.dtype, value.get_device(), address % 16 == 0), address
     data_ptr = getattr(value, "data_ptr", None)
-    if data_ptr is not None and hasattr(value, "dtype"):
-        return (value.dtype, data_ptr() % 16 == 0)
-    return (kind, repr(ir_type_of(value)), data_pointer(value) % 16 == 0 if hasattr(value, "__cuda_array_interface__") else False)
+    if data_ptr is not None and hasattr(value, "dtype"):  # another torch tensor: the packer says why not
+        return (value.dtype, data_ptr() % 16 == 0), None
+    aligned = data_pointer(value) % 16 == 0 if hasattr(value, "__cuda_array_interface__") else False
+    return (kind, repr(ir_type_of(value)), aligned), None
 
 
 def _runtime_key(name: str, value) -> Tuple[Any, bool]:

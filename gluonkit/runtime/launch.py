@@ -44,7 +44,7 @@ from ..lang.jit import JITFunction, set_launcher
 from ..lower.infer import infer_layouts
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import launch_on_gpu, signature_of
+from .gpu import launch_on_gpu, signature_and_raw
 
 __all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
@@ -107,12 +107,18 @@ class _CallPattern:
         self.constexpr_slots = constexpr_slots
         self.launches: Dict[tuple, Any] = {}
 
-    def key(self, values) -> Optional[tuple]:
-        """None when a runtime slot holds a compile-time value (None or ``gl.constexpr``) this time."""
-        signatures = tuple([signature_of(values[i]) for i in self.runtime_slots])
-        if None in signatures:
-            return None
-        return signatures, tuple([values[i] for i in self.constexpr_slots])
+    def key(self, values) -> Tuple[Optional[tuple], list]:
+        """``(key, raw runtime values)``; the key is None when a runtime slot holds a
+        compile-time value (None or ``gl.constexpr``) this time, and a raw value is None
+        where the packer must convert it."""
+        signatures, raw = [], []
+        for i in self.runtime_slots:
+            signature, value = signature_and_raw(values[i])
+            if signature is None:
+                return None, raw
+            signatures.append(signature)
+            raw.append(value)
+        return (tuple(signatures), tuple([values[i] for i in self.constexpr_slots])), raw
 
 
 _PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -126,13 +132,14 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
         return False
     values = args + tuple(kwargs.values())
     try:
-        key = pattern.key(values)
+        key, raw = pattern.key(values)
         entry = pattern.launches.get(key) if key is not None else None
     except TypeError:  # an unhashable compile-time value
         return False
     if entry is None:
         return False
-    entry.run(grid, [values[i] for i in pattern.runtime_slots])
+    runtime = [values[i] for i in pattern.runtime_slots]
+    entry.run(grid, runtime, None if None in raw else raw)
     return True
 
 
@@ -147,7 +154,7 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
         pattern = _PATTERNS[kernel][call_key] = _CallPattern(
             [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
     try:
-        key = pattern.key(all_values)
+        key, _ = pattern.key(all_values)
         if key is not None:
             pattern.launches[key] = entry
     except TypeError:
