@@ -138,3 +138,24 @@ def test_type_strings():
     assert parse_type_string("i64") == (ir.int64, False)
     with pytest.raises(ValueError, match="':16'"):
         parse_type_string("i32:8")
+
+
+@needs_ptxas
+def test_the_disk_cache_serves_the_second_compile_and_dumps_it(tmp_path, monkeypatch):
+    from gluonkit import ir
+    from gluonkit.runtime import gpu
+
+    monkeypatch.setenv("GLUONKIT_CACHE_DIR", str(tmp_path / "cache"))
+    func = vector_add.add_kernel.build_ir([ir.PointerType(ir.float32)] * 3 + [ir.int32],
+                                          dict(BLOCK=1024, layout=vector_add.vector_add_layout(4)), 4, {})
+    first = gpu.compile_for_device(func, "sm_90a")
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled again instead of reading the disk cache")
+
+    monkeypatch.setattr(gpu, "compile_function", no_compiling)
+    monkeypatch.setenv("GLUONKIT_DUMP_DIR", str(tmp_path / "dump"))
+    second = gpu.compile_for_device(func, "sm_90a")
+    assert second.asm["ptx"] == first.asm["ptx"] and second.asm["cubin"] == first.asm["cubin"]
+    assert second.metadata["registers"] == first.metadata["registers"]
+    assert (tmp_path / "dump" / "add_kernel.ptx").read_text() == first.asm["ptx"]

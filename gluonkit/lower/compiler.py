@@ -20,7 +20,7 @@ from .nvptx import emit_ptx
 from .ptxas import ResourceUsage, assemble, find_ptxas
 from .targets import get_target
 
-__all__ = ["CompiledKernel", "compile_function"]
+__all__ = ["CompiledKernel", "compile_function", "dump_stages"]
 
 
 @dataclass
@@ -59,11 +59,12 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
         registers=usage.registers, spill_stores=usage.spill_stores, spill_loads=usage.spill_loads,
         stack_frame=usage.stack_frame,
     )
-    _dump(kernel)
+    dump_stages(kernel)
     return kernel
 
 
-def _dump(kernel: CompiledKernel) -> None:
+def dump_stages(kernel: CompiledKernel) -> None:
+    """Write every stage of ``kernel`` to ``GLUONKIT_DUMP_DIR`` (nothing when it is unset)."""
     directory = os.environ.get("GLUONKIT_DUMP_DIR")
     if not directory:
         return

@@ -21,7 +21,7 @@ import llvmlite
 
 from ..ir import PointerType, print_function
 from ..lang.constexpr import constexpr
-from ..lower.compiler import CompiledKernel, compile_function
+from ..lower.compiler import CompiledKernel, compile_function, dump_stages
 from ..lower.ptxas import find_ptxas, ptxas_version
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
@@ -66,15 +66,18 @@ def _toolchain() -> Dict[str, str]:
 def compile_for_device(func, target: str) -> CompiledKernel:
     """``compile_function`` through the on-disk cache (cubin, PTX and metadata)."""
     cache = KernelCache()
-    key = cache_key(ir=print_function(func), target=target, toolchain=_toolchain())
+    ir_text = print_function(func)
+    key = cache_key(ir=ir_text, target=target, toolchain=_toolchain())
     files = cache.get(key)
     if files is not None:
         compiled = CompiledKernel(func.name, target)
+        compiled.asm["ir"] = ir_text
         compiled.asm["ptx"] = files["kernel.ptx"].decode()
         if "kernel.cubin" in files:
             compiled.asm["cubin"] = files["kernel.cubin"]
         compiled.metadata.update(json.loads(files["metadata.json"]))
         compiled.metadata["arg_types"] = [a.type for a in func.args]
+        dump_stages(compiled)  # GLUONKIT_DUMP_DIR sees cached kernels too (no llir: not kept)
         return compiled
     compiled = compile_function(func, target)
     metadata = {k: v for k, v in compiled.metadata.items() if k != "arg_types"}
