@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
 import gluonkit.lang as gl  # noqa: E402
-from fused_softmax import softmax as gk_softmax, softmax_kernel, softmax_layout  # noqa: E402
+from fused_softmax import softmax as gk_softmax, softmax_config, softmax_kernel  # noqa: E402
 from transpose import transpose as gk_transpose  # noqa: E402
 from vector_add import add as gk_add  # noqa: E402
 
@@ -107,11 +107,12 @@ def bench_softmax(cols: int, dtype: torch.dtype, rows: int = 4096) -> None:
     o2 = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
     warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
-    layout = softmax_layout(block, warps, x.element_size())
+    gk_rows, layout, gk_warps = softmax_config(block, x.element_size())
     nbytes = 2 * x.numel() * x.element_size()
     row(f"softmax {rows}x{cols} {str(dtype)[6:]}", nbytes,
-        do_bench(lambda: softmax_kernel[(rows,)](out, x, cols, x.stride(0), out.stride(0), BLOCK=block,
-                                                 layout=layout, num_warps=warps), return_mode="median"),
+        do_bench(lambda: softmax_kernel[(triton.cdiv(rows, gk_rows),)](
+            out, x, rows, cols, x.stride(0), out.stride(0), ROWS=gk_rows, BLOCK=block, layout=layout,
+            num_warps=gk_warps), return_mode="median"),
         do_bench(lambda: torch.softmax(x, dim=1), return_mode="median"),
         do_bench(lambda: triton_softmax[(rows,)](o2, x, cols, x.stride(0), o2.stride(0), BLOCK=block,
                                                 num_warps=warps), return_mode="median"),

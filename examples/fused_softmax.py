@@ -1,10 +1,11 @@
-"""Fused softmax: one program per row, the whole row in registers.
+"""Fused softmax: each program takes ``ROWS`` whole rows into registers.
 
-The row is loaded once, reduced twice (max, then sum of exponentials) with the
+The rows are loaded once, reduced twice (max, then sum of exponentials) with the
 reductions running within each thread, across lanes by shuffles and across warps through
 shared memory, and written once — one read and one write of the matrix, the least any
-softmax can move.  The layout is a 1-D ``BlockedLayout`` whose ``size_per_thread`` makes
-every access 16 bytes wide.
+softmax can move.  The 2-D ``BlockedLayout`` gives every thread 16-byte vectors along a
+row; short rows put several rows in one warp (and one program), so each program still has
+enough bytes in flight.
 
 Run: ``python examples/fused_softmax.py`` (on the GPU when there is one, else in the CPU
 interpreter, at a smaller size).
@@ -17,24 +18,35 @@ import gluonkit.lang as gl
 
 
 @gluonkit.jit
-def softmax_kernel(out_ptr, in_ptr, n_cols, in_row_stride, out_row_stride,
-                   BLOCK: gl.constexpr, layout: gl.constexpr):
-    row = gl.program_id(0)
-    cols = gl.arange(0, BLOCK, layout=layout)
-    mask = cols < n_cols
-    x = gl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
+def softmax_kernel(out_ptr, in_ptr, n_rows, n_cols, in_row_stride, out_row_stride,
+                   ROWS: gl.constexpr, BLOCK: gl.constexpr, layout: gl.constexpr):
+    rows = gl.program_id(0) * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BLOCK, layout=gl.SliceLayout(0, layout))
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = gl.load(in_ptr + rows[:, None] * in_row_stride + cols[None, :], mask=mask, other=-float("inf"))
     x = x.to(gl.float32)
-    shifted = x - gl.max(x, axis=0)
+    shifted = x - gl.max(x, axis=1)[:, None]
     numerator = gl.exp(shifted)
-    denominator = gl.sum(numerator, axis=0)
-    y = numerator / denominator
-    gl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    y = numerator / gl.sum(numerator, axis=1)[:, None]
+    gl.store(out_ptr + rows[:, None] * out_row_stride + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def softmax_layout(block: int, num_warps: int, element_bytes: int) -> gl.BlockedLayout:
-    """16-byte vectors per thread (fewer if the row is short), lanes then warps along the row."""
-    vec = max(1, min(16 // element_bytes, block // (32 * num_warps)))
-    return gl.BlockedLayout([vec], [32], [num_warps], [0])
+def softmax_config(block: int, element_bytes: int):
+    """(ROWS, layout, num_warps) for rows of ``block`` (a power of two) columns.
+
+    16-byte vectors along the row; lanes along the row until it is covered, the rest of the
+    warp on further rows; a warp takes up to 4 vectors per thread of one row before the row
+    is split across warps (which costs a reduction through shared memory), and the warps
+    left over take further rows.
+    """
+    vec = max(1, min(16 // element_bytes, block))
+    lanes_along = min(32, block // vec)
+    num_warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    warps_along = min(num_warps, max(1, block // (4 * vec * lanes_along)))
+    layout = gl.BlockedLayout([1, vec], [32 // lanes_along, lanes_along],
+                              [num_warps // warps_along, warps_along], [1, 0])
+    rows = (32 // lanes_along) * (num_warps // warps_along)
+    return rows, layout, num_warps
 
 
 def _row_stride(a) -> int:
@@ -42,16 +54,14 @@ def _row_stride(a) -> int:
     return a.stride(0) if hasattr(a, "element_size") else a.strides[0] // a.itemsize
 
 
-def softmax(x, out, num_warps: int | None = None):
+def softmax(x, out):
     """Row-wise softmax of a 2-D array/tensor ``x`` into ``out`` (same shape and dtype)."""
-    rows, cols = x.shape
-    block = 1 << max(0, (cols - 1).bit_length())
-    if num_warps is None:
-        num_warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    n_rows, n_cols = x.shape
+    block = 1 << max(0, (n_cols - 1).bit_length())
     element_bytes = x.element_size() if hasattr(x, "element_size") else x.itemsize
-    layout = softmax_layout(block, num_warps, element_bytes)
-    softmax_kernel[(rows,)](out, x, cols, _row_stride(x), _row_stride(out),
-                            BLOCK=block, layout=layout, num_warps=num_warps)
+    rows, layout, num_warps = softmax_config(block, element_bytes)
+    softmax_kernel[(gluonkit.cdiv(n_rows, rows),)](out, x, n_rows, n_cols, _row_stride(x), _row_stride(out),
+                                                   ROWS=rows, BLOCK=block, layout=layout, num_warps=num_warps)
     return out
 
 

@@ -36,10 +36,12 @@ BLOCKED_2D = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
 KERNELS = [
     ("vector_add", vector_add.add_kernel, [P32, P32, P32, "i32:16"],
      dict(BLOCK=4096, layout=vector_add.vector_add_layout(4)), 4),
-    ("softmax_f32", fused_softmax.softmax_kernel, [P32, P32, "i32", "i32:16", "i32:16"],
-     dict(BLOCK=1024, layout=fused_softmax.softmax_layout(1024, 4, 4)), 4),
-    ("softmax_bf16", fused_softmax.softmax_kernel, ["*bf16:16", "*bf16:16", "i32:16", "i32:16", "i32:16"],
-     dict(BLOCK=16384, layout=fused_softmax.softmax_layout(16384, 16, 2)), 16),
+    ("softmax_f32", fused_softmax.softmax_kernel, [P32, P32, "i32", "i32", "i32:16", "i32:16"],
+     dict(zip(("ROWS", "layout"), fused_softmax.softmax_config(1024, 4)[:2]), BLOCK=1024), 4),
+    ("softmax_bf16", fused_softmax.softmax_kernel, ["*bf16:16", "*bf16:16", "i32", "i32:16", "i32:16", "i32:16"],
+     dict(zip(("ROWS", "layout"), fused_softmax.softmax_config(16384, 2)[:2]), BLOCK=16384), 16),
+    ("softmax_short_rows", fused_softmax.softmax_kernel, [P32, P32, "i32", "i32:16", "i32:16", "i32:16"],
+     dict(zip(("ROWS", "layout"), fused_softmax.softmax_config(256, 4)[:2]), BLOCK=256), 4),
     ("transpose", transpose.transpose_kernel, [P32, P32, "i32:16", "i32:16"],
      dict(BM=64, BN=64, load_layout=transpose.layouts(4)[0], store_layout=transpose.layouts(4)[1]), 4),
     ("cross_entropy", cross_entropy.cross_entropy_kernel, [P32, "*i32:16", P32, P32, "i32", "i32", "fp32"],
@@ -159,3 +161,17 @@ def test_the_disk_cache_serves_the_second_compile_and_dumps_it(tmp_path, monkeyp
     assert second.asm["ptx"] == first.asm["ptx"] and second.asm["cubin"] == first.asm["cubin"]
     assert second.metadata["registers"] == first.metadata["registers"]
     assert (tmp_path / "dump" / "add_kernel.ptx").read_text() == first.asm["ptx"]
+
+
+def test_two_dimensional_masks_keep_vector_accesses():
+    @gluonkit.jit
+    def copy_rows(src, dst, n_rows, n_cols, ROWS: gl.constexpr, BLOCK: gl.constexpr, layout: gl.constexpr):
+        rows = gl.program_id(0) * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+        cols = gl.arange(0, BLOCK, layout=gl.SliceLayout(0, layout))
+        mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+        offs = rows[:, None] * n_cols + cols[None, :]
+        gl.store(dst + offs, gl.load(src + offs, mask=mask), mask=mask)
+
+    layout = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    ptx = _ptx(copy_rows, P32, P32, "i32", "i32:16", ROWS=16, BLOCK=32, layout=layout)
+    assert set(re.findall(r"ld\.global[\w.]*", ptx)) == {"ld.global.v4.b32"}

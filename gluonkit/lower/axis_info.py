@@ -177,6 +177,13 @@ class _Analysis:
                 return AxisInfo(a.contiguity, tuple(min(d, _pow2_divisor(c)) for d in a.divisibility), a.constancy)
             if fn == "mul":
                 return _mul(a, b, self.constants.get(op.operands[0].uid), self.constants.get(op.operands[1].uid))
+            if fn in ("and", "or", "xor", "maximum", "minimum"):
+                # Equal inputs give equal outputs: runs constant in both operands stay constant.
+                k = tuple(min(ka, kb) for ka, kb in zip(a.constancy, b.constancy))
+                return AxisInfo((1,) * len(k), (1,) * len(k), k)
+        if n == "select":
+            k = tuple(min(x) for x in zip(*(self.get(v).constancy for v in op.operands)))
+            return AxisInfo((1,) * len(k), (1,) * len(k), k)
         if n == "compare":
             return _compare(ops[0], ops[1])
         if n == "cast" and not op.attrs.get("bitcast"):
