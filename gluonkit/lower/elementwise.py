@@ -3,8 +3,10 @@
 Math follows Triton's choice of PTX forms: ``exp``, ``exp2``, ``log``, ``log2``, ``sin``,
 ``cos``, ``sqrt`` and ``rsqrt`` of 32-bit (and narrower) floats use the hardware's
 approximate instructions (``ex2.approx``, ``lg2.approx``, ``sin.approx``, ``cos.approx``,
-``sqrt.approx``, ``rsqrt.approx``); 16-bit floats are computed in float32.  Division is
-IEEE-rounded (``div.rn``).  Integer division and remainder follow C, as the IR says.
+``sqrt.approx``, ``rsqrt.approx``); 16-bit floats are computed in float32.  Float32 (and
+narrower) division is Triton's default ``div.full.f32`` (within 2 ulp; the interpreter
+divides exactly), float64 division is IEEE-rounded.  Integer division and remainder follow
+C, as the IR says.
 """
 
 from __future__ import annotations
@@ -90,10 +92,12 @@ def _binary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
     if isinstance(dtype, PointerType):
         raise AssertionError("pointers take addptr, not binary")
     if dtype.is_floating():
+        if fn == "div" and dtype.primitive_bitwidth <= 32:
+            return _float_math(ctx, dtype, lambda x, y: _approx2(ctx, "div.full.f32", x, y))
         simple = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "rem": b.frem}
         if fn in simple:
             op = simple[fn]
-            return _float_math(ctx, dtype, op) if fn in ("div", "rem") or dtype.name == "bfloat16" else op
+            return _float_math(ctx, dtype, op) if fn == "rem" or dtype.name == "bfloat16" else op
         if fn in ("maximum", "minimum"):
             # maxnum/minnum ignore a NaN operand (propagate_nan='none', Triton's default).
             name = {"maximum": "llvm.maxnum", "minimum": "llvm.minnum"}[fn]
@@ -139,6 +143,12 @@ def _approx(ctx: KernelLowering, instruction: str, x: lir.Value) -> lir.Value:
     """One approximate float32 PTX math instruction, e.g. ``ex2.approx.f32``."""
     fn_type = lir.FunctionType(F32, [F32])
     return ctx.builder.asm(fn_type, f"{instruction} $0, $1;", "=f,f", [x], side_effect=False)
+
+
+def _approx2(ctx: KernelLowering, instruction: str, x: lir.Value, y: lir.Value) -> lir.Value:
+    """One two-operand float32 PTX instruction, e.g. ``div.full.f32``."""
+    fn_type = lir.FunctionType(F32, [F32, F32])
+    return ctx.builder.asm(fn_type, f"{instruction} $0, $1, $2;", "=f,f,f", [x, y], side_effect=False)
 
 
 _LOG2E = 1.0 / math.log(2.0)
