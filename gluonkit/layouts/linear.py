@@ -270,12 +270,13 @@ class LinearLayout:
         return self.is_injective() and self.is_surjective()
 
     def free_variable_masks(self) -> Dict[str, int]:
-        """For each input dimension, a bitmask of its bits that do not change the output.
+        """For each input dimension, a bitmask of its free (redundant) bits.
 
-        A set bit ``i`` of ``masks[d]`` means flipping bit ``i`` of input ``d`` never changes
-        the image: that bit is broadcast.  Computed as in Triton: bits whose basis is a
-        linear combination of earlier bases (in input order) are free, so for a layout with
-        repeated nonzero bases only the later copies are free.
+        A set bit ``i`` of ``masks[d]`` means the basis of bit ``i`` of input ``d`` is a linear
+        combination of earlier bases (in input order), as in Triton.  The guarantee: every
+        image is reached by exactly one input whose free bits are all 0.  A zero basis (a
+        broadcast bit) is always free; a repeated nonzero basis is free in its later copies
+        only, and flipping such a bit alone does change the image.
         """
         masks = {}
         pivots: List[int] = []
