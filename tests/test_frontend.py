@@ -503,3 +503,15 @@ def test_python_min_max_print_in_kernels():
     assert [op.attrs["fn"] for op in ops(f, "binary")] == ["maximum"]
     (pr,) = ops(f, "device_print")
     assert pr.attrs["prefix"] == "val" and pr.operands == ops(f, "binary")[0].results
+
+
+def test_two_spellings_of_one_layout_do_not_conflict():
+    blocked = gl.BlockedLayout([1], [32], [4], [0])
+    linear = gl.DistributedLinearLayout([], [[1], [2], [4], [8], [16]], [[32], [64]], [], [128])
+
+    @gluonkit.jit
+    def k(p, A: gl.constexpr, B: gl.constexpr):
+        x = gl.arange(0, 128, layout=A) + gl.arange(0, 128, layout=B)
+        gl.store(p + gl.arange(0, 128, layout=A), x)
+
+    assert "binary" in ir.print_function(k.build_ir([ir.PointerType(ir.int32)], dict(A=blocked, B=linear)))

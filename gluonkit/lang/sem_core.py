@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from ..ir import Builder
+from ..ir import Builder, layouts_match
 from ..ir.types import DType, PointerType, TensorType, element_type, int1
 from ..layouts.distributed import AutoLayout, DistributedLayout
 from . import promotion
@@ -215,7 +215,7 @@ class CoreSemantic:
             shape.append(sizes.pop() if sizes else 1)
         concrete = [v.layout for v in blocks if not isinstance(v.layout, AutoLayout)]
         for other in concrete[1:]:
-            if other != concrete[0]:
+            if not layouts_match(other, concrete[0], shape):  # two spellings of one placement agree
                 self.error(f"operands have different layouts {concrete[0]!r} and {other!r}; "
                            "insert gl.convert_layout to make them agree", LayoutMismatchError)
         layout = concrete[0] if concrete else AutoLayout()
