@@ -355,3 +355,20 @@ def test_calling_a_kernel_from_python_is_an_error():
         kernel(1)
     with pytest.raises(RuntimeError, match="only be used inside a @gluonkit.jit function"):
         gl.program_id(0)
+
+
+def test_convert_layout_assert_trivial_rejects_data_movement():
+    rows = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
+    cols = gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1])
+
+    @gluonkit.jit
+    def k(p, A: gl.constexpr, B: gl.constexpr):
+        x = gl.full([32, 32], 1.0, gl.float32, A)
+        y = gl.convert_layout(x, B, assert_trivial=True)
+        gl.store(p + gl.arange(0, 32, gl.SliceLayout(1, B))[:, None] * 32 + gl.arange(0, 32, gl.SliceLayout(0, B))[None, :], y)
+
+    with pytest.raises(gluonkit.CompilationError, match="is not trivial") as info:
+        k.build_ir([gluonkit.ir.PointerType(gluonkit.ir.float32)], dict(A=rows, B=cols))
+    assert "assert_trivial=True" in str(info.value)
+    # The same layout both ways is trivial.
+    k.build_ir([gluonkit.ir.PointerType(gluonkit.ir.float32)], dict(A=rows, B=rows))

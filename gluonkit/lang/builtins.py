@@ -7,6 +7,7 @@ Gluon/Triton 3.x; the work happens in :class:`~gluonkit.lang.semantic.Semantic`.
 
 from __future__ import annotations
 
+from .constexpr import unwrap
 from .errors import TypeMismatchError
 from .tensor import builtin, shape_args, tensor
 
@@ -214,7 +215,7 @@ def join(a, b, _semantic=None):
 
 @builtin
 def convert_layout(value, layout, assert_trivial=False, _semantic=None):
-    return _semantic.convert_layout(value, layout)
+    return _semantic.convert_layout(value, layout, bool(unwrap(assert_trivial)))
 
 
 @builtin

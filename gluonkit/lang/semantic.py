@@ -14,6 +14,7 @@ from typing import List, Optional
 
 from ..ir import Block
 from ..ir.types import DType, PointerType, TensorType, int1, int32, uint32, float32
+from ..layouts.conversion import plan_conversion
 from ..layouts.distributed import AutoLayout, SliceLayout
 from .errors import (
     ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError,
@@ -142,9 +143,17 @@ class Semantic(ElementwiseSemantic):
         a, b = self.broadcast_all([a, b])
         return self.create1("join", [a, b], TensorType(a.dtype, a.shape + (2,), AutoLayout()))
 
-    def convert_layout(self, x, layout) -> tensor:
+    def convert_layout(self, x, layout, assert_trivial: bool = False) -> tensor:
+        """Change ``x``'s layout; with ``assert_trivial`` (Gluon's flag) the conversion must
+        move no data between threads (the planner's identical / register permutation)."""
         x = self.require_tensor(x, "convert_layout operand", block=True)
         layout = self.check_layout(layout, x.shape)
+        if assert_trivial and not isinstance(x.layout, AutoLayout) and not isinstance(layout, AutoLayout):
+            plan = plan_conversion(x.layout, layout, list(x.shape))
+            if plan.kind not in ("identical", "register_permutation"):
+                self.error(f"convert_layout(assert_trivial=True) from {x.layout!r} to {layout!r} is not trivial: "
+                           f"it needs a {plan.kind.replace('_', ' ')}; drop assert_trivial or choose layouts that "
+                           "keep every element in its thread", LayoutMismatchError)
         return self.create1("convert_layout", [x], x.type.with_layout(layout))
 
     def set_auto_layout(self, x, layout) -> tensor:
