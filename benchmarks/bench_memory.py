@@ -13,6 +13,7 @@ Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_memory.py``.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +26,6 @@ from triton.testing import do_bench
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
-import gluonkit.lang as gl  # noqa: E402
 from fused_softmax import softmax as gk_softmax, softmax_config, softmax_kernel  # noqa: E402
 from transpose import transpose as gk_transpose  # noqa: E402
 from vector_add import add as gk_add  # noqa: E402
@@ -71,18 +71,26 @@ def _rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 ROWS = []
+ROUNDS = 5  # interleaved timing rounds per kernel: clock and thermal drift hit every column alike
 
 
-def row(name, nbytes, ms_gk, ms_torch, ms_triton, ms_copy, err):
-    gk, th, tr, cp = (_gbps(nbytes, ms) for ms in (ms_gk, ms_torch, ms_triton, ms_copy))
-    ROWS.append((name, gk, th, tr, cp, gk / cp, gk / tr, err))
+def row(name: str, nbytes: int, variants: dict, err: float) -> None:
+    """Time ``variants`` (gluonkit, torch, triton, copy: callables) in interleaved rounds;
+    each column is the median over rounds of ``do_bench``'s median."""
+    times = {key: [] for key in variants}
+    for _ in range(ROUNDS):
+        for key, fn in variants.items():
+            times[key].append(do_bench(fn, return_mode="median"))
+    gk, th, tr, cp = (_gbps(nbytes, statistics.median(times[k])) for k in ("gluonkit", "torch", "triton", "copy"))
+    spread = max(times["gluonkit"]) / min(times["gluonkit"]) - 1
+    ROWS.append((name, gk, th, tr, cp, gk / cp, gk / tr, spread, err))
 
 
-def copy_ms(nbytes: int) -> float:
-    """Time of a device-to-device copy moving ``nbytes`` (half read, half written)."""
+def copy_fn(nbytes: int):
+    """A device-to-device copy moving ``nbytes`` (half read, half written)."""
     src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    return do_bench(lambda: dst.copy_(src), return_mode="median")
+    return lambda: dst.copy_(src)
 
 
 def bench_add(n: int = 1 << 26) -> None:
@@ -92,11 +100,11 @@ def bench_add(n: int = 1 << 26) -> None:
     err = _rel_error(out, x + y)
     o2 = torch.empty_like(x)
     nbytes = 3 * n * 4
-    row(f"add {n}", nbytes,
-        do_bench(lambda: gk_add(x, y, out), return_mode="median"),
-        do_bench(lambda: torch.add(x, y, out=o2), return_mode="median"),
-        do_bench(lambda: triton_add[(triton.cdiv(n, 4096),)](x, y, o2, n, BLOCK=4096), return_mode="median"),
-        copy_ms(nbytes), err)
+    row(f"add {n}", nbytes, dict(
+        gluonkit=lambda: gk_add(x, y, out),
+        torch=lambda: torch.add(x, y, out=o2),
+        triton=lambda: triton_add[(triton.cdiv(n, 4096),)](x, y, o2, n, BLOCK=4096),
+        copy=copy_fn(nbytes)), err)
 
 
 def bench_softmax(cols: int, dtype: torch.dtype, rows: int = 4096) -> None:
@@ -109,14 +117,14 @@ def bench_softmax(cols: int, dtype: torch.dtype, rows: int = 4096) -> None:
     warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
     gk_rows, layout, gk_warps = softmax_config(block, x.element_size())
     nbytes = 2 * x.numel() * x.element_size()
-    row(f"softmax {rows}x{cols} {str(dtype)[6:]}", nbytes,
-        do_bench(lambda: softmax_kernel[(triton.cdiv(rows, gk_rows),)](
+    row(f"softmax {rows}x{cols} {str(dtype)[6:]}", nbytes, dict(
+        gluonkit=lambda: softmax_kernel[(triton.cdiv(rows, gk_rows),)](
             out, x, rows, cols, x.stride(0), out.stride(0), ROWS=gk_rows, BLOCK=block, layout=layout,
-            num_warps=gk_warps), return_mode="median"),
-        do_bench(lambda: torch.softmax(x, dim=1), return_mode="median"),
-        do_bench(lambda: triton_softmax[(rows,)](o2, x, cols, x.stride(0), o2.stride(0), BLOCK=block,
-                                                num_warps=warps), return_mode="median"),
-        copy_ms(nbytes), err)
+            num_warps=gk_warps),
+        torch=lambda: torch.softmax(x, dim=1),
+        triton=lambda: triton_softmax[(rows,)](o2, x, cols, x.stride(0), o2.stride(0), BLOCK=block,
+                                              num_warps=warps),
+        copy=copy_fn(nbytes)), err)
 
 
 def bench_transpose(m: int = 8192, n: int = 8192) -> None:
@@ -126,18 +134,20 @@ def bench_transpose(m: int = 8192, n: int = 8192) -> None:
     err = _rel_error(out, x.t())
     o2 = torch.empty(n, m, device="cuda")
     nbytes = 2 * m * n * 4
-    row(f"transpose {m}x{n} f32", nbytes,
-        do_bench(lambda: gk_transpose(x, out), return_mode="median"),
-        do_bench(lambda: o2.copy_(x.t()), return_mode="median"),
-        do_bench(lambda: triton_transpose[(m // 64, n // 64)](o2, x, m, n, BM=64, BN=64), return_mode="median"),
-        copy_ms(nbytes), err)
+    row(f"transpose {m}x{n} f32", nbytes, dict(
+        gluonkit=lambda: gk_transpose(x, out),
+        torch=lambda: o2.copy_(x.t()),
+        triton=lambda: triton_transpose[(m // 64, n // 64)](o2, x, m, n, BM=64, BN=64),
+        copy=copy_fn(nbytes)), err)
 
 
 def print_bandwidth_table() -> None:
-    print(f"\n{'kernel':34} {'gluonkit':>9} {'torch':>9} {'triton':>9} {'copy':>9} {'gk/copy':>8} {'gk/triton':>9} {'rel.err':>9}")
-    for name, gk, th, tr, cp, r_copy, r_triton, err in ROWS:
-        print(f"{name:34} {gk:9.0f} {th:9.0f} {tr:9.0f} {cp:9.0f} {r_copy:8.3f} {r_triton:9.3f} {err:9.2e}")
-    print("(GB/s; median of triton.testing.do_bench)")
+    print(f"\n{'kernel':34} {'gluonkit':>9} {'torch':>9} {'triton':>9} {'copy':>9} {'gk/copy':>8} {'gk/triton':>9} "
+          f"{'gk.spread':>9} {'rel.err':>9}")
+    for name, gk, th, tr, cp, r_copy, r_triton, spread, err in ROWS:
+        print(f"{name:34} {gk:9.0f} {th:9.0f} {tr:9.0f} {cp:9.0f} {r_copy:8.3f} {r_triton:9.3f} {spread:9.1%} {err:9.2e}")
+    print(f"(GB/s; median over {ROUNDS} interleaved rounds of triton.testing.do_bench medians; "
+          "gk.spread = slowest/fastest gluonkit round - 1)")
 
 
 def compile_and_launch_overhead() -> None:
@@ -172,10 +182,14 @@ def compile_and_launch_overhead() -> None:
         torch.cuda.synchronize()
         return elapsed / launches * 1e6
 
-    gk_launch = per_launch(lambda: add_kernel[(1,)](x, y, out, n, BLOCK=4096, layout=layout, num_warps=4))
-    tr_launch = per_launch(lambda: triton_add[(1,)](x, y, out, n, BLOCK=4096))
+    gk_rounds, tr_rounds = [], []
+    for _ in range(ROUNDS):  # interleaved, like the bandwidth rows
+        gk_rounds.append(per_launch(lambda: add_kernel[(1,)](x, y, out, n, BLOCK=4096, layout=layout, num_warps=4)))
+        tr_rounds.append(per_launch(lambda: triton_add[(1,)](x, y, out, n, BLOCK=4096)))
     print(f"\ncold compile (vector add): gluonkit {gk_compile * 1e3:.0f} ms, triton {tr_compile * 1e3:.0f} ms")
-    print(f"host launch overhead: gluonkit {gk_launch:.1f} us, triton {tr_launch:.1f} us")
+    print(f"host launch overhead (median of {ROUNDS} rounds): gluonkit {statistics.median(gk_rounds):.1f} us "
+          f"(rounds {min(gk_rounds):.1f}-{max(gk_rounds):.1f}), triton {statistics.median(tr_rounds):.1f} us "
+          f"(rounds {min(tr_rounds):.1f}-{max(tr_rounds):.1f})")
 
 
 def main() -> None:
