@@ -1,0 +1,266 @@
+"""Host-side Hopper objects, at the path of Gluon's ``triton.experimental.gluon.nvidia.hopper``.
+
+:class:`TensorDescriptor` describes a global tensor and the block that each TMA copy moves
+between it and shared memory, so a Gluon host script ports by changing its import line::
+
+    from gluonkit.nvidia.hopper import TensorDescriptor
+    layout = gl.NVMMASharedLayout.get_default_for([128, 64], gl.bfloat16)
+    a_desc = TensorDescriptor.from_tensor(a, [128, 64], layout)
+    kernel[grid](a_desc, ...)
+
+The descriptor is checked when it is built, against both Gluon's rules and the TMA
+hardware's limits, so mistakes surface as a ``ValueError`` naming the parameter instead of
+a ``CUDA_ERROR_INVALID_VALUE`` at launch.  Its base may be a torch CUDA tensor or a CuPy
+array (for compiled kernels) or a numpy array or torch CPU tensor (for the interpreter,
+``GLUONKIT_INTERPRET=1``).  The 128-byte ``CUtensorMap`` is encoded only when a compiled
+kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from gluonkit import ir
+from gluonkit.layouts.linear import is_power_of_two
+from gluonkit.layouts.shared import NVMMASharedLayout
+from gluonkit.runtime import tma
+from gluonkit.runtime.args import dtype_of
+
+__all__ = ["TensorDescriptor", "BlockType", "MAX_BLOCK_NUMEL"]
+
+MAX_BLOCK_NUMEL = 2**20  # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL); blocks obey it too
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """The type of the block one descriptor load produces: ``shape`` elements of ``dtype``.
+
+    Answers what a kernel asks of ``desc.block_type``: ``shape``, ``nbytes`` (the bytes one
+    load brings in, which is what ``mbarrier.expect`` needs), ``numel`` and Triton's
+    ``element_ty``.
+    """
+
+    shape: tuple[int, ...]
+    dtype: ir.DType
+
+    @property
+    def element_ty(self) -> ir.DType:
+        return self.dtype
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+
+class TensorDescriptor:
+    """A global tensor plus the block shape and shared-memory layout of its TMA copies.
+
+    ``base`` is the tensor whose memory is described (its address and dtype are used);
+    ``shape`` and ``strides`` (in elements, Python order: last dimension fastest) describe
+    the region, which may be a view of ``base`` with other extents; ``block_shape`` is the
+    tile one ``tma.async_copy_*`` moves and ``layout`` the :class:`NVMMASharedLayout` that
+    tile has in shared memory.  ``padding`` is what out-of-bounds elements read as:
+    ``"zero"`` or ``"nan"`` (floating-point tensors only).  ``round_f32_to_tf32`` makes
+    float32 loads round to tf32.
+
+    The hardware moves a *box* of at most 256 elements per dimension whose innermost row
+    is at most one swizzle width (:meth:`NVMMASharedLayout.tma_block_shape`); a larger
+    block is several boxes, issued by the device-side copy.
+    """
+
+    __slots__ = ("_base", "_shape", "_strides", "_block_shape", "_layout", "_padding",
+                 "_round_f32_to_tf32", "_dtype", "_address", "_is_cuda", "_box_shape", "_encoded")
+
+    def __init__(self, base: Any, shape: Sequence[int], strides: Sequence[int],
+                 block_shape: Sequence[int], layout: NVMMASharedLayout, padding: str = "zero",
+                 round_f32_to_tf32: bool = False):
+        if not isinstance(layout, NVMMASharedLayout):
+            raise TypeError(f"TensorDescriptor: parameter 'layout' must be an NVMMASharedLayout (the "
+                            f"layout TMA writes), got {type(layout).__name__}; use "
+                            "NVMMASharedLayout.get_default_for(block_shape, dtype)")
+        self._address, self._is_cuda = _address_of(base)
+        self._base = base
+        self._dtype = dtype_of(base, "base")
+        self._shape = _int_tuple(shape, "shape")
+        self._strides = _int_tuple(strides, "strides")
+        self._block_shape = _int_tuple(block_shape, "block_shape")
+        self._layout = layout
+        self._padding = padding
+        self._round_f32_to_tf32 = bool(round_f32_to_tf32)
+        try:
+            self._box_shape = self._check()
+        except ValueError as exc:
+            raise ValueError(f"TensorDescriptor: {exc}") from None
+        self._encoded: Optional[bytes] = None
+
+    @staticmethod
+    def from_tensor(tensor: Any, block_shape: Sequence[int], layout: NVMMASharedLayout,
+                    padding: str = "zero", round_f32_to_tf32: bool = False) -> "TensorDescriptor":
+        """Describe all of ``tensor`` (its own shape and strides), copied in ``block_shape`` tiles."""
+        itemsize = dtype_of(tensor, "tensor").itemsize
+        return TensorDescriptor(tensor, tuple(tensor.shape), _element_strides(tensor, itemsize),
+                                block_shape, layout, padding, round_f32_to_tf32)
+
+    def _check(self) -> tuple[int, ...]:
+        """Validate every parameter; return the TMA box (row-major)."""
+        rank = len(self._shape)
+        itemsize = self._dtype.itemsize
+        tma.tma_data_type(self._dtype, self._round_f32_to_tf32)
+        tma.check_global(self._shape, self._strides, self._address, itemsize)
+        block = list(self._block_shape)
+        if len(block) != rank:
+            raise ValueError(f"block_shape: expected {rank} dimensions like shape {list(self._shape)}, got {block}")
+        numel = 1
+        for d, s in enumerate(block):
+            if s < 1 or not is_power_of_two(s):
+                raise ValueError(f"block_shape: dimension {d} must be a positive power of two, got {s} ({block})")
+            numel *= s
+        if numel > MAX_BLOCK_NUMEL:
+            raise ValueError(f"block_shape: {block} has {numel} elements, more than {MAX_BLOCK_NUMEL}")
+        layout = self._layout
+        if layout.rank != rank:
+            raise ValueError(f"layout: has rank {layout.rank} but the tensor has rank {rank}; "
+                             f"build it for {rank} dimensions")
+        if layout.element_bitwidth != self._dtype.primitive_bitwidth:
+            raise ValueError(f"layout: element_bitwidth is {layout.element_bitwidth} but the tensor's "
+                             f"dtype {self._dtype} has {self._dtype.primitive_bitwidth}-bit elements; use "
+                             f"NVMMASharedLayout.get_default_for(block_shape, {self._dtype})")
+        if layout.transposed:
+            raise ValueError("layout: TMA writes shared memory in the global tensor's order (last "
+                             "dimension contiguous), so the layout cannot be transposed; use "
+                             "transposed=False and .permute() the shared memory descriptor instead")
+        if layout.fp4_padded:
+            raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
+        if self._padding not in tma.PADDING_MODES:
+            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self._padding!r}")
+        if self._padding == "nan" and not self._dtype.is_floating():
+            raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {self._dtype}; use 'zero'")
+        try:
+            box = layout.tma_block_shape(block)
+        except ValueError as exc:
+            raise ValueError(f"block_shape: {block} does not fit the layout ({exc}); use a wider block "
+                             f"or NVMMASharedLayout.get_default_for(block_shape, {self._dtype})") from None
+        tma.check_box(box, itemsize, layout.swizzle_byte_width)
+        return tuple(box)
+
+    # ------------------------------------------------------------------ Gluon's attributes
+    @property
+    def base(self) -> Any:
+        return self._base
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides, Python order (the last is 1)."""
+        return self._strides
+
+    @property
+    def block_shape(self) -> tuple[int, ...]:
+        return self._block_shape
+
+    @property
+    def layout(self) -> NVMMASharedLayout:
+        return self._layout
+
+    @property
+    def padding(self) -> str:
+        return self._padding
+
+    @property
+    def round_f32_to_tf32(self) -> bool:
+        return self._round_f32_to_tf32
+
+    # ------------------------------------------------------------------ what kernels need
+    @property
+    def dtype(self) -> ir.DType:
+        """The gluonkit element dtype of ``base``."""
+        return self._dtype
+
+    @property
+    def block_type(self) -> BlockType:
+        """The block one load produces (shape, dtype, nbytes): see :class:`BlockType`."""
+        return BlockType(self._block_shape, self._dtype)
+
+    @property
+    def box_shape(self) -> tuple[int, ...]:
+        """The box one hardware copy moves (row-major), encoded in the tensor map; the
+        device-side copy issues ``prod(block_shape) / prod(box_shape)`` of them per block."""
+        return self._box_shape
+
+    @property
+    def address(self) -> int:
+        """The address of the described region's first element (device or host memory)."""
+        return self._address
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether ``base`` lives on the GPU (otherwise only the interpreter can use it)."""
+        return self._is_cuda
+
+    def kernel_arg_bytes(self) -> bytes:
+        """The 128-byte ``CUtensorMap`` to pass by value as a ``.param .align 64 .b8 [128]``
+        kernel parameter; encoded on first use (needs a GPU) and cached."""
+        if self._encoded is None:
+            self._encoded = tma.encode_tiled(self)
+        return self._encoded
+
+    def __repr__(self) -> str:
+        where = "cuda" if self._is_cuda else "host"
+        return (f"TensorDescriptor(shape={list(self._shape)}, strides={list(self._strides)}, "
+                f"block_shape={list(self._block_shape)}, dtype={self._dtype}, layout={self._layout!r}, "
+                f"padding={self._padding!r}, base={type(self._base).__name__} at {where} "
+                f"{self._address:#x})")
+
+
+def _int_tuple(values: Sequence[int], param: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"TensorDescriptor: parameter {param!r} must be a sequence of ints, "
+                        f"got {values!r}") from None
+
+
+def _address_of(base: Any) -> tuple[int, bool]:
+    """``(address, is_cuda)`` of a torch tensor, a CUDA array interface object or a numpy array."""
+    if hasattr(base, "data_ptr") and hasattr(base, "is_cuda"):  # torch, CPU or CUDA
+        return int(base.data_ptr()), bool(base.is_cuda)
+    cai = getattr(base, "__cuda_array_interface__", None)
+    if cai is not None:  # CuPy, Numba
+        return int(cai["data"][0] or 0), True
+    host = getattr(base, "__array_interface__", None)
+    if host is not None:  # numpy
+        return int(host["data"][0] or 0), False
+    raise TypeError(f"TensorDescriptor: parameter 'base' must be a torch tensor, a CuPy array or a "
+                    f"numpy array, got {type(base).__name__}")
+
+
+def _element_strides(tensor: Any, itemsize: int) -> tuple[int, ...]:
+    """A tensor's strides in elements: torch's ``stride()``, or numpy/CuPy byte ``strides``."""
+    if callable(getattr(tensor, "stride", None)):
+        return tuple(tensor.stride())
+    byte_strides = getattr(tensor, "strides", None)
+    if byte_strides is None:  # a bare __cuda_array_interface__ object: None means C-contiguous
+        byte_strides = tensor.__cuda_array_interface__.get("strides")
+    if byte_strides is None:
+        strides, step = [], 1
+        for extent in reversed(tuple(tensor.shape)):
+            strides.append(step)
+            step *= extent
+        return tuple(reversed(strides))
+    for s in byte_strides:
+        if s % itemsize:
+            raise ValueError(f"TensorDescriptor: parameter 'tensor' has a byte stride of {s}, not a "
+                             f"multiple of its {itemsize}-byte elements (strides {list(byte_strides)})")
+    return tuple(s // itemsize for s in byte_strides)
