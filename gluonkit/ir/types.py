@@ -1,8 +1,10 @@
-"""IR types: element dtypes, pointers, distributed tensors.
+"""IR types: element dtypes, pointers, distributed tensors, shared memory descriptors.
 
 Every IR value has one of these types.  Scalars are typed by a :class:`DType` or a
 :class:`PointerType` directly; distributed tensors by a :class:`TensorType` that carries
-shape, element type and layout (an ``AutoLayout`` until inference resolves it).
+shape, element type and layout (an ``AutoLayout`` until inference resolves it); views of
+shared memory by a :class:`SharedMemoryDescType` (shape, element type, shared layout and
+the shape of the buffer the layout describes).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 __all__ = [
-    "DType", "PointerType", "TensorType", "Type", "ScalarType",
+    "DType", "PointerType", "TensorType", "SharedMemoryDescType", "Type", "ScalarType",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "ALL_DTYPES", "dtype_from_name", "element_type", "shape_of", "layout_of", "is_tensor",
@@ -166,7 +168,58 @@ class TensorType:
     __repr__ = __str__
 
 
-Type = Union[DType, PointerType, TensorType]
+@dataclass(frozen=True)
+class SharedMemoryDescType:
+    """A view of a shared-memory buffer: ``shape`` elements of ``element``.
+
+    ``layout`` is a shared layout (``NVMMASharedLayout``, ``SwizzledSharedLayout``,
+    ``SharedLinearLayout``, ``MBarrierLayout`` …) of rank ``k``; it places the last ``k``
+    dimensions of a buffer of ``alloc_shape`` (the *tile*).  Leading dimensions beyond the
+    layout's rank are *stage* dimensions: whole tiles stacked row-major, as in a
+    multi-buffered ``allocate_shared_memory(dtype, [STAGES, BM, BK], layout)``.
+    ``alloc_shape`` has the rank of ``shape``; a sliced view is smaller than it along the
+    sliced dimensions (where the slice starts is the op's attribute, not part of the type).
+    """
+
+    element: DType
+    shape: Tuple[int, ...]
+    layout: object
+    alloc_shape: Tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "alloc_shape", tuple(int(s) for s in self.alloc_shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_stage_dims(self) -> int:
+        """How many leading dimensions stack whole tiles (beyond the layout's rank)."""
+        return len(self.shape) - self.layout.rank
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements this view shows."""
+        return self.numel * self.element.itemsize
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.shape)
+        alloc = "x".join(str(s) for s in self.alloc_shape)
+        return f"!smem<{dims}x{self.element}, {self.layout!r}, alloc {alloc}>"
+
+    __repr__ = __str__
+
+
+Type = Union[DType, PointerType, TensorType, SharedMemoryDescType]
 
 
 def is_tensor(ty: Type) -> bool:

@@ -23,6 +23,7 @@ from ..ir.verifier import layouts_match
 from .builtins import static_range
 from .errors import TypeMismatchError, UnsupportedSyntaxError
 from .promotion import integer_promote
+from .shared_memory import shared_memory_descriptor
 from .tensor import tensor
 
 __all__ = ["ControlFlowMixin", "assigned_names"]
@@ -85,6 +86,10 @@ class ControlFlowMixin:
     def _check_constants_unchanged(self, before: dict, after: dict, kind: str) -> None:
         for name, value in after.items():
             if name in before and not isinstance(before[name], tensor) and after[name] is not before[name]:
+                if isinstance(before[name], shared_memory_descriptor):
+                    self.error(f"the shared memory descriptor '{name}' is reassigned inside a runtime {kind}; "
+                               "descriptors cannot be carried through loops or branches yet: compute the view "
+                               f"(e.g. bufs.index(i)) under a new name inside the {kind}", TypeMismatchError)
                 if isinstance(value, tensor) or value != before[name]:
                     self.error(f"the compile-time value '{name}' = {before[name]!r} is reassigned inside a runtime "
                                f"{kind}; assign a runtime value (a plain number, not a gl.constexpr) before the "

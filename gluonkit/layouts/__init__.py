@@ -4,6 +4,7 @@ from .linear import LinearLayout, is_power_of_two, log2_exact
 from .distributed import AutoLayout, BlockedLayout, DistributedLayout, DistributedLinearLayout, SliceLayout
 from .nvmma import DotOperandLayout, NVMMADistributedLayout
 from .shared import NVMMASharedLayout, PaddedSharedLayout, SharedLayout, SharedLinearLayout, SwizzledSharedLayout
+from .barrier import MBarrierLayout
 from .tmem import TensorMemoryLayout, TensorMemoryScalesLayout, get_tmem_reg_layout
 from .vectorize import SharedVector, global_vector_width, shared_vector_width, shared_vectorization
 from .banks import SharedAccess, analyze_shared_access, bank_conflicts

@@ -8,9 +8,10 @@ ends the kernel.  Every emitted instruction gets the op's source line as debug i
 from __future__ import annotations
 
 from ..ir import Block, CompilationError, Function, Operation
-from . import control, debug_print, elementwise, layout_ops, memory, reduce  # noqa: F401  (register rules)
+from . import control, debug_print, elementwise, layout_ops, mbarrier, memory, reduce, shared_memory  # noqa: F401  (register rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
+from .smem_plan import check_budget
 from .targets import Target
 
 __all__ = ["lower_to_llvm", "lower_block", "LOWERINGS"]
@@ -21,13 +22,16 @@ REGION_TERMINATORS = ("yield", "condition")
 def lower_to_llvm(func: Function, target: Target) -> KernelLowering:
     """Lower kernel ``func`` (layouts already concrete) for ``target``.
 
-    Returns the lowering state: its ``module`` is the LLVM module, its ``scratch_bytes``
-    the dynamic shared memory the kernel needs.
+    Returns the lowering state: its ``module`` is the LLVM module, its ``shared_bytes``
+    the dynamic shared memory the kernel needs (buffers, then scratch), checked against
+    the target's limit.
     """
     ctx = KernelLowering(func, target)
     terminator = lower_block(ctx, func.body)
     if terminator is not None:
         raise CompilationError("a kernel body must end with return, not with " + terminator.name, terminator.loc)
+    ctx.shared_bytes = check_budget(func, ctx.shared_plan, ctx.scratch_bytes, target.max_shared_memory_per_block,
+                                    target.arch)
     return ctx
 
 

@@ -46,7 +46,7 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
     kernel.metadata.update(
         num_warps=func.num_warps,
         num_threads=32 * func.num_warps,
-        shared=ctx_module.scratch_bytes,
+        shared=ctx_module.shared_bytes,
         arg_types=[a.type for a in func.args],
     )
     if assemble_cubin is None:

@@ -8,7 +8,7 @@ coordinates are computed from ``%tid.x`` once, in the kernel's prologue block.
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
@@ -19,6 +19,7 @@ from .axis_info import AxisInfo, analyze_axis_info
 from .debug_info import DebugInfo
 from .llvm_types import I1, I8, I32, llvm_type
 from .nvptx import new_module
+from .smem_plan import plan_shared_memory
 from .targets import Target
 
 __all__ = ["KernelLowering", "Lowered"]
@@ -64,8 +65,12 @@ class KernelLowering:
         self.warp = self.prologue.lshr(tid, I32(5), name="warp")
         self._thread_parts: Dict[LinearLayout, Tuple[lir.Value, ...]] = {}
         self._axis_info = None
-        self.scratch_bytes = 0  # dynamic shared memory the kernel needs (see shared_scratch)
+        self.shared_plan = plan_shared_memory(func)  # the buffers' regions of global_smem (see smem_plan)
+        self.scratch_bytes = 0  # scratch shared memory after the buffers (see shared_scratch)
+        self.shared_bytes = 0  # all dynamic shared memory, set when lowering ends
         self.scratch_used = False  # whether an op before the current one used scratch memory
+        self.smem_pending: Set[str] = set()  # buffer accesses ("read"/"write") since the last bar.sync
+        self.smem_loop_kinds: Dict[int, Set[str]] = {}  # per loop op id: the accesses its body makes
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

@@ -10,8 +10,11 @@ Every catalogue op has exactly one rule (a test checks ``INFER_RULES`` against
 * ``relate`` — ``expand_dims`` and ``reduce`` (slice relations), ``permute``, ``reshape``,
   ``join``, ``split`` (relabelings of the linear layout);
 * nothing — ops without tensor operands (``constant``, ``arange``, ``splat``: their
-  result takes whatever its group gets) and ``convert_layout``, whose whole point is
-  that operand and result layouts are independent.
+  result takes whatever its group gets), ``convert_layout``, whose whole point is
+  that operand and result layouts are independent, and the shared-memory ops: a
+  ``local_load`` result has the layout it was given (or its own group when that is
+  ``AutoLayout``) and ``local_store`` accepts a tensor in any layout, since shared memory
+  is addressed by element, not by thread.
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ def infer_rule(*names: str):
 
 
 @infer_rule("constant", "program_id", "num_programs", "arange", "splat", "convert_layout",
-            "yield", "condition", "return", "device_print", "assume")
+            "yield", "condition", "return", "device_print", "assume",
+            "local_alloc", "local_load", "local_store", "memdesc_index", "memdesc_slice", "memdesc_permute",
+            "memdesc_reshape", "memdesc_reinterpret", "mbarrier_init", "mbarrier_expect", "mbarrier_arrive",
+            "mbarrier_wait", "mbarrier_invalidate", "fence_async_shared", "thread_barrier")
 def _no_constraint(op: Operation, c: Constraints) -> None:
     """No tie between layouts (terminators are handled by their parent op's rule)."""
 

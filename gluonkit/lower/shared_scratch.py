@@ -2,8 +2,9 @@
 
 Layout conversions that move data between warps, and reductions across warps, store each
 thread's registers at an offset computed from the element's coordinates, synchronize the
-block, and load the elements each thread needs.  The scratch buffer is the kernel's
-dynamic shared memory (``global_smem``); its size is the largest any op needs, recorded in
+block, and load the elements each thread needs.  The scratch buffer is the part of the
+kernel's dynamic shared memory (``global_smem``) after the user's buffers
+(:mod:`.smem_plan`); its size is the largest any op needs, recorded in
 ``KernelLowering.scratch_bytes`` for the launch.
 """
 
@@ -16,7 +17,7 @@ import llvmlite.ir as lir
 from .context import KernelLowering
 from .llvm_types import I8, I32, byte_size
 
-__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "reserve", "store_scratch", "load_scratch",
+__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
            "store_vector", "load_vector"]
 
 SHARED = 3
@@ -58,9 +59,18 @@ def _shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
     return smem
 
 
+def shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
+    """``global_smem``, the kernel's dynamic shared memory (declared on first use)."""
+    return _shared_base(ctx)
+
+
 def scratch_pointer(ctx: KernelLowering, element: lir.Type, offset: lir.Value) -> lir.Value:
-    """Address of element ``offset`` of a scratch array of ``element``s."""
-    return ctx.builder.gep(_shared_base(ctx), [offset], source_etype=element)
+    """Address of element ``offset`` of a scratch array of ``element``s (after the buffers)."""
+    base = _shared_base(ctx)
+    start = ctx.shared_plan.scratch_start
+    if start:
+        base = ctx.builder.gep(base, [I32(start)], source_etype=I8)
+    return ctx.builder.gep(base, [offset], source_etype=element)
 
 
 def row_major_offset(ctx: KernelLowering, coords: Sequence[lir.Value], shape: Sequence[int]) -> lir.Value:

@@ -1,0 +1,153 @@
+"""Rules for shared-memory allocations, views, loads and stores.
+
+Each ``local_alloc`` gives the running program its own zero-filled byte buffer
+(:class:`SharedBuffer`), as each CTA has its own shared memory.  A descriptor's runtime
+value is a :class:`SharedRef`: the buffer, the byte offset its ``index`` ops added and the
+offset constant its ``slice`` ops XOR in (see :mod:`gluonkit.ir.memdesc`).  Loads and
+stores go element by element through the view's offsets, so a layout bug in the shared
+layout, a stage index out of range or a read of bytes nothing wrote shows up here with
+the user's line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Dict
+
+import numpy as np
+
+from ..ir.diagnostics import Location
+from ..ir.memdesc import alloc_elements, slice_xor, stage_strides, view_to_offset
+from ..ir.types import SharedMemoryDescType
+from .dtypes import numpy_dtype
+from .engine import rule
+from .errors import InterpreterError
+from .values import element_text, from_logical, to_logical
+
+__all__ = ["SharedBuffer", "SharedRef", "element_addresses"]
+
+
+@dataclass(eq=False)
+class SharedBuffer:
+    """One allocation's bytes, which bytes were written, and its mbarriers' states."""
+
+    ty: SharedMemoryDescType
+    loc: Location
+    data: np.ndarray
+    written: np.ndarray
+    barriers: Dict[int, object] = field(default_factory=dict)  # byte offset -> mbarrier state
+
+    def describe(self) -> str:
+        return f"the shared buffer {list(self.ty.shape)} x {self.ty.element} allocated at line {self.loc.line}"
+
+
+@dataclass(frozen=True)
+class SharedRef:
+    """A descriptor's runtime value: ``buffer``, bytes added by ``index``, offsets XORed by ``slice``."""
+
+    buffer: SharedBuffer
+    base: int
+    xor: int
+
+
+@lru_cache(maxsize=256)
+def _view_offsets(ty: SharedMemoryDescType) -> np.ndarray:
+    """Element offset of every view coordinate, as an array of the view's shape."""
+    table = view_to_offset(ty).table()[:, 0]  # rows: dim0 is the least significant input
+    offsets = table.reshape(ty.shape[::-1]).transpose() if ty.shape else table
+    offsets.setflags(write=False)
+    return offsets
+
+
+def element_addresses(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
+    """Byte offset in ``ref.buffer`` of every element of the view (shape ``ty.shape``)."""
+    item = ty.element.itemsize
+    addresses = ref.base + (_view_offsets(ty) ^ ref.xor) * item
+    if ref.base % item:
+        raise InterpreterError(f"{op.name}: the view starts at byte {ref.base} of {ref.buffer.describe()}, "
+                               f"which is not aligned to its {item}-byte elements", op.loc)
+    if addresses.size and int(addresses.max()) + item > ref.buffer.data.size:
+        raise InterpreterError(f"{op.name}: the view reaches byte {int(addresses.max()) + item} of "
+                               f"{ref.buffer.describe()}, which has {ref.buffer.data.size} bytes", op.loc)
+    return addresses
+
+
+def _bytes_of(addresses: np.ndarray, item: int) -> np.ndarray:
+    return addresses.reshape(-1, 1) + np.arange(item)
+
+
+def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
+    """The view's elements as an array of its shape; every byte must have been written."""
+    addresses = element_addresses(ref, ty, op)
+    item = ty.element.itemsize
+    index = _bytes_of(addresses, item)
+    unwritten = ~ref.buffer.written[index].all(axis=1)
+    if unwritten.any():
+        k = int(np.flatnonzero(unwritten)[0])
+        raise InterpreterError(
+            f"{op.name} reads {element_text(ty.shape, k)} of the view, which nothing has written yet "
+            f"({ref.buffer.describe()}; shared memory starts with undefined contents)", op.loc)
+    raw = np.ascontiguousarray(ref.buffer.data[index])
+    return raw.view(numpy_dtype(ty.element)).reshape(ty.shape)
+
+
+def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
+    """Store an array of the view's shape into the view."""
+    addresses = element_addresses(ref, ty, op)
+    item = ty.element.itemsize
+    raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
+    index = _bytes_of(addresses, item)
+    ref.buffer.data[index] = raw.reshape(-1, item)
+    ref.buffer.written[index] = True
+
+
+# ---------------------------------------------------------------------- allocation
+@rule("local_alloc")
+def _local_alloc(program, op, operands):
+    ty = op.results[0].type
+    nbytes = alloc_elements(ty) * ty.element.itemsize
+    buffer = SharedBuffer(ty, op.loc, np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool))
+    ref = SharedRef(buffer, 0, 0)
+    if operands:
+        write(ref, ty, to_logical(operands[0], program.num_warps, op.loc, "the initial value"), op)
+    return [ref]
+
+
+# ------------------------------------------------------------------- loads, stores
+@rule("local_load")
+def _local_load(program, op, operands):
+    values = read(operands[0], op.operands[0].type, op)
+    return [from_logical(values, op.results[0].type, program.num_warps, op.loc)]
+
+
+@rule("local_store")
+def _local_store(program, op, operands):
+    values = to_logical(operands[1], program.num_warps, op.loc, "the stored value")
+    write(operands[0], op.operands[0].type, values, op)
+    return []
+
+
+# -------------------------------------------------------------------------- views
+@rule("memdesc_index")
+def _memdesc_index(program, op, operands):
+    ref, index = operands[0], int(operands[1])
+    ty = op.operands[0].type
+    if not 0 <= index < ty.shape[0]:
+        raise InterpreterError(f"index {index} is out of range for the {ty.shape[0]} stages of {ref.buffer.describe()}",
+                               op.loc)
+    step = stage_strides(ty)[0] * ty.element.itemsize
+    return [SharedRef(ref.buffer, ref.base + index * step, ref.xor)]
+
+
+@rule("memdesc_slice")
+def _memdesc_slice(program, op, operands):
+    ref = operands[0]
+    xor = slice_xor(op.operands[0].type, op.attrs["dim"], op.attrs["start"])
+    return [SharedRef(ref.buffer, ref.base, ref.xor ^ xor)]
+
+
+@rule("memdesc_permute", "memdesc_reshape", "memdesc_reinterpret")
+def _same_bytes(program, op, operands):
+    """Offsets do not change; only how coordinates name them (the result type) does."""
+    return [operands[0]]

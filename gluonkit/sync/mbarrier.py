@@ -1,0 +1,77 @@
+"""mbarriers: shared-memory barriers with a phase, an arrival count and transaction bytes.
+
+Gluon's ``mbarrier`` module (``triton.experimental.gluon.language.nvidia.hopper.mbarrier``).
+A barrier is initialized expecting ``count`` arrivals; a *phase* completes when that many
+arrivals have happened and every expected transaction byte (from ``expect`` plus async
+copies, in later slices) has arrived; then the next phase starts with the same count.
+``wait(bar, phase)`` blocks until the phase of parity ``phase`` has completed, so a
+pipeline flips ``phase`` each time it wraps around its stages.  ``arrive`` and ``expect``
+are one arrival per call (one thread of the program performs it), like Gluon's.
+"""
+
+from __future__ import annotations
+
+from ..ir.types import int32
+from ..layouts.barrier import MBarrierLayout
+from .builtin import barrier_type, builtin, descriptor_handle, predicate
+
+__all__ = ["MBarrierLayout", "init", "expect", "arrive", "wait", "invalidate"]
+
+
+@builtin
+def init(mbarrier, count, _semantic=None) -> None:
+    """Initialize ``mbarrier`` to expect ``count`` (a compile-time int) arrivals per phase."""
+    bar = barrier_type(_semantic, mbarrier)
+    count = _semantic.require_int(count, "mbarrier.init's count")
+    if count < 1:
+        _semantic.error(f"mbarrier.init's count must be at least 1, got {count}")
+    _semantic.create("mbarrier_init", [bar], [], {"count": count})
+
+
+@builtin
+def expect(mbarrier, bytes, pred=True, _semantic=None) -> None:  # noqa: A002 - Gluon's name
+    """Arrive once and expect ``bytes`` (a compile-time int) more transaction bytes this phase."""
+    bar = barrier_type(_semantic, mbarrier)
+    nbytes = _semantic.require_int(bytes, "mbarrier.expect's bytes")
+    if nbytes < 0:
+        _semantic.error(f"mbarrier.expect's bytes must be non-negative, got {nbytes}")
+    p = predicate(_semantic, pred)
+    if p is not None:
+        _semantic.create("mbarrier_expect", [bar, p], [], {"bytes": nbytes})
+
+
+@builtin
+def arrive(mbarrier, count=1, pred=True, _semantic=None) -> None:
+    """Arrive ``count`` (a compile-time int) times on ``mbarrier``."""
+    bar = barrier_type(_semantic, mbarrier)
+    count = _semantic.require_int(count, "mbarrier.arrive's count")
+    if count < 1:
+        _semantic.error(f"mbarrier.arrive's count must be at least 1, got {count}")
+    p = predicate(_semantic, pred)
+    if p is not None:
+        _semantic.create("mbarrier_arrive", [bar, p], [], {"count": count})
+
+
+@builtin
+def wait(mbarrier, phase, pred=True, deps=(), _semantic=None) -> None:
+    """Wait until the phase of parity ``phase`` (0 or 1, runtime or constant) has completed.
+
+    ``deps`` are the shared memory descriptors the wait makes safe to use.
+    """
+    bar = barrier_type(_semantic, mbarrier)
+    if isinstance(phase, int) and phase not in (0, 1):
+        _semantic.error(f"mbarrier.wait's phase is a parity, 0 or 1, got {phase}")
+    phase = _semantic.to_tensor(phase, int32)
+    if phase.is_block() or not phase.dtype.is_int() or phase.dtype.is_bool():
+        _semantic.error(f"mbarrier.wait's phase must be an integer scalar, got {phase.type}")
+    phase = _semantic.cast(phase, int32)
+    deps = [descriptor_handle(_semantic, d, "each of mbarrier.wait's deps") for d in deps]
+    p = predicate(_semantic, pred)
+    if p is not None:
+        _semantic.create("mbarrier_wait", [bar, phase, p] + deps, [])
+
+
+@builtin
+def invalidate(mbarrier, _semantic=None) -> None:
+    """Invalidate ``mbarrier`` (before its memory is reused for something else)."""
+    _semantic.create("mbarrier_invalidate", [barrier_type(_semantic, mbarrier)], [])
