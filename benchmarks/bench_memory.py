@@ -150,24 +150,56 @@ def print_bandwidth_table() -> None:
           "gk.spread = slowest/fastest gluonkit round - 1)")
 
 
-def compile_and_launch_overhead() -> None:
-    """Cold compile time (fresh caches) and host time per launch of a tiny kernel."""
+def _cold_seconds(launch) -> float:
+    t0 = time.perf_counter()
+    launch()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def cold_compile_times() -> None:
+    """First-launch wall time of each kernel with empty in-memory and on-disk caches."""
+    from transpose import layouts as transpose_layouts, transpose_kernel
     from vector_add import add_kernel, vector_add_layout
 
     n = 4096
     x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
-    with tempfile.TemporaryDirectory() as gk_cache, tempfile.TemporaryDirectory() as tr_cache:
-        os.environ["GLUONKIT_CACHE_DIR"] = gk_cache
-        os.environ["TRITON_CACHE_DIR"] = tr_cache
-        fresh_gk, fresh_tr = gluonkit.jit(add_kernel.fn), triton.jit(triton_add.fn)  # empty in-memory caches
-        t0 = time.perf_counter()
-        fresh_gk[(1,)](x, y, out, n, BLOCK=4096, layout=vector_add_layout(4), num_warps=4)
-        torch.cuda.synchronize()
-        gk_compile = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        fresh_tr[(1,)](x, y, out, n, BLOCK=4096)
-        torch.cuda.synchronize()
-        tr_compile = time.perf_counter() - t0
+    s_in = torch.randn(64, 1024, device="cuda")
+    s_out = torch.empty_like(s_in)
+    t_in = torch.randn(256, 256, device="cuda")
+    t_out = torch.empty_like(t_in)
+    rows, layout, warps = softmax_config(1024, 4)
+    load, store = transpose_layouts(4)
+    cases = [
+        ("vector add",
+         lambda k: k[(1,)](x, y, out, n, BLOCK=4096, layout=vector_add_layout(4), num_warps=4), add_kernel,
+         lambda k: k[(1,)](x, y, out, n, BLOCK=4096), triton_add),
+        ("fused softmax",
+         lambda k: k[(16,)](s_out, s_in, 64, 1024, 1024, 1024, ROWS=rows, BLOCK=1024, layout=layout,
+                            num_warps=warps), softmax_kernel,
+         lambda k: k[(64,)](s_out, s_in, 1024, 1024, 1024, BLOCK=1024, num_warps=4), triton_softmax),
+        ("transpose",
+         lambda k: k[(4, 4)](t_out, t_in, 256, 256, BM=64, BN=64, load_layout=load, store_layout=store,
+                             num_warps=4), transpose_kernel,
+         lambda k: k[(4, 4)](t_out, t_in, 256, 256, BM=64, BN=64), triton_transpose),
+    ]
+    print()
+    for name, gk_launch, gk_kernel, tr_launch, tr_kernel in cases:
+        with tempfile.TemporaryDirectory() as gk_cache, tempfile.TemporaryDirectory() as tr_cache:
+            os.environ["GLUONKIT_CACHE_DIR"] = gk_cache
+            os.environ["TRITON_CACHE_DIR"] = tr_cache
+            # Fresh JIT objects: empty in-memory caches, as in a new process.
+            gk = _cold_seconds(lambda: gk_launch(gluonkit.jit(gk_kernel.fn)))
+            tr = _cold_seconds(lambda: tr_launch(triton.jit(tr_kernel.fn)))
+        print(f"cold compile ({name}): gluonkit {gk * 1e3:.0f} ms, triton {tr * 1e3:.0f} ms")
+
+
+def launch_overhead() -> None:
+    """Host time per launch of a one-block vector add, gluonkit beside Triton."""
+    from vector_add import add_kernel, vector_add_layout
+
+    n = 4096
+    x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
     layout = vector_add_layout(4)
     launches = 2000
 
@@ -186,7 +218,6 @@ def compile_and_launch_overhead() -> None:
     for _ in range(ROUNDS):  # interleaved, like the bandwidth rows
         gk_rounds.append(per_launch(lambda: add_kernel[(1,)](x, y, out, n, BLOCK=4096, layout=layout, num_warps=4)))
         tr_rounds.append(per_launch(lambda: triton_add[(1,)](x, y, out, n, BLOCK=4096)))
-    print(f"\ncold compile (vector add): gluonkit {gk_compile * 1e3:.0f} ms, triton {tr_compile * 1e3:.0f} ms")
     print(f"host launch overhead (median of {ROUNDS} rounds): gluonkit {statistics.median(gk_rounds):.1f} us "
           f"(rounds {min(gk_rounds):.1f}-{max(gk_rounds):.1f}), triton {statistics.median(tr_rounds):.1f} us "
           f"(rounds {min(tr_rounds):.1f}-{max(tr_rounds):.1f})")
@@ -200,7 +231,8 @@ def main() -> None:
         for cols in (256, 1024, 4096, 16384):
             bench_softmax(cols, dtype)
     bench_transpose()
-    compile_and_launch_overhead()
+    cold_compile_times()
+    launch_overhead()
     print_bandwidth_table()
 
 
