@@ -24,7 +24,7 @@ from .errors import InterpreterError
 from .memory import Memory
 from .values import Placement, placement
 
-__all__ = ["rule", "RULES", "Program", "run_grid", "run_program"]
+__all__ = ["rule", "RULES", "Program", "Pending", "run_grid", "run_program"]
 
 Rule = Callable[["Program", Operation, List[object]], List[object]]
 RULES: Dict[str, Rule] = {}
@@ -44,8 +44,38 @@ def rule(*names: str):
     return register
 
 
+class Pending:
+    """A value an asynchronous operation is still producing (an async ``warpgroup_mma``'s result).
+
+    Its producer sets :attr:`value` when the operation is retired (by a wait); from then on
+    every use sees that value.  Before, only the ops of :data:`PENDING_OK` may take it (they
+    wait for it, chain it, or carry it through control flow); any other use is reported at
+    the reading line together with ``loc``, where the operation was issued.
+    """
+
+    def __init__(self, what: str, loc, fix: str):
+        self.what, self.loc, self.fix = what, loc, fix
+        self.value = None
+
+    def resolve(self, op: Operation):
+        if self.value is not None:
+            return self.value
+        if op.name in PENDING_OK:
+            return self
+        raise InterpreterError(f"{op.name} reads the result of {self.what} issued at line {self.loc.line} "
+                               f"while it is still in flight; {self.fix}", op.loc)
+
+
+#: Ops that may take a :class:`Pending` value as an operand.
+PENDING_OK = frozenset({"for", "while", "if", "yield", "condition", "warpgroup_mma", "warpgroup_mma_wait"})
+
+
 class Program:
-    """One running program instance: its id, the grid, memory and SSA environment."""
+    """One running program instance: its id, the grid, memory and SSA environment.
+
+    ``async_state`` holds, per asynchronous op family (``"wgmma"`` …), that family's
+    in-flight operations.
+    """
 
     def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory):
         self.func = func
@@ -54,6 +84,7 @@ class Program:
         self.memory = memory
         self.num_warps = func.num_warps
         self.env: Dict[int, object] = {}
+        self.async_state: Dict[str, object] = {}
 
     def placement(self, ty: TensorType, op: Operation) -> Placement:
         return placement(ty, self.num_warps, op.loc)
@@ -66,6 +97,7 @@ class Program:
             self.env[a.uid] = v
         for op in block.ops:
             operands = [self.env[v.uid] for v in op.operands]
+            operands = [v.resolve(op) if isinstance(v, Pending) else v for v in operands]
             try:
                 fn = RULES[op.name]
             except KeyError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict
+from typing import Dict, List
 
 import numpy as np
 
@@ -25,7 +25,19 @@ from .engine import rule
 from .errors import InterpreterError
 from .values import element_text, from_logical, to_logical
 
-__all__ = ["SharedBuffer", "SharedRef", "element_addresses"]
+__all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "element_addresses", "byte_mask"]
+
+
+@dataclass(frozen=True)
+class AsyncRead:
+    """Bytes of a buffer that an in-flight asynchronous op reads: writing them is a hazard.
+
+    ``what`` names the op (with its line), ``fix`` says how to make the write safe.
+    """
+
+    mask: np.ndarray  # one bool per byte of the buffer
+    what: str
+    fix: str
 
 
 @dataclass(eq=False)
@@ -37,6 +49,7 @@ class SharedBuffer:
     data: np.ndarray
     written: np.ndarray
     barriers: Dict[int, object] = field(default_factory=dict)  # byte offset -> mbarrier state
+    async_reads: List[AsyncRead] = field(default_factory=list)  # in-flight readers (see AsyncRead)
 
     def describe(self) -> str:
         return f"the shared buffer {list(self.ty.shape)} x {self.ty.element} allocated at line {self.loc.line}"
@@ -92,12 +105,23 @@ def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     return raw.view(numpy_dtype(ty.element)).reshape(ty.shape)
 
 
+def byte_mask(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
+    """One bool per byte of ``ref``'s buffer: whether the view covers it."""
+    mask = np.zeros(ref.buffer.data.size, bool)
+    mask[_bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)] = True
+    return mask
+
+
 def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
-    """Store an array of the view's shape into the view."""
+    """Store an array of the view's shape into the view (not into bytes an async op still reads)."""
     addresses = element_addresses(ref, ty, op)
     item = ty.element.itemsize
     raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
     index = _bytes_of(addresses, item)
+    for reader in ref.buffer.async_reads:
+        if reader.mask[index].any():
+            raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {reader.what} is still "
+                                   f"reading it; {reader.fix}", op.loc)
     ref.buffer.data[index] = raw.reshape(-1, item)
     ref.buffer.written[index] = True
 

@@ -15,3 +15,4 @@ from .types import (
 )
 from .verifier import layouts_match, verify
 from . import verify_shared  # noqa: F401,E402  (registers the shared-memory and mbarrier rules)
+from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rules)

@@ -129,6 +129,15 @@ _CATALOGUE = [
           "(TMA, wgmma, tcgen05)."),
     OpDef("thread_barrier", "", (), "", "none",
           "Every thread of the program reaches it before any continues (``bar.sync 0``)."),
+    # -- tensor cores ----------------------------------------------------------------------
+    OpDef("warpgroup_mma", "a, b, acc, use_acc", ("precision", "max_num_imprecise_acc", "is_async"), "",
+          "tensor like acc",
+          "Hopper wgmma: a (M x K, shared memory or a DotOperandLayout tensor) times b (K x N, shared "
+          "memory) plus acc (M x N, NVMMADistributedLayout v3) where the int1 scalar use_acc holds; with "
+          "is_async the result is usable only after a warpgroup_mma_wait retires it."),
+    OpDef("warpgroup_mma_wait", "deps…", ("num_outstanding",), "", "deps…",
+          "Waits until at most num_outstanding asynchronous warpgroup_mma groups are in flight; returns "
+          "its deps (accumulators and the buffers they read) as values that are safe to use."),
     # -- control flow ----------------------------------------------------------------------
     OpDef("for", "lower, upper, step, init…", (), "body(iv, carried…) -> yield carried…", "carried…",
           "Counted loop with loop-carried values (runtime or constant bounds)."),

@@ -1,9 +1,12 @@
-"""Gluon's Hopper namespace: ``from gluonkit.lang.hopper import mbarrier, fence_async_shared``.
+"""Gluon's Hopper namespace: ``from gluonkit.lang.hopper import mbarrier, fence_async_shared, warpgroup_mma``.
 
 The same names as ``triton.experimental.gluon.language.nvidia.hopper``, so a Gluon Hopper
-kernel ports by rewriting its import lines.  The objects are :mod:`gluonkit.sync`'s.
+kernel ports by rewriting its import lines.  The synchronization objects are
+:mod:`gluonkit.sync`'s; the warpgroup MMA builtins are :mod:`gluonkit.lang.wgmma`'s.
 """
 
 from ..sync import fence_async_shared, mbarrier
+from .wgmma import warpgroup_mma, warpgroup_mma_accumulator, warpgroup_mma_init, warpgroup_mma_wait
 
-__all__ = ["mbarrier", "fence_async_shared"]
+__all__ = ["mbarrier", "fence_async_shared", "warpgroup_mma", "warpgroup_mma_wait", "warpgroup_mma_init",
+           "warpgroup_mma_accumulator"]

@@ -59,6 +59,20 @@ def _same_layout(op: Operation, c: Constraints) -> None:
     c.unify(op.operands + op.results, op)
 
 
+@infer_rule("warpgroup_mma")
+def _warpgroup_mma(op: Operation, c: Constraints) -> None:
+    """The accumulator and the result share one layout; A (registers) is pinned by the verifier."""
+    c.unify([op.operands[2], op.results[0]], op)
+
+
+@infer_rule("warpgroup_mma_wait")
+def _warpgroup_mma_wait(op: Operation, c: Constraints) -> None:
+    """Each dep and its result are one value."""
+    for dep, result in zip(op.operands, op.results):
+        if isinstance(dep.type, TensorType):
+            c.unify([dep, result], op)
+
+
 # --------------------------------------------------------------------- slice relations
 @infer_rule("expand_dims")
 def _expand_dims(op: Operation, c: Constraints) -> None:

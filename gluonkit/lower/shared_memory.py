@@ -36,7 +36,7 @@ __all__ = ["SharedPointer", "order_access", "note_barrier", "READ", "WRITE"]
 READ, WRITE = "read", "write"
 _ACCESS_KINDS = {"local_alloc": WRITE, "local_store": WRITE, "local_load": READ, "mbarrier_init": WRITE,
                  "mbarrier_invalidate": WRITE, "mbarrier_expect": READ, "mbarrier_arrive": READ,
-                 "mbarrier_wait": READ}
+                 "mbarrier_wait": READ, "warpgroup_mma": READ}
 
 
 @dataclass(frozen=True)
