@@ -12,6 +12,7 @@ raise :class:`InterpreterError` at the user's source line.
 
 from . import control, creation, debug, elementwise, mbarrier, memory_ops, reduce, shapes, shared_memory  # noqa: F401  (register rules)
 from . import wgmma  # noqa: F401  (registers the warpgroup MMA rules)
+from . import tma  # noqa: F401  (registers the TMA copy rules)
 from .dtypes import numpy_dtype
 from .engine import RULES, run_grid, run_program
 from .errors import InterpreterError

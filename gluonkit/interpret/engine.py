@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir.core import Block, Function, Operation
 from ..ir.ops import OPS
-from ..ir.types import TensorType
+from ..ir.types import TensorDescType, TensorType
 from .dtypes import from_python
 from .errors import InterpreterError
 from .memory import Memory
@@ -74,7 +74,10 @@ class Program:
     """One running program instance: its id, the grid, memory and SSA environment.
 
     ``async_state`` holds, per asynchronous op family (``"wgmma"`` …), that family's
-    in-flight operations.
+    in-flight operations.  A family with operations that complete on their own (TMA copies)
+    puts a function in ``progress``, called before every op so that it may complete some
+    of them (scheduler-chosen points), and one in ``at_exit``, called when the kernel
+    returns (to report operations still in flight).
     """
 
     def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory):
@@ -85,6 +88,8 @@ class Program:
         self.num_warps = func.num_warps
         self.env: Dict[int, object] = {}
         self.async_state: Dict[str, object] = {}
+        self.progress: Dict[str, Callable[["Program", Operation], None]] = {}
+        self.at_exit: Dict[str, Callable[["Program", Operation], None]] = {}
 
     def placement(self, ty: TensorType, op: Operation) -> Placement:
         return placement(ty, self.num_warps, op.loc)
@@ -96,6 +101,9 @@ class Program:
         for a, v in zip(block.args, args):
             self.env[a.uid] = v
         for op in block.ops:
+            if self.progress:
+                for advance in list(self.progress.values()):
+                    advance(self, op)
             operands = [self.env[v.uid] for v in op.operands]
             operands = [v.resolve(op) if isinstance(v, Pending) else v for v in operands]
             try:
@@ -109,6 +117,12 @@ class Program:
             for r, v in zip(op.results, results):
                 self.env[r.uid] = v
         return []
+
+    def run_kernel(self, args: Sequence[object]) -> None:
+        """Run the kernel's body with ``args``, then its async families' ``at_exit`` checks."""
+        self.run_block(self.func.body, args)
+        for finish in list(self.at_exit.values()):
+            finish(self, self.func.body.terminator)
 
 
 def _normalize_grid(grid) -> Tuple[int, int, int]:
@@ -127,14 +141,14 @@ def _bind_args(func: Function, args: Sequence[object]) -> List[object]:
         if isinstance(arg.type, TensorType):
             raise ValueError(f"kernel argument {name!r} has tensor type {arg.type}; "
                              "runtime arguments are scalars or pointers")
-        values.append(from_python(value, arg.type)[()])
+        values.append(value if isinstance(arg.type, TensorDescType) else from_python(value, arg.type)[()])
     return values
 
 
 def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory) -> None:
     """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`)."""
     grid = _normalize_grid(grid)
-    Program(func, tuple(pid), grid, memory).run_block(func.body, _bind_args(func, args))
+    Program(func, tuple(pid), grid, memory).run_kernel(_bind_args(func, args))
 
 
 def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> None:
@@ -142,12 +156,13 @@ def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> No
 
     ``func`` must be fully inferred (``verify(func, concrete=True)`` holds).  Pointer
     arguments are addresses from ``memory.register``; scalars are Python or numpy numbers,
-    converted to their parameter's type.
+    converted to their parameter's type; tensor descriptors are :class:`~.tma.TensorMap`
+    values (followed by their shape and strides, see ``TensorDescType.flat_arg_types``).
     """
     grid = _normalize_grid(grid)
     values = _bind_args(func, args)
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                Program(func, (x, y, z), grid, memory).run_block(func.body, values)
+                Program(func, (x, y, z), grid, memory).run_kernel(values)
 

@@ -7,13 +7,20 @@ offset constant its ``slice`` ops XOR in (see :mod:`gluonkit.ir.memdesc`).  Load
 stores go element by element through the view's offsets, so a layout bug in the shared
 layout, a stage index out of range or a read of bytes nothing wrote shows up here with
 the user's line.
+
+Asynchronous ops register what they touch with the buffer: :class:`AsyncRead` for bytes an
+in-flight op still reads (writing them is reported) and :class:`AsyncWrite` for bytes an
+in-flight copy may still write (reading or writing them is reported).  Generic-proxy
+writes (``store``) are stamped with a clock tick, so an async-proxy reader (a TMA store)
+can tell whether a ``fence_async_shared`` came after them (:func:`unfenced_write`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -25,7 +32,10 @@ from .engine import rule
 from .errors import InterpreterError
 from .values import element_text, from_logical, to_logical
 
-__all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "element_addresses", "byte_mask"]
+__all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addresses", "byte_mask", "note_fence",
+           "unfenced_write"]
+
+_CLOCK = itertools.count(1)  # orders generic writes and fences (programs run one at a time)
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,15 @@ class AsyncRead:
 
     ``what`` names the op (with its line), ``fix`` says how to make the write safe.
     """
+
+    mask: np.ndarray  # one bool per byte of the buffer
+    what: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class AsyncWrite:
+    """Bytes of a buffer that an in-flight asynchronous copy may still write: touching them is a hazard."""
 
     mask: np.ndarray  # one bool per byte of the buffer
     what: str
@@ -50,6 +69,9 @@ class SharedBuffer:
     written: np.ndarray
     barriers: Dict[int, object] = field(default_factory=dict)  # byte offset -> mbarrier state
     async_reads: List[AsyncRead] = field(default_factory=list)  # in-flight readers (see AsyncRead)
+    async_writes: List[AsyncWrite] = field(default_factory=list)  # in-flight writers (see AsyncWrite)
+    generic_ticks: Optional[np.ndarray] = None  # per byte: clock tick of its last generic write (0: none)
+    generic_locs: Dict[int, Location] = field(default_factory=dict)  # tick -> the writing op's location
 
     def describe(self) -> str:
         return f"the shared buffer {list(self.ty.shape)} x {self.ty.element} allocated at line {self.loc.line}"
@@ -95,6 +117,7 @@ def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     addresses = element_addresses(ref, ty, op)
     item = ty.element.itemsize
     index = _bytes_of(addresses, item)
+    _check_async_writes(ref.buffer, index, op, "reads")
     unwritten = ~ref.buffer.written[index].all(axis=1)
     if unwritten.any():
         k = int(np.flatnonzero(unwritten)[0])
@@ -103,6 +126,13 @@ def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
             f"({ref.buffer.describe()}; shared memory starts with undefined contents)", op.loc)
     raw = np.ascontiguousarray(ref.buffer.data[index])
     return raw.view(numpy_dtype(ty.element)).reshape(ty.shape)
+
+
+def _check_async_writes(buffer: SharedBuffer, index: np.ndarray, op, verb: str) -> None:
+    for writer in buffer.async_writes:
+        if writer.mask[index].any():
+            raise InterpreterError(f"{op.name} {verb} {buffer.describe()} while {writer.what} may still be writing "
+                                   f"it; {writer.fix}", op.loc)
 
 
 def byte_mask(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
@@ -122,8 +152,30 @@ def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> N
         if reader.mask[index].any():
             raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {reader.what} is still "
                                    f"reading it; {reader.fix}", op.loc)
-    ref.buffer.data[index] = raw.reshape(-1, item)
-    ref.buffer.written[index] = True
+    _check_async_writes(ref.buffer, index, op, "overwrites")
+    buffer = ref.buffer
+    buffer.data[index] = raw.reshape(-1, item)
+    buffer.written[index] = True
+    if buffer.generic_ticks is None:
+        buffer.generic_ticks = np.zeros(buffer.data.size, np.int64)
+    tick = next(_CLOCK)
+    buffer.generic_ticks[index] = tick
+    buffer.generic_locs[tick] = op.loc
+
+
+def note_fence(program) -> None:
+    """A ``fence_async_shared``: the program's earlier generic writes are visible to the async proxy."""
+    program.async_state["fence_tick"] = next(_CLOCK)
+
+
+def unfenced_write(program, ref: SharedRef, ty: SharedMemoryDescType, op) -> Optional[Location]:
+    """Where a generic write to the view's bytes happened after the program's last fence, if one did."""
+    ticks = ref.buffer.generic_ticks
+    if ticks is None:
+        return None
+    index = _bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)
+    latest = int(ticks[index].max(initial=0))
+    return ref.buffer.generic_locs[latest] if latest > program.async_state.get("fence_tick", 0) else None
 
 
 # ---------------------------------------------------------------------- allocation

@@ -9,10 +9,11 @@ from .diagnostics import CompilationError, Location, UNKNOWN_LOCATION
 from .ops import OPS, OpDef, op_def
 from .printer import print_function
 from .types import (
-    ALL_DTYPES, DType, PointerType, SharedMemoryDescType, TensorType, bfloat16, dtype_from_name, element_type,
+    ALL_DTYPES, DType, PointerType, SharedMemoryDescType, TensorDescType, TensorType, bfloat16, dtype_from_name, element_type,
     float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64,
     is_tensor, layout_of, shape_of, uint8, uint16, uint32, uint64,
 )
 from .verifier import layouts_match, verify
 from . import verify_shared  # noqa: F401,E402  (registers the shared-memory and mbarrier rules)
 from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rules)
+from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)

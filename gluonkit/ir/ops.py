@@ -138,6 +138,16 @@ _CATALOGUE = [
     OpDef("warpgroup_mma_wait", "deps…", ("num_outstanding",), "", "deps…",
           "Waits until at most num_outstanding asynchronous warpgroup_mma groups are in flight; returns "
           "its deps (accumulators and the buffers they read) as values that are safe to use."),
+    # -- TMA ---------------------------------------------------------------------------------
+    OpDef("async_tma_copy_global_to_shared", "desc, result, bar, pred, coord…", (), "", "none",
+          "Where pred holds, starts copying the block of desc at element coordinates coord (int32, one per "
+          "dimension) into the shared view result; out-of-bounds elements read as zero (NaN with padding "
+          "'nan'); on arrival its bytes complete transactions on the mbarrier bar."),
+    OpDef("async_tma_copy_shared_to_global", "desc, src, coord…", (), "", "none",
+          "Starts copying the shared view src to the block of desc at coord (one bulk group); elements "
+          "outside the tensor are not written. src must not change until a store_wait retires the group."),
+    OpDef("async_tma_store_wait", "", ("pendings",), "", "none",
+          "Waits until at most pendings shared-to-global copies still read their shared memory."),
     # -- control flow ----------------------------------------------------------------------
     OpDef("for", "lower, upper, step, init…", (), "body(iv, carried…) -> yield carried…", "carried…",
           "Counted loop with loop-carried values (runtime or constant bounds)."),

@@ -4,7 +4,8 @@ Every IR value has one of these types.  Scalars are typed by a :class:`DType` or
 :class:`PointerType` directly; distributed tensors by a :class:`TensorType` that carries
 shape, element type and layout (an ``AutoLayout`` until inference resolves it); views of
 shared memory by a :class:`SharedMemoryDescType` (shape, element type, shared layout and
-the shape of the buffer the layout describes).
+the shape of the buffer the layout describes); TMA tensor descriptors (kernel arguments)
+by a :class:`TensorDescType` (the block one copy moves and its shared layout).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 __all__ = [
-    "DType", "PointerType", "TensorType", "SharedMemoryDescType", "Type", "ScalarType",
+    "DType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType", "Type", "ScalarType",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "ALL_DTYPES", "dtype_from_name", "element_type", "shape_of", "layout_of", "is_tensor",
@@ -219,7 +220,40 @@ class SharedMemoryDescType:
     __repr__ = __str__
 
 
-Type = Union[DType, PointerType, TensorType, SharedMemoryDescType]
+@dataclass(frozen=True)
+class TensorDescType:
+    """A TMA tensor descriptor: the compile-time part of a host ``TensorDescriptor``.
+
+    ``block_shape`` elements of ``element`` are what one ``tma.async_copy_*`` moves, placed
+    in shared memory by ``layout`` (an ``NVMMASharedLayout``).  The global tensor's extents
+    and strides are runtime values: a kernel parameter of this type is followed by
+    ``rank`` int32 shape and ``rank`` int64 stride parameters (:meth:`flat_arg_types`),
+    as in Triton, so ``desc.shape`` is usable in the kernel.
+    """
+
+    block_shape: Tuple[int, ...]
+    element: DType
+    layout: object
+
+    def __post_init__(self):
+        object.__setattr__(self, "block_shape", tuple(int(s) for s in self.block_shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.block_shape)
+
+    def flat_arg_types(self) -> Tuple["Type", ...]:
+        """The kernel parameters one descriptor argument becomes: itself, the shape, the strides."""
+        return (self,) + (int32,) * self.rank + (int64,) * self.rank
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.block_shape)
+        return f"!tma<{dims}x{self.element}, {self.layout!r}>"
+
+    __repr__ = __str__
+
+
+Type = Union[DType, PointerType, TensorType, SharedMemoryDescType, TensorDescType]
 
 
 def is_tensor(ty: Type) -> bool:

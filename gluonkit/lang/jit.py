@@ -19,12 +19,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..ir import Builder, Function, verify
 from ..ir.diagnostics import Location
-from ..ir.types import DType, PointerType
+from ..ir.types import DType, PointerType, TensorDescType
 from .codegen import CodeGenerator
 from .constexpr import is_constexpr_annotation, unwrap
 from .errors import ArgumentError, CompilationError, ConstexprRequiredError
 from .semantic import Semantic
 from .tensor import tensor
+from .tma import tensor_descriptor
 
 __all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
 
@@ -112,9 +113,10 @@ class JITFunction:
                  specialization: Optional[Dict[str, Dict[str, int]]] = None) -> Function:
         """The IR of this kernel for one specialization (cached; see the module docstring).
 
-        ``arg_types`` gives one scalar type (DType or PointerType) per runtime parameter, in
-        signature order; runtime parameters are those not in ``constexprs``.  Parameters
-        annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
+        ``arg_types`` gives one type (DType, PointerType or TensorDescType) per runtime
+        parameter, in signature order (a descriptor becomes several kernel parameters: see
+        :meth:`~gluonkit.ir.TensorDescType.flat_arg_types`); runtime parameters are those not
+        in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
         ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
         """
         constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
@@ -146,14 +148,28 @@ class JITFunction:
         if len(arg_types) != len(runtime):
             raise ArgumentError(f"{self.__name__} takes {len(runtime)} runtime argument(s) {runtime}, got "
                                 f"{len(arg_types)} type(s)", loc)
+        flat_types, flat_names = [], []
         for name, ty in zip(runtime, arg_types):
-            if not isinstance(ty, (DType, PointerType)):
-                raise ArgumentError(f"argument '{name}' must have a scalar or pointer type, got {ty!r}", loc)
-        func = Function(self.__name__, arg_types, runtime, loc=loc, constexprs=constexprs,
+            if isinstance(ty, TensorDescType):  # the descriptor, then its runtime shape and strides
+                flat_types += ty.flat_arg_types()
+                flat_names += [name] + [f"{name}_shape{d}" for d in range(ty.rank)] + \
+                    [f"{name}_stride{d}" for d in range(ty.rank)]
+            elif isinstance(ty, (DType, PointerType)):
+                flat_types.append(ty)
+                flat_names.append(name)
+            else:
+                raise ArgumentError(f"argument '{name}' must have a scalar, pointer or tensor descriptor type, "
+                                    f"got {ty!r}", loc)
+        func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
                         specialization=specialization, num_warps=num_warps)
         sem = Semantic(Builder(func.body), num_warps)
         sem.builder.loc = loc
-        for name, arg in zip(runtime, func.args):
+        flat_args = iter(func.args)
+        for name, arg in zip(runtime, flat_args):
+            if isinstance(arg.type, TensorDescType):
+                shape = [tensor(next(flat_args)) for _ in range(arg.type.rank)]
+                values[name] = tensor_descriptor(arg, shape, [tensor(next(flat_args)) for _ in range(arg.type.rank)])
+                continue
             value = tensor(arg)
             if specialization.get(name, {}).get("divisibility"):
                 value = sem.hint(value, multiple_of=specialization[name]["divisibility"])

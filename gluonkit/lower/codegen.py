@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir import Block, CompilationError, Function, Operation
 from . import control, debug_print, elementwise, layout_ops, mbarrier, memory, reduce, shared_memory  # noqa: F401  (register rules)
 from . import wgmma  # noqa: F401  (registers the warpgroup MMA rules)
+from . import tma  # noqa: F401  (registers the TMA copy rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
 from .smem_plan import check_budget

@@ -13,11 +13,11 @@ from typing import Dict, List, Sequence, Set, Tuple
 import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
 
-from ..ir import Function, TensorType, Value, int1
+from ..ir import Function, TensorDescType, TensorType, Value, int1
 from ..layouts.linear import LinearLayout
 from .axis_info import AxisInfo, analyze_axis_info
 from .debug_info import DebugInfo
-from .llvm_types import I1, I8, I32, llvm_type
+from .llvm_types import I1, I8, I32, TensorMapParamAttributes, llvm_type
 from .nvptx import new_module
 from .smem_plan import plan_shared_memory
 from .targets import Target
@@ -59,6 +59,8 @@ class KernelLowering:
         self.values: Dict[int, object] = {}
         for value, arg in zip(func.args, self.fn.args):
             arg.name = value.name_hint or ""
+            if isinstance(value.type, TensorDescType):
+                arg.attributes = TensorMapParamAttributes()
             self.values[value.uid] = self.prologue.trunc(arg, I1) if value.type == int1 else arg
         tid = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, []), [], name="tid")
         self.lane = self.prologue.and_(tid, I32(31), name="lane")

@@ -4,6 +4,8 @@ Scalars map to the LLVM type of the same width; ``float8e4nv``/``float8e5`` have
 type and are kept as ``i8`` bit patterns (converted with ``cvt`` instructions); pointers
 are opaque ``ptr addrspace(1)`` (global memory).  A distributed tensor has no LLVM type of
 its own: it lowers to a list of per-thread values of its element type, one per register.
+A TMA descriptor parameter is a generic ``ptr`` to the 128-byte tensor map passed by value
+(:class:`TensorMapParamAttributes`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import struct
 import llvmlite.ir as lir
 import llvmlite.ir.types as lir_types
 
-from ..ir import DType, PointerType, element_type
+from llvmlite.ir.values import ArgumentAttributes
 
-__all__ = ["llvm_type", "bit_width", "byte_size", "I1", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "GLOBAL_PTR"]
+from ..ir import DType, PointerType, TensorDescType, element_type
+
+__all__ = ["llvm_type", "TensorMapParamAttributes", "bit_width", "byte_size", "I1", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "GLOBAL_PTR"]
 
 
 
@@ -47,6 +51,8 @@ _FLOATS = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64}
 
 def llvm_type(ty) -> lir.Type:
     """The LLVM type of one element (or scalar) of IR type ``ty``."""
+    if isinstance(ty, TensorDescType):
+        return lir.PointerType()
     ty = element_type(ty)
     if isinstance(ty, PointerType):
         return GLOBAL_PTR
@@ -66,3 +72,16 @@ def bit_width(ty: lir.Type) -> int:
 def byte_size(ty: lir.Type) -> int:
     """Bytes one value of ``ty`` occupies in memory (``i1`` takes a byte)."""
     return max(1, bit_width(ty) // 8)
+
+
+class TensorMapParamAttributes(ArgumentAttributes):
+    """A kernel parameter holding a ``CUtensorMap`` by value: ``.param .align 64 .b8 [128]``.
+
+    ``"nvvm.grid_constant"`` (LLVM's NVPTX parameter attribute) keeps it in the parameter
+    space: its address is taken with ``cvta.param`` instead of copying the 128 bytes to
+    local memory, and ``cp.async.bulk.tensor`` reads the map there, as CUDA's
+    ``const __grid_constant__ CUtensorMap`` does.  (llvmlite's own ``byval`` needs a typed pointer.)
+    """
+
+    def _to_list(self, typ):
+        return ["byval([128 x i8])", "align 64", '"nvvm.grid_constant"']

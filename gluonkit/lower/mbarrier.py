@@ -24,7 +24,7 @@ from .registry import lowering
 from .shared_memory import SharedPointer, note_barrier, order_access
 from .shared_scratch import barrier
 
-__all__: List[str] = []
+__all__ = ["elected_thread"]
 
 
 def _address(ctx: KernelLowering, op: Operation) -> lir.Value:
@@ -32,7 +32,7 @@ def _address(ctx: KernelLowering, op: Operation) -> lir.Value:
     return ctx.builder.ptrtoint(desc.pointer, I32)
 
 
-def _elected(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
+def elected_thread(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
     """True in thread 0 of the program (and where ``pred`` holds)."""
     b = ctx.builder
     first = b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
@@ -48,21 +48,21 @@ def _asm(ctx: KernelLowering, text: str, constraints: str, operands: List[lir.Va
 def _init(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     _asm(ctx, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["count"]), _elected(ctx, None)])
+         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
 
 
 @lowering("mbarrier_expect")
 def _expect(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     _asm(ctx, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["bytes"]), _elected(ctx, ctx.get(op.operands[1]))])
+         [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
 
 @lowering("mbarrier_arrive")
 def _arrive(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     _asm(ctx, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["count"]), _elected(ctx, ctx.get(op.operands[1]))])
+         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
 
 @lowering("mbarrier_wait")
@@ -85,7 +85,7 @@ def _wait(ctx: KernelLowering, op: Operation) -> None:
 @lowering("mbarrier_invalidate")
 def _invalidate(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    _asm(ctx, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), _elected(ctx, None)])
+    _asm(ctx, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), elected_thread(ctx, None)])
 
 
 @lowering("fence_async_shared")

@@ -36,7 +36,8 @@ __all__ = ["SharedPointer", "order_access", "note_barrier", "READ", "WRITE"]
 READ, WRITE = "read", "write"
 _ACCESS_KINDS = {"local_alloc": WRITE, "local_store": WRITE, "local_load": READ, "mbarrier_init": WRITE,
                  "mbarrier_invalidate": WRITE, "mbarrier_expect": READ, "mbarrier_arrive": READ,
-                 "mbarrier_wait": READ, "warpgroup_mma": READ}
+                 "mbarrier_wait": READ, "warpgroup_mma": READ, "async_tma_copy_global_to_shared": WRITE,
+                 "async_tma_copy_shared_to_global": READ, "async_tma_store_wait": READ}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ Typing follows Triton: ``bool`` -> ``int1``; ``int`` -> ``int32`` if it fits, el
 -> a pointer to its element dtype.  Device arrays are recognised, in this order, as
 torch tensors (``data_ptr()`` and ``device``), objects with ``__cuda_array_interface__``
 (CuPy, Numba) and DLPack producers (``__dlpack__`` + ``__dlpack_device__``).  A raw ``int``
-is accepted where the signature has a pointer: it is taken as a device address.
+is accepted where the signature has a pointer: it is taken as a device address.  A host
+:class:`gluonkit.nvidia.hopper.TensorDescriptor` is typed ``TensorDescType(block_shape,
+dtype, layout)`` and packs, like Triton's, as its 128-byte tensor map (64-byte aligned)
+followed by its shape (int32 each) and strides (int64 each).
 
 Packing is split for speed: :class:`ArgPacker` is built once per signature and holds one
 converter per parameter and a ``struct`` format placing each parameter at its natural
@@ -99,6 +102,12 @@ def _is_array_like(obj) -> bool:
             or hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"))
 
 
+def _is_tensor_descriptor(obj) -> bool:
+    from gluonkit.nvidia.hopper import TensorDescriptor  # nvidia/ builds on this module
+
+    return isinstance(obj, TensorDescriptor)
+
+
 def ir_type_of(value, param: str = "?"):
     """The IR type of a runtime argument, by Triton's rules (see the module docstring).
 
@@ -117,6 +126,8 @@ def ir_type_of(value, param: str = "?"):
         raise ValueError(f"parameter {param!r}: integer {value} does not fit in 64 bits")
     if isinstance(value, numbers.Real):
         return ir.float32
+    if _is_tensor_descriptor(value):
+        return ir.TensorDescType(value.block_shape, value.dtype, value.layout)
     if _is_array_like(value):
         return ir.PointerType(dtype_of(value, param))
     raise TypeError(f"parameter {param!r}: expected an int, float, bool or a device array "
@@ -279,8 +290,29 @@ def _bfloat16_bits(number: float) -> int:
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
+def _descriptor_converter(ty: ir.TensorDescType, param: str) -> Callable:
+    """Converter of a TensorDescriptor argument: (tensor map, *shape, *strides)."""
+    def convert(value, device):
+        if not _is_tensor_descriptor(value):
+            raise TypeError(f"parameter {param!r}: expected a TensorDescriptor, got {type(value).__name__}")
+        if ir_type_of(value, param) != ty:
+            raise TypeError(f"parameter {param!r}: the kernel was compiled for a descriptor of type {ty}, "
+                            f"got one of type {ir_type_of(value, param)}")
+        for extent in value.shape:
+            if extent >= 2**31:
+                raise ValueError(f"parameter {param!r}: dimension {extent} of the descriptor does not fit the "
+                                 "int32 shape kernels see")
+        return (value.kernel_arg_bytes(), *value.shape, *value.strides)
+    return convert
+
+
 def _code_and_converter(ty, param: str):
-    """The ``struct`` code of parameter type ``ty`` and the converter of its values."""
+    """The ``struct`` code(s) of parameter type ``ty`` and the converter of its values.
+
+    A descriptor has several codes (several kernel parameters); its converter returns a tuple.
+    """
+    if isinstance(ty, ir.TensorDescType):
+        return ["128s"] + ["i"] * ty.rank + ["q"] * ty.rank, _descriptor_converter(ty, param)
     if isinstance(ty, ir.PointerType):
         def pointer(value, device):
             # torch tensors first, without the general protocol checks (the launch hot path).
@@ -301,17 +333,23 @@ def _code_and_converter(ty, param: str):
 # ---------------------------------------------------------------------------- packing
 
 
+_MAX_ALIGN = 64  # the strictest parameter alignment (a tensor map)
+
+
 class PackedArgs:
     """An argument block: a buffer holding the parameters and the ``void*[]`` pointing into it.
 
+    The parameters start ``offset`` bytes into ``buffer`` (64-byte aligned);
     ``kernel_params`` is the array's address (0 for a kernel without parameters).
     """
 
-    __slots__ = ("buffer", "params", "kernel_params")
+    __slots__ = ("buffer", "offset", "params", "kernel_params")
 
     def __init__(self, size: int, offsets: Sequence[int]):
-        self.buffer = ctypes.create_string_buffer(max(size, 1))
-        base = ctypes.addressof(self.buffer)
+        # 64 spare bytes so the block can start 64-byte aligned (tensor maps are .align 64).
+        self.buffer = ctypes.create_string_buffer(max(size, 1) + _MAX_ALIGN)
+        base = -(-ctypes.addressof(self.buffer) // _MAX_ALIGN) * _MAX_ALIGN
+        self.offset = base - ctypes.addressof(self.buffer)
         self.params = (ctypes.c_void_p * len(offsets))(*[base + off for off in offsets])
         self.kernel_params = ctypes.addressof(self.params) if offsets else 0
 
@@ -324,13 +362,18 @@ class ArgPacker:
             raise ValueError(f"ArgPacker: {len(signature)} types but {len(names)} parameter names")
         self.names = list(names)
         self._converters, self._offsets, fmt, size = [], [], "<", 0
+        self._flatten = False  # whether a converter returns several values (a descriptor)
         for ty, name in zip(signature, names):
-            code, convert = _code_and_converter(ty, name)
-            width = struct.calcsize("<" + code)
-            offset = -(-size // width) * width  # natural alignment, as in a C struct
-            fmt += "x" * (offset - size) + code
-            size = offset + width
-            self._offsets.append(offset)
+            codes, convert = _code_and_converter(ty, name)
+            if isinstance(codes, list):
+                self._flatten = True
+            for code in codes if isinstance(codes, list) else [codes]:
+                width = struct.calcsize("<" + code)
+                align = _MAX_ALIGN if code == "128s" else width  # natural alignment, as in a C struct
+                offset = -(-size // align) * align
+                fmt += "x" * (offset - size) + code
+                size = offset + width
+                self._offsets.append(offset)
             self._converters.append(convert)
         self._format = struct.Struct(fmt)
         self._local = threading.local()
@@ -348,7 +391,10 @@ class ArgPacker:
         block = getattr(self._local, "block", None)
         if block is None:
             block = self._local.block = PackedArgs(self._format.size, self._offsets)
-        self._format.pack_into(block.buffer, 0, *[convert(a, device) for convert, a in zip(self._converters, args)])
+        values = [convert(a, device) for convert, a in zip(self._converters, args)]
+        if self._flatten:
+            values = [x for v in values for x in (v if isinstance(v, tuple) else (v,))]
+        self._format.pack_into(block.buffer, block.offset, *values)
         return block
 
     def pack_raw(self, values: Sequence) -> PackedArgs:
@@ -357,5 +403,5 @@ class ArgPacker:
         block = getattr(self._local, "block", None)
         if block is None:
             block = self._local.block = PackedArgs(self._format.size, self._offsets)
-        self._format.pack_into(block.buffer, 0, *values)
+        self._format.pack_into(block.buffer, block.offset, *values)
         return block

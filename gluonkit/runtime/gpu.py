@@ -19,10 +19,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import llvmlite
 
-from ..ir import PointerType, print_function
+from ..ir import PointerType, TensorDescType, print_function
 from ..lang.constexpr import constexpr
 from ..lower.compiler import CompiledKernel, compile_function, dump_stages
 from ..lower.ptxas import find_ptxas, ptxas_version
+from ..nvidia.hopper import TensorDescriptor
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, cache_key
@@ -106,7 +107,7 @@ def signature_of(value) -> tuple:
     """A cheap summary of one runtime argument that fixes its IR type and specialization.
 
     Tensors: dtype, device and whether the address is 16-byte aligned; ints: width class
-    and divisibility by 16.  ``None`` for values that are compile-time (``None``,
+    and divisibility by 16; TMA descriptors: block shape, dtype and layout.  ``None`` for values that are compile-time (``None``,
     ``gl.constexpr``).  Anything else falls back to the full typing rules.
     """
     return signature_and_raw(value)[0]
@@ -123,6 +124,8 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
         return (kind,), value
     if value is None or isinstance(value, constexpr):
         return None, None
+    if kind is TensorDescriptor:  # typed by its block; the packer encodes the map
+        return (kind, value.block_shape, value.dtype, value.layout), None
     if getattr(value, "is_cuda", False):  # a torch CUDA tensor
         address = value.data_ptr()
         return (value.dtype, value.get_device(), address % 16 == 0), address
@@ -136,6 +139,8 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
 def _runtime_key(name: str, value) -> Tuple[Any, bool]:
     """(IR type, divisible by 16) of one runtime argument."""
     ty = ir_type_of(value, name)
+    if isinstance(ty, TensorDescType):
+        return ty, False
     if isinstance(ty, PointerType):
         return ty, data_pointer(value, name) % 16 == 0
     if ty.is_int() and not ty.is_bool():

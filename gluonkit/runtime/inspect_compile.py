@@ -1,6 +1,7 @@
 """``kernel.compile(...)``: compile a kernel for inspection, without a GPU.
 
-Runtime arguments are given as examples (numpy arrays, torch/CuPy tensors, numbers) or as
+Runtime arguments are given as examples (numpy arrays, torch/CuPy tensors, numbers,
+``TensorDescriptor`` objects, IR types such as ``ir.TensorDescType(...)``) or as
 Triton-style type strings: ``"*fp32"`` (pointer), ``"i32"``, ``"fp16"``; a ``:16`` suffix
 (``"*fp32:16"``, ``"i32:16"``) declares divisibility by 16.  Example integers and array
 addresses divisible by 16 are specialized as a launch would.  ``asm["sass"]`` is added when
@@ -48,9 +49,11 @@ def parse_type_string(text: str):
 def _example_type(name: str, value):
     if isinstance(value, str):
         return parse_type_string(value)
-    if isinstance(value, (ir.DType, ir.PointerType)):
+    if isinstance(value, (ir.DType, ir.PointerType, ir.TensorDescType)):
         return value, False
     ty = ir_type_of(value, name)
+    if isinstance(ty, ir.TensorDescType):
+        return ty, False
     if isinstance(ty, ir.PointerType):
         address = value.data_ptr() if hasattr(value, "data_ptr") else value.__array_interface__["data"][0]
         return ty, address % 16 == 0

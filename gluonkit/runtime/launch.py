@@ -11,7 +11,9 @@ at launch time the kernel runs in the CPU interpreter:
 2. runtime arguments are typed as in Triton: ``bool`` → int1, ``int`` → int32 / int64 /
    uint64 by range, ``float`` → float32, numpy arrays and CPU torch tensors → pointers to
    their dtype (they are registered in a fresh :class:`~gluonkit.interpret.Memory` and
-   written in place);
+   written in place); a :class:`~gluonkit.nvidia.hopper.TensorDescriptor` over a numpy
+   array or CPU torch tensor → its ``TensorDescType``, its base registered the same way and
+   the interpreter reading its shape, strides and padding directly;
 3. integers and pointers divisible by 16 (byte addresses, which keep the arrays' real
    alignment) are recorded as ``specialization[name] = {"divisibility": 16}``, unless named
    in the kernel's ``do_not_specialize``;
@@ -36,12 +38,14 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..interpret import Memory, run_grid
+from ..interpret.tma import TensorMap
 from ..ir import verify
-from ..ir.types import PointerType
+from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
 from ..lower.infer import infer_layouts
+from ..nvidia.hopper import TensorDescriptor
 from .args import ir_type_of
 from .driver import has_gpu
 from .gpu import launch_on_gpu, signature_and_raw
@@ -179,6 +183,9 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, num_warps)
     for name in runtime:
         ty, value = _runtime_arg(kernel, name, bound[name], memory)
         arg_types.append(ty)
+        if isinstance(ty, TensorDescType):  # the kernel's parameters: the map, its shape, its strides
+            values += [value, *value.shape, *value.strides]
+            continue
         values.append(value)
         if name not in no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
                 and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
@@ -236,6 +243,8 @@ def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
     """(IR type, interpreter value) of one runtime argument; arrays are registered in memory."""
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         value = value.item()  # numpy scalars type like the Python numbers they hold
+    if isinstance(value, TensorDescriptor):
+        return ir_type_of(value, name), _tensor_map(kernel, name, value, memory)
     array = _as_numpy(kernel, name, value)
     try:
         ty = ir_type_of(array if array is not None else value, name)
@@ -247,6 +256,20 @@ def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
         return ty, memory.register(array, f"argument '{name}'")
     except ValueError as e:
         raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}': {e}", kernel.def_location()) from None
+
+
+def _tensor_map(kernel: JITFunction, name: str, desc: TensorDescriptor, memory: Memory) -> TensorMap:
+    """The interpreter's view of a host descriptor: its base registered in ``memory``."""
+    array = _as_numpy(kernel, name, desc.base)
+    if array is None:
+        raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}' is a TensorDescriptor over a "
+                            f"{type(desc.base).__name__}; the interpreter needs one over a numpy array or a CPU "
+                            "torch tensor", kernel.def_location())
+    try:
+        origin = memory.register(array, f"the base of descriptor '{name}'")
+    except ValueError as e:
+        raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}': {e}", kernel.def_location()) from None
+    return TensorMap(origin, desc.shape, desc.strides, desc.dtype, desc.padding)
 
 
 def _as_numpy(kernel: JITFunction, name: str, value):
