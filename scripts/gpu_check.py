@@ -17,7 +17,7 @@ def run(cmd, env=None) -> int:
 def main() -> int:
     failures = 0
     failures += run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests"]) != 0
-    for example in ("vector_add", "fused_softmax", "transpose", "cross_entropy"):
+    for example in ("vector_add", "fused_softmax", "transpose", "cross_entropy", "persistent_gemm/pipelined_gemm"):
         failures += run([sys.executable, f"examples/{example}.py"]) != 0
     if "--no-bench" not in sys.argv:
         failures += run([sys.executable, "benchmarks/bench_memory.py"]) != 0
