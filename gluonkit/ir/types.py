@@ -10,11 +10,12 @@ by a :class:`TensorDescType` (the block one copy moves and its shared layout).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Tuple, Union
 
 __all__ = [
-    "DType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType", "Type", "ScalarType",
+    "DType", "BlockType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType", "Type", "ScalarType",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "ALL_DTYPES", "dtype_from_name", "element_type", "shape_of", "layout_of", "is_tensor",
@@ -95,6 +96,31 @@ def dtype_from_name(name: str) -> DType:
         return _BY_NAME[name]
     except KeyError:
         raise ValueError(f"unknown dtype {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """The block one TMA copy moves: ``shape`` elements of ``element_ty``.
+
+    What ``desc.block_type`` answers on the host and in kernels: ``shape``, ``numel``,
+    ``nbytes`` (what ``mbarrier.expect`` needs) and the element type as Triton's
+    ``element_ty`` or ``dtype``.
+    """
+
+    shape: Tuple[int, ...]
+    element_ty: DType
+
+    @property
+    def dtype(self) -> DType:
+        return self.element_ty
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element_ty.itemsize
 
 
 @dataclass(frozen=True)

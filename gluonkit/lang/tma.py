@@ -22,10 +22,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence, Tuple
 
-from ..ir.types import DType, SharedMemoryDescType, TensorDescType, int32
+from ..ir.types import BlockType, DType, SharedMemoryDescType, TensorDescType, int32
 from ..sync.builtin import barrier_type, predicate
 from .errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from .tensor import builtin, shape_args, tensor
@@ -34,23 +33,7 @@ __all__ = ["tensor_descriptor", "block_type", "async_copy_global_to_shared", "as
            "store_wait"]
 
 
-@dataclass(frozen=True)
-class block_type:  # noqa: N801 - Gluon's spelling
-    """The block one copy moves: ``shape`` elements of ``element_ty`` (``nbytes`` in all)."""
-
-    shape: Tuple[int, ...]
-    element_ty: DType
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * self.element_ty.itemsize
+block_type = BlockType  # Gluon's spelling of the descriptor's block type
 
 
 class tensor_descriptor:  # noqa: N801 - Gluon's spelling

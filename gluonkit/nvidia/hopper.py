@@ -19,7 +19,6 @@ kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from gluonkit import ir
@@ -28,37 +27,11 @@ from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
 from gluonkit.runtime.args import dtype_of
 
+BlockType = ir.BlockType  # re-exported: what desc.block_type answers
+
 __all__ = ["TensorDescriptor", "BlockType", "MAX_BLOCK_NUMEL"]
 
 MAX_BLOCK_NUMEL = 2**20  # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL); blocks obey it too
-
-
-@dataclass(frozen=True)
-class BlockType:
-    """The type of the block one descriptor load produces: ``shape`` elements of ``dtype``.
-
-    Answers what a kernel asks of ``desc.block_type``: ``shape``, ``nbytes`` (the bytes one
-    load brings in, which is what ``mbarrier.expect`` needs), ``numel`` and Triton's
-    ``element_ty``.
-    """
-
-    shape: tuple[int, ...]
-    dtype: ir.DType
-
-    @property
-    def element_ty(self) -> ir.DType:
-        return self.dtype
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * self.dtype.itemsize
 
 
 class TensorDescriptor:
@@ -191,7 +164,7 @@ class TensorDescriptor:
     @property
     def block_type(self) -> BlockType:
         """The block one load produces (shape, dtype, nbytes): see :class:`BlockType`."""
-        return BlockType(self._block_shape, self._dtype)
+        return BlockType(tuple(self._block_shape), self._dtype)
 
     @property
     def box_shape(self) -> tuple[int, ...]:
