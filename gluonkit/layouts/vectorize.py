@@ -134,6 +134,23 @@ def shared_vector_width(distributed, shared, shape=None, element_bitwidth=32, ma
     return shared_vectorization(distributed, shared, shape, element_bitwidth, max_vector_bytes).elements
 
 
+def aligned_register_run(layout: LinearLayout, dim: int, limit: int | None = None) -> int:
+    """The largest ``2**k`` (at most ``limit``) such that registers ``0 … 2**k-1`` step
+    ``1, 2, 4, …`` along output ``dim`` and every other basis keeps ``dim``'s coordinate a
+    multiple of ``2**k``: each group of ``2**k`` registers then holds consecutive elements
+    starting at an aligned coordinate (one vector access when the memory is contiguous)."""
+    regs = [list(v) for v in layout.bases.get("register", [])]
+    others = [list(v) for d in layout.in_dims if d != "register" for v in layout.bases[d]]
+    k = 0
+    while k < len(regs) and (limit is None or (2 << k) <= limit):
+        step = [0] * len(regs[k])
+        step[dim] = 1 << k
+        if regs[k] != step or any(v[dim] & ((2 << k) - 1) for v in others + regs[k + 1:]):
+            break
+        k += 1
+    return 1 << k
+
+
 def global_vector_width(
     layout,
     shape=None,
@@ -176,15 +193,4 @@ def global_vector_width(
     for d, s in enumerate(strides):
         if d != c and sizes[d] > 1 and s:
             align_bits = min(align_bits, (s & -s) * bits)
-    regs = ll.bases["register"]
-    others = [v for d in ll.in_dims if d != "register" for v in ll.bases[d]]
-    k = 0
-    while k < len(regs) and (2 << k) * bits <= align_bits:
-        step = [0] * len(sizes)
-        step[c] = 1 << k
-        if list(regs[k]) != step:
-            break
-        if any(v[c] & ((2 << k) - 1) for v in others + [list(r) for r in regs[k + 1 :]]):
-            break
-        k += 1
-    return 1 << k
+    return aligned_register_run(ll, c, align_bits // bits)

@@ -15,7 +15,7 @@ from typing import List, Tuple
 import llvmlite.ir as lir
 
 from ..ir import CompilationError, Operation, TensorType, element_type
-from ..layouts.linear import LinearLayout
+from ..layouts.vectorize import aligned_register_run
 from .context import KernelLowering
 from .llvm_types import I8, I16, I32, bit_width, llvm_type
 from .registry import lowering
@@ -26,26 +26,6 @@ _LOAD_CACHE = {"": "", ".ca": ".ca", ".cg": ".cg", ".cv": ".cv", ".cs": ".cs", "
 _STORE_CACHE = {"": "", ".wb": ".wb", ".cg": ".cg", ".cs": ".cs", ".wt": ".wt"}
 _EVICTION = {"": "", "evict_normal": ".L1::evict_normal", "evict_first": ".L1::evict_first",
              "evict_last": ".L1::evict_last"}
-
-
-def _register_run(ll: LinearLayout, dim: int) -> int:
-    """How many registers in a row hold consecutive elements along ``dim``, aligned.
-
-    The first ``k`` register bases must be ``1, 2, …, 2**(k-1)`` along ``dim`` (and zero
-    elsewhere), and no other basis may set those low bits, so every group of ``2**k``
-    registers starts at a multiple of ``2**k``.
-    """
-    bases = ll.bases
-    registers = bases.get("register", [])
-    k = 0
-    while k < len(registers) and registers[k] == [(1 << k) if d == dim else 0 for d in range(len(registers[k]))]:
-        k += 1
-    low_bits = (1 << k) - 1
-    others = registers[k:] + [v for name in ("lane", "warp", "block") for v in bases.get(name, [])]
-    while k and any(v[dim] & low_bits for v in others):
-        k -= 1
-        low_bits >>= 1
-    return 1 << k
 
 
 def vector_width(ctx: KernelLowering, ptr, mask) -> Tuple[int, int]:
@@ -59,7 +39,7 @@ def vector_width(ctx: KernelLowering, ptr, mask) -> Tuple[int, int]:
     elem_bytes = max(1, element_type(ty).element.primitive_bitwidth // 8)
     best = (1, 0)
     for d in range(len(ty.shape)):
-        vec = min(_register_run(ll, d), info.contiguity[d], max(1, info.divisibility[d] // elem_bytes),
+        vec = min(aligned_register_run(ll, d), info.contiguity[d], max(1, info.divisibility[d] // elem_bytes),
                   max(1, 16 // elem_bytes))
         if mask_info is not None:
             vec = min(vec, mask_info.constancy[d])
