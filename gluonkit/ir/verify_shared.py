@@ -61,28 +61,29 @@ def _local_alloc(op):
     if ty.element == int1:
         _fail(op, "int1 cannot live in shared memory; store int8 (x.to(gl.int8))")
     if op.operands:
-        value = op.operands[0].type
-        if not isinstance(value, TensorType) or value.shape != ty.shape or value.element != ty.element:
-            _fail(op, f"the initial value {value} must be a tensor of shape {list(ty.shape)} and type {ty.element}")
+        _tensor_of(op, op.operands[0].type, ty, "the initial value")
 
 
 # ------------------------------------------------------------------- loads, stores
+def _tensor_of(op, ty, desc, what: str) -> None:
+    """``ty`` must be a distributed tensor with the shape and element type of ``desc``."""
+    if not isinstance(ty, TensorType) or ty.shape != desc.shape or ty.element != desc.element:
+        _fail(op, f"{what} must be a tensor of shape {list(desc.shape)} and type {desc.element}, got {ty}")
+
+
+
 @rule("local_load")
 def _local_load(op):
     _count(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
-    res = op.results[0].type
-    if not isinstance(res, TensorType) or res.shape != src.shape or res.element != src.element:
-        _fail(op, f"the result must be a tensor of shape {list(src.shape)} and type {src.element}, got {res}")
+    _tensor_of(op, op.results[0].type, src, "the result")
 
 
 @rule("local_store")
 def _local_store(op):
     _count(op, 2, 0)
     dst = _desc(op, op.operands[0], "the first operand")
-    value = op.operands[1].type
-    if not isinstance(value, TensorType) or value.shape != dst.shape or value.element != dst.element:
-        _fail(op, f"the stored value must be a tensor of shape {list(dst.shape)} and type {dst.element}, got {value}")
+    _tensor_of(op, op.operands[1].type, dst, "the stored value")
 
 
 # -------------------------------------------------------------------------- views
