@@ -8,7 +8,7 @@ coordinates are computed from ``%tid.x`` once, in the kernel's prologue block.
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
@@ -16,6 +16,7 @@ from llvmlite.ir.values import FunctionAttributes
 from ..ir import Function, TensorDescType, TensorType, Value, int1
 from ..layouts.linear import LinearLayout
 from .axis_info import AxisInfo, analyze_axis_info
+from .barrier_plan import plan_barriers
 from .debug_info import DebugInfo
 from .llvm_types import I1, I8, I32, TensorMapParamAttributes, llvm_type
 from .nvptx import new_module
@@ -71,8 +72,7 @@ class KernelLowering:
         self.scratch_bytes = 0  # scratch shared memory after the buffers (see shared_scratch)
         self.shared_bytes = 0  # all dynamic shared memory, set when lowering ends
         self.scratch_used = False  # whether an op before the current one used scratch memory
-        self.smem_pending: Set[str] = set()  # buffer accesses ("read"/"write") since the last bar.sync
-        self.smem_loop_kinds: Dict[int, Set[str]] = {}  # per loop op id: the accesses its body makes
+        self.barrier_plan = plan_barriers(func, self.shared_plan)  # where buffer accesses need bar.sync
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

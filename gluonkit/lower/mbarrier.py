@@ -21,7 +21,7 @@ from ..ir import Operation
 from .context import KernelLowering
 from .llvm_types import I32
 from .registry import lowering
-from .shared_memory import SharedPointer, note_barrier, order_access
+from .shared_memory import SharedPointer, order_access
 from .shared_scratch import barrier
 
 __all__ = ["elected_thread"]
@@ -96,5 +96,4 @@ def _fence_async_shared(ctx: KernelLowering, op: Operation) -> None:
 @lowering("thread_barrier")
 def _thread_barrier(ctx: KernelLowering, op: Operation) -> None:
     barrier(ctx)
-    note_barrier(ctx, op)
 

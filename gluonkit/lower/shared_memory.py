@@ -8,18 +8,20 @@ register's offset as this thread's part XOR a per-register constant; registers t
 :func:`~gluonkit.layouts.vectorize.vector_of_offsets` finds consecutive and aligned move as
 one vector ``ld.shared``/``st.shared`` of up to 16 bytes.
 
-Shared memory is written by some threads and read by others, so accesses are ordered with
-``bar.sync 0`` where one could race with an earlier one (:func:`order_access`), as Gluon's
-membar pass does: a read after a write, a write after a read or write.  The rule is
-conservative inside loops and branches: there, an access also conflicts with every access
-of its enclosing loops' bodies (the previous iteration), and barriers inside a region do
-not count as separating later accesses.
+Shared memory is written by some threads and read by others, so an access that could race
+with an earlier one by another thread waits at a ``bar.sync 0``.  Where those barriers go
+is decided once per kernel, before lowering, by :mod:`.barrier_plan`: per byte range of
+``global_smem``, the reads and writes pending since the last barrier, followed through
+branches and loops; a read after an overlapping write, a write after an overlapping read or
+write, or a TMA load into bytes still read or written, gets one.  Every rule that accesses a
+buffer (here, and in :mod:`.mbarrier`, :mod:`.tma`, :mod:`.wgmma`) calls
+:func:`order_access` first, which emits the barrier where the plan has one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Set
+from typing import Dict, List
 
 import llvmlite.ir as lir
 
@@ -31,14 +33,7 @@ from .llvm_types import I8, I32, byte_size, llvm_type
 from .registry import lowering
 from .shared_scratch import barrier, shared_base
 
-__all__ = ["SharedPointer", "order_access", "note_barrier", "READ", "WRITE"]
-
-READ, WRITE = "read", "write"
-_ACCESS_KINDS = {"local_alloc": WRITE, "local_store": WRITE, "local_load": READ, "mbarrier_init": WRITE,
-                 "mbarrier_invalidate": WRITE, "mbarrier_expect": READ, "mbarrier_arrive": READ,
-                 "mbarrier_wait": READ, "warpgroup_mma": READ, "async_tma_copy_global_to_shared": WRITE,
-                 "async_tma_copy_shared_to_global": READ, "async_tma_store_wait": READ}
-
+__all__ = ["SharedPointer", "order_access"]
 
 @dataclass(frozen=True)
 class SharedPointer:
@@ -54,42 +49,10 @@ def _lowbit(n: int) -> int:
 
 
 # ------------------------------------------------------------------ access ordering
-def _enclosing(op: Operation) -> List[Operation]:
-    """The region-owning ops around ``op``, innermost first."""
-    out = []
-    block = op.parent
-    while block is not None and block.parent_op is not None:
-        out.append(block.parent_op)
-        block = block.parent_op.parent
-    return out
-
-
-def _loop_kinds(ctx: KernelLowering, loop: Operation) -> Set[str]:
-    kinds = ctx.smem_loop_kinds.get(id(loop))
-    if kinds is None:
-        kinds = {_ACCESS_KINDS[o.name] for region in loop.regions for o in region.walk()
-                 if o.name in _ACCESS_KINDS and (o.name != "local_alloc" or o.operands)}
-        ctx.smem_loop_kinds[id(loop)] = kinds
-    return kinds
-
-
 def order_access(ctx: KernelLowering, op: Operation) -> None:
-    """Emit ``bar.sync 0`` before ``op`` if its shared-memory access could race with an earlier one."""
-    kind = _ACCESS_KINDS[op.name]
-    pending = set(ctx.smem_pending)
-    for outer in _enclosing(op):
-        if outer.name in ("for", "while"):
-            pending |= _loop_kinds(ctx, outer)
-    if WRITE in pending or (kind == WRITE and pending):
+    """Emit ``bar.sync 0`` before ``op`` where the kernel's barrier plan (:mod:`.barrier_plan`) puts one."""
+    if ctx.barrier_plan.needs_barrier(op):
         barrier(ctx)
-        note_barrier(ctx, op)
-    ctx.smem_pending.add(kind)
-
-
-def note_barrier(ctx: KernelLowering, op: Operation) -> None:
-    """A ``bar.sync`` was emitted at ``op``: at the kernel's top level it separates everything before."""
-    if not _enclosing(op):
-        ctx.smem_pending.clear()
 
 
 # ---------------------------------------------------------------------- allocation

@@ -11,16 +11,18 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
 * ``async_tma_copy_global_to_shared``: thread 0 (where ``pred`` holds) issues
   ``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`` per box;
   the mbarrier receives the bytes.  It takes part in :func:`~.shared_memory.order_access`
-  as a write, so earlier reads of the buffer by other threads finish (``bar.sync``) before
-  it is issued; its completion is ordered by the mbarrier wait, not by a later barrier.
+  as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
+  bytes by other threads finish (``bar.sync``) before it is issued; its completion is
+  ordered by the mbarrier wait, not by a later barrier.
 * ``async_tma_copy_shared_to_global``: thread 0 issues
   ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
   ``cp.async.bulk.commit_group`` (one group per copy).  As a read it follows a
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
   (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
-  pass at once); it counts as a read, so a later write to shared memory by any thread
-  waits at a ``bar.sync`` until thread 0 has seen the copies finish reading.
+  pass at once).  It accesses no shared memory itself, but the barrier plan counts the
+  reads of the copies it retires as pending from here, so a later write to those bytes by
+  any thread waits at a ``bar.sync`` until thread 0 has seen the copies finish reading.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .context import KernelLowering
 from .llvm_types import I8, I32
 from .mbarrier import elected_thread
 from .registry import lowering
-from .shared_memory import WRITE, SharedPointer, order_access
+from .shared_memory import SharedPointer, order_access
 
 __all__: List[str] = []
 
@@ -88,10 +90,7 @@ def _braces(first: int, count: int) -> str:
 
 @lowering("async_tma_copy_global_to_shared")
 def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
-    had_write = WRITE in ctx.smem_pending
     order_access(ctx, op)
-    if not had_write:  # the copy's write is ordered by its mbarrier, not by a later bar.sync
-        ctx.smem_pending.discard(WRITE)
     rank = op.operands[0].type.rank
     tmap = ctx.get(op.operands[0])
     bar = ctx.builder.ptrtoint(ctx.get(op.operands[2]).pointer, I32)
@@ -116,5 +115,4 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("async_tma_store_wait")
 def _store_wait(ctx: KernelLowering, op: Operation) -> None:
-    order_access(ctx, op)
     _asm(ctx, f"cp.async.bulk.wait_group.read {op.attrs['pendings']};", [], [])
