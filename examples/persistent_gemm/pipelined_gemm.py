@@ -3,9 +3,9 @@
 ``C = A @ B`` with A ``M × K`` and B ``K × N`` (row-major, fp16 or bf16), fp32 accumulation.
 Each program computes one ``BM × BN`` tile.  ``STAGES`` shared-memory buffers hold the
 next K-slices of A and B: TMA copies them in ahead of use, each completing on its stage's
-mbarrier with the expected byte count, and ``warpgroup_mma`` consumes the stage whose
-barrier has flipped; the stage just consumed is refilled with the slice ``STAGES - 1``
-ahead.  Ragged M, N and K are handled by TMA's zero fill; the epilogue stores with masks.
+mbarrier with the expected byte count, and an asynchronous ``warpgroup_mma`` consumes the
+stage whose barrier has flipped while the previous MMA finishes; the stage that previous
+MMA read is then refilled with the slice ``STAGES - 1`` ahead.  Ragged M, N and K are handled by TMA's zero fill; the epilogue stores with masks.
 
 Run: ``python examples/persistent_gemm/pipelined_gemm.py`` (GPU if present, else the
 interpreter at a small size).
@@ -18,7 +18,7 @@ import numpy as np
 
 import gluonkit
 import gluonkit.lang as gl
-from gluonkit.lang.hopper import mbarrier, tma, warpgroup_mma
+from gluonkit.lang.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 
@@ -47,8 +47,11 @@ def pipelined_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
     for k in range(k_tiles):
         stage = k % STAGES
         mbarrier.wait(ready.index(stage), (k // STAGES) & 1)
-        acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc)
-        # The stage consumed one step ago is free: refill it with the slice STAGES - 1 ahead.
+        # Issue this step's MMA and let it run while we wait for the previous one: after
+        # the wait, at most one MMA (this one) is in flight, so the stage consumed one step
+        # ago is free to refill with the slice STAGES - 1 ahead.
+        acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
         ahead = k + STAGES - 1
         refill = ahead % STAGES
         issue = ahead < k_tiles
@@ -57,6 +60,7 @@ def pipelined_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
                                         pred=issue)
         tma.async_copy_global_to_shared(b_desc, [ahead * BK, off_n], ready.index(refill), b_smem.index(refill),
                                         pred=issue)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
     rows = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
