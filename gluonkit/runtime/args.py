@@ -67,16 +67,25 @@ def _dtype_from(name: str, param: str, found: str) -> ir.DType:
         raise TypeError(f"parameter {param!r}: element type {found} has no gluonkit dtype") from None
 
 
+_DTYPES_SEEN: dict = {}  # torch / numpy dtype object -> ir.DType (dtype_of runs on every launch)
+
+
 def dtype_of(obj, param: str = "?") -> ir.DType:
     """The gluonkit element dtype of a torch tensor, numpy/CuPy array, CAI or DLPack object."""
     dtype = getattr(obj, "dtype", None)
     if dtype is not None:
+        known = _DTYPES_SEEN.get(dtype)
+        if known is not None:
+            return known
         text = str(dtype)
         if text.startswith("torch."):
-            return _dtype_from(text[len("torch."):], param, text)
-        name = getattr(dtype, "name", None)  # numpy dtype (CuPy arrays use numpy dtypes)
-        if isinstance(name, str):
-            return _dtype_from(name, param, f"numpy {name}")
+            known = _dtype_from(text[len("torch."):], param, text)
+        else:
+            name = getattr(dtype, "name", None)  # numpy dtype (CuPy arrays use numpy dtypes)
+            known = _dtype_from(name, param, f"numpy {name}") if isinstance(name, str) else None
+        if known is not None:
+            _DTYPES_SEEN[dtype] = known
+            return known
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         typestr = cai["typestr"]
@@ -403,5 +412,7 @@ class ArgPacker:
         block = getattr(self._local, "block", None)
         if block is None:
             block = self._local.block = PackedArgs(self._format.size, self._offsets)
+        if self._flatten:  # a descriptor's raw value is the tuple (map, *shape, *strides)
+            values = [x for v in values for x in (v if isinstance(v, tuple) else (v,))]
         self._format.pack_into(block.buffer, block.offset, *values)
         return block

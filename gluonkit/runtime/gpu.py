@@ -124,8 +124,11 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
         return (kind,), value
     if value is None or isinstance(value, constexpr):
         return None, None
-    if kind is TensorDescriptor:  # typed by its block; the packer encodes the map
-        return (kind, value.block_shape, value.dtype, value.layout), None
+    if kind is TensorDescriptor:  # typed by its block; the kernel takes (map, *shape, *strides)
+        signature = (kind, value.block_shape, value.dtype, value.layout, value.is_cuda)
+        if not value.is_cuda or max(value.shape) >= 2**31:
+            return signature, None  # the packer's conversion says what is wrong
+        return signature, (value.kernel_arg_bytes(), *value.shape, *value.strides)
     if getattr(value, "is_cuda", False):  # a torch CUDA tensor
         address = value.data_ptr()
         return (value.dtype, value.get_device(), address % 16 == 0), address

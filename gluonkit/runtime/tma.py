@@ -23,6 +23,7 @@ the descriptor asks for ``padding="nan"``.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Sequence
 
 from gluonkit import ir
@@ -177,31 +178,41 @@ def encode_tiled(descriptor) -> bytes:
     ``descriptor`` is a :class:`gluonkit.nvidia.hopper.TensorDescriptor` (already checked)
     whose base lives on the GPU.  Makes a context current first (the driver needs one).
     A failure raises :class:`~gluonkit.runtime.driver.CudaError` with every argument listed.
+
+    The map depends only on the parameters passed to the driver, so encodings are kept in
+    a small cache keyed by them: a program that builds a new descriptor for the same
+    tensor on every call (as ``TensorDescriptor.from_tensor`` in a host wrapper does) pays
+    for the driver call, tens of microseconds through cuda-python, once.
     """
-    import ctypes
-
-    from . import driver
-
     if not descriptor.is_cuda:
         raise ValueError("base: the descriptor describes a host array (numpy or a CPU torch tensor); "
                          "only the interpreter (GLUONKIT_INTERPRET=1) can use it. Move the tensor to "
                          "the GPU to launch a compiled kernel")
-    driver.ensure_context()
-    cu = driver._cu
     params = driver_order(descriptor.shape, descriptor.strides, descriptor.box_shape,
                           descriptor.dtype.itemsize)
     data_type = tma_data_type(descriptor.dtype, descriptor.round_f32_to_tf32)
     swizzle = tma_swizzle(descriptor.layout.swizzle_byte_width)
-    fill = _FILLS[descriptor.padding]
+    return _encode(descriptor.address, data_type, descriptor.dtype.itemsize, params, swizzle,
+                   _FILLS[descriptor.padding])
+
+
+@functools.lru_cache(maxsize=1024)
+def _encode(address: int, data_type: str, itemsize: int, params: TiledParams, swizzle: str, fill: str) -> bytes:
+    import ctypes
+
+    from . import driver
+
+    driver.ensure_context()
+    cu = driver._cu
     # The driver reads rank - 1 strides, but rejects a NULL array, which is what
     # cuda-python passes for an empty list (rank 1): append the outermost dimension's byte
     # extent, which it never reads.
-    outer_stride = params.global_strides[-1] if params.global_strides else descriptor.dtype.itemsize
+    outer_stride = params.global_strides[-1] if params.global_strides else itemsize
     strides = list(params.global_strides) + [params.global_dim[-1] * outer_stride]
     result = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + data_type),
         len(params.global_dim),
-        descriptor.address,
+        address,
         [cu.cuuint64_t(x) for x in params.global_dim],
         [cu.cuuint64_t(x) for x in strides],
         [cu.cuuint32_t(x) for x in params.box_dim],
@@ -214,7 +225,7 @@ def encode_tiled(descriptor) -> bytes:
     if result[0] != cu.CUresult.CUDA_SUCCESS:
         raise driver.CudaError(
             "cuTensorMapEncodeTiled", result[0],
-            f"data type {data_type}, address {descriptor.address:#x}, global_dim {list(params.global_dim)}, "
+            f"data type {data_type}, address {address:#x}, global_dim {list(params.global_dim)}, "
             f"global_strides (bytes) {list(params.global_strides)}, box_dim {list(params.box_dim)}, "
             f"swizzle {swizzle}, fill {fill} (arrays innermost dimension first)")
     return ctypes.string_at(result[1].getPtr(), TENSOR_MAP_BYTES)
