@@ -91,10 +91,11 @@ def deadlock_kernel(out_ptr):
 
 @gluonkit.jit
 def too_much_kernel(x_ptr, STAGES: gl.constexpr):
-    gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 64], gl.NVMMASharedLayout.get_default_for([128, 64], gl.bfloat16))
-    gl.allocate_shared_memory(gl.bfloat16, [STAGES, 64, 256], gl.NVMMASharedLayout.get_default_for([64, 256], gl.bfloat16))
+    a = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 128, 64], gl.NVMMASharedLayout.get_default_for([128, 64], gl.bfloat16))
+    b = gl.allocate_shared_memory(gl.bfloat16, [STAGES, 64, 256], gl.NVMMASharedLayout.get_default_for([64, 256], gl.bfloat16))
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(bars.index(0), count=1)
+    mbarrier.wait(bars.index(0), 0, deps=[a, b])  # a and b live together (compiled, never run)
     gl.store(x_ptr, 1.0)
 
 
