@@ -2,11 +2,13 @@
 
 For every shape and dtype of the issue's list, one run measures gluonkit's persistent GEMM
 (``examples/persistent_gemm/persistent_gemm.py``, the configuration ``choose_config``
-picks), the one-tile-per-program pipelined GEMM, cuBLAS (``torch.matmul``) and Triton's
+picks, TMA descriptors built once with ``prepare``), the one-tile-per-program pipelined
+GEMM (descriptors built on every call), cuBLAS (``torch.matmul``) and Triton's
 ``tl.dot`` matmul autotuned over the usual Hopper configurations (its best one is shown).
 Every result is checked against torch (fp32 matmul of the same inputs) with the output
 poisoned (NaN) first; columns are medians over interleaved rounds of ``do_bench`` medians.
-After the table come each kernel's registers, spills and shared memory.
+After the table come the host time per call of each way to launch, and each kernel's
+registers, spills and shared memory.
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_gemm.py``
 (``--shapes 8192x8192x8192,4096x4096x4096`` to pick shapes, ``--sweep`` to time every
@@ -17,6 +19,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 import torch
 import triton
@@ -80,9 +83,30 @@ def _triton_call(a, b, c):
 
 
 def _persistent_call(a, b, c, config):
+    """The persistent GEMM with its descriptors built once (``persistent_gemm.prepare``)."""
     BM, BN, BK, stages, split, warps = config
-    return lambda: persistent_gemm.gemm(a, b, c, BM=BM, BN=BN, BK=BK, STAGES=stages, EPILOGUE_SPLIT=split,
-                                        num_warps=warps)
+    return persistent_gemm.prepare(a, b, c, BM=BM, BN=BN, BK=BK, STAGES=stages, EPILOGUE_SPLIT=split,
+                                   num_warps=warps)
+
+
+def host_times(calls=300):
+    """Host microseconds per call of each way to launch a tiny GEMM (GPU work ~ a few us)."""
+    a = torch.randn(128, 64, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(128, 256, device="cuda", dtype=torch.bfloat16)
+    ways = {"gluonkit gemm() incl. 3 descriptors": lambda: persistent_gemm.gemm(a, b, c),
+            "gluonkit prepared launch": persistent_gemm.prepare(a, b, c),
+            "triton launch": lambda: _triton_call(a, b, c), "torch.matmul": lambda: torch.matmul(a, b)}
+    out = {}
+    for name, fn in ways.items():
+        fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        out[name] = 1e6 * (time.perf_counter() - start) / calls
+        torch.cuda.synchronize()
+    return out
 
 
 def _rel_err(c, ref):
@@ -183,6 +207,7 @@ def main():
     for shape in shapes:
         for dtype in dtypes:
             bench(*shape, dtype, sm_count, resources)
+    print("host time per call (us): " + ", ".join(f"{k} {v:.1f}" for k, v in host_times().items()))
     print("kernel resources (registers, spill stores, shared bytes):")
     for (name, dtype), (regs, spills, smem) in resources.items():
         print(f"  {name} {dtype}: {regs} registers, {spills} spills, {smem} B shared")

@@ -1,7 +1,8 @@
 """Everything to run on a GPU machine, in one call: the GPU tests, the examples on the GPU,
-and the memory-bound benchmarks; ends with the benchmark table.
+and the benchmarks (memory-bound kernels, then GEMMs); ends with the benchmark tables.
 
-Run from the repository root: ``PYTHONPATH=$PWD python scripts/gpu_check.py [--no-bench]``.
+Run from the repository root:
+``PYTHONPATH=$PWD python scripts/gpu_check.py [--no-bench | --only-gemm-bench | --only-memory-bench]``.
 """
 
 import os
@@ -17,10 +18,13 @@ def run(cmd, env=None) -> int:
 def main() -> int:
     failures = 0
     failures += run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests"]) != 0
-    for example in ("vector_add", "fused_softmax", "transpose", "cross_entropy", "persistent_gemm/pipelined_gemm"):
+    for example in ("vector_add", "fused_softmax", "transpose", "cross_entropy", "persistent_gemm/pipelined_gemm",
+                    "persistent_gemm/persistent_gemm"):
         failures += run([sys.executable, f"examples/{example}.py"]) != 0
-    if "--no-bench" not in sys.argv:
+    if "--no-bench" not in sys.argv and "--only-gemm-bench" not in sys.argv:
         failures += run([sys.executable, "benchmarks/bench_memory.py"]) != 0
+    if "--no-bench" not in sys.argv and "--only-memory-bench" not in sys.argv:
+        failures += run([sys.executable, "benchmarks/bench_gemm.py"]) != 0
     print(f"\ngpu_check: {failures} step(s) failed")
     return 1 if failures else 0
 

@@ -187,9 +187,13 @@ def _layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_war
     return nvmma([BM, BK], in_dtype), nvmma([BK, BN], in_dtype), nvmma(c_block, out_dtype), c_block, acc
 
 
-def gemm(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 8,
-         EPILOGUE_SPLIT: int = 1, num_warps: int = 8, activation=None, num_programs: int = None):
-    """``c = activation(a @ b)`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32)."""
+def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 8,
+            EPILOGUE_SPLIT: int = 1, num_warps: int = 8, activation=None, num_programs: int = None):
+    """A function of no arguments that computes ``c = activation(a @ b)``.
+
+    The TMA descriptors, layouts and grid are built here, once; each call of the result is
+    one kernel launch.  Build it once when the same tensors are multiplied repeatedly.
+    """
     M, K = a.shape
     N = b.shape[1]
     a_layout, b_layout, c_layout, c_block, acc_layout = _layouts(BM, BN, BK, _gl_dtype(a), _gl_dtype(c),
@@ -198,29 +202,51 @@ def gemm(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, G
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    grid = (min(tiles, num_programs or _num_programs()),)
-    persistent_gemm_kernel[grid](a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M,
-                                 EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout, ACTIVATION=activation,
-                                 num_warps=num_warps)
-    return c
+    launch = persistent_gemm_kernel[(min(tiles, num_programs or _num_programs()),)]
+
+    def run():
+        launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
+               acc_layout=acc_layout, ACTIVATION=activation, num_warps=num_warps)
+        return c
+    return run
+
+
+def gemm(a, b, c, **config):
+    """``c = activation(a @ b)`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32); ``config``
+    as for :func:`prepare`."""
+    return prepare(a, b, c, **config)()
+
+
+def _hopper_available(gpu_available) -> bool:
+    """True on an sm_90 GPU; on another GPU, say why the example falls back to the interpreter."""
+    if not gpu_available():
+        return False
+    import torch
+    if torch.cuda.get_device_capability() == (9, 0):
+        return True
+    print(f"persistent_gemm: {torch.cuda.get_device_name()} is not a Hopper (sm_90) GPU: running in the interpreter")
+    os.environ["GLUONKIT_INTERPRET"] = "1"
+    return False
 
 
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     from _device import arrays_for_device, gpu_available, to_numpy
 
-    M, N, K = (4096, 4096, 4096) if gpu_available() else (200, 136, 96)
+    on_gpu = _hopper_available(gpu_available)
+    M, N, K = (4096, 4096, 4096) if on_gpu else (200, 136, 96)
     rng = np.random.default_rng(0)
     a_np = rng.standard_normal((M, K)).astype(np.float16)
     b_np = rng.standard_normal((K, N)).astype(np.float16)
     a, b, c = arrays_for_device(a_np, b_np, np.full((M, N), np.nan, np.float32))
-    if gpu_available():
+    if on_gpu:
         gemm(a, b, c)
     else:
         gemm(a, b, c, BM=64, BN=64, BK=32, STAGES=3, num_warps=4, EPILOGUE_SPLIT=2)
     ref = a_np.astype(np.float64) @ b_np.astype(np.float64)
     err = np.linalg.norm(to_numpy(c) - ref) / np.linalg.norm(ref)
-    print(f"persistent_gemm: {M}x{N}x{K} fp16 -> fp32, relative error {err:.2e}")
+    where = "on the GPU" if on_gpu else "in the interpreter"
+    print(f"persistent_gemm: {M}x{N}x{K} fp16 -> fp32 {where}, relative error {err:.2e}")
     assert err < 1e-3, err
 
 
