@@ -12,8 +12,10 @@ each copy in flight completes with probability 1/4, and a wait completes what it
 
 * A **load** reads global memory when it lands, writes the shared buffer (as the async
   proxy: no fence needed before a TMA store or wgmma reads it) and completes its bytes
-  on the mbarrier (:func:`~.mbarrier.complete_tx`); an ``mbarrier.wait`` on that barrier
-  lands the copies it needs.  From issue until a successful wait observes its phase, the
+  on the mbarrier (:func:`~.mbarrier.complete_tx`); at issue its bytes are counted towards
+  the barrier phase the program's order gives it (:func:`~.mbarrier.issue_tx`), so checks
+  do not depend on when it lands; an ``mbarrier.wait`` on that barrier lands the copies it
+  needs.  From issue until a successful wait observes its phase, the
   buffer's bytes are registered as an :class:`~.shared_memory.AsyncWrite`: reading
   (``load``, wgmma) or writing them is reported with both lines.
 * A **store** reads shared memory at issue (equivalent to the hardware's later read,
@@ -40,7 +42,7 @@ from ..ir.types import DType, SharedMemoryDescType
 from .dtypes import numpy_dtype
 from .engine import rule
 from .errors import InterpreterError
-from .mbarrier import barrier_state, complete_tx
+from .mbarrier import barrier_state, complete_tx, issue_tx
 from .shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
 
 __all__ = ["TensorMap"]
@@ -99,7 +101,7 @@ class _Load:
         self.tmap, self.ref, self.ty, self.coords, self.barrier = tmap, ref, ty, coords, barrier
         self.what = f"the TMA load issued at line {op.loc.line}"
         self.landed = False
-        self.phase = -1  # the barrier phase its bytes counted towards
+        self.issued_in = -1  # the barrier phase its bytes count towards (mbarrier.issue_tx)
         self.writer = AsyncWrite(byte_mask(ref, ty, op), self.what,
                                  "wait on its mbarrier (mbarrier.wait(bar, phase)) first")
 
@@ -116,7 +118,6 @@ class _Load:
         buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
         buffer.written[index] = True
         self.landed = True
-        self.phase = self.barrier.completed
         complete_tx(self.barrier, self.ty.nbytes, self.loc)
 
     def release(self) -> None:
@@ -194,6 +195,7 @@ def _global_to_shared(program, op, operands):
         if (other.mask & mask).any():
             raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
                                    f"writing it; {other.fix}", op.loc)
+    load.issued_in = issue_tx(barrier, ty.nbytes, op)
     ref.buffer.async_writes.append(load.writer)
     barrier.copies.append(load)
     _tma(program).loads.append(load)
