@@ -18,16 +18,34 @@ import gluonkit
 import gluonkit.lang as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.lang.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.ir.memdesc import view_to_offset
 from gluonkit.lower.wgmma_descriptor import describe_operand
+from gluonkit.nvidia.hopper import TensorDescriptor
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 DTYPES = {"float16": (gl.float16, np.float16), "bfloat16": (gl.bfloat16, ml_dtypes.bfloat16)}
+#: Inputs that wgmma reads K-major only (tf32 from float32, fp8): A [M, K], B as a permuted [N, K] buffer.
+K_MAJOR_DTYPES = {"float32": (gl.float32, np.float32), "float8e4nv": (gl.float8e4nv, ml_dtypes.float8_e4m3fn),
+                  "float8e5": (gl.float8e5, ml_dtypes.float8_e5m2)}
+ALL_DTYPES = {**DTYPES, **K_MAJOR_DTYPES}
+SIGNATURE = {"float16": "*fp16:16", "bfloat16": "*bf16:16", "float32": "*fp32:16", "float8e4nv": "*fp8e4nv:16",
+             "float8e5": "*fp8e5:16"}
 
 
-def acc_layout(num_warps: int, n: int, instr_n: int = None):
-    return gl.NVMMADistributedLayout([3, 0], [num_warps, 1], [16, instr_n or n, 16])
+def bits(dtype: str) -> int:
+    return np.dtype(ALL_DTYPES[dtype][1]).itemsize * 8
+
+
+def acc_layout(num_warps: int, n: int, instr_n: int = None, dtype: str = "float16"):
+    """The wgmma accumulator layout; its instruction K is 32 bytes of ``dtype`` elements."""
+    return gl.NVMMADistributedLayout([3, 0], [num_warps, 1], [16, instr_n or n, 256 // bits(dtype)])
+
+
+def tf32(x: np.ndarray) -> np.ndarray:
+    """float32 values as the tensor cores read them for tf32: the low 13 mantissa bits dropped."""
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def io_layout(num_warps: int):
@@ -45,14 +63,16 @@ def _load_tile(ptr, ROWS: gl.constexpr, COLS: gl.constexpr, row_stride, col_stri
 @gluonkit.jit
 def gemm_kernel(a_ptr, b_ptr, c_ptr, use_acc, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr,
                 DTYPE: gl.constexpr, io: gl.constexpr, acc_layout: gl.constexpr, a_smem_layout: gl.constexpr,
-                b_smem_layout: gl.constexpr, A_MODE: gl.constexpr, B_KMAJOR: gl.constexpr, IS_ASYNC: gl.constexpr):
+                b_smem_layout: gl.constexpr, A_MODE: gl.constexpr, B_KMAJOR: gl.constexpr, IS_ASYNC: gl.constexpr,
+                K_WIDTH: gl.constexpr = 2):
     """C = A @ B (+ C where use_acc != 0) for one [M, K] x [K, N] tile, all row-major in memory.
 
     A_MODE: "k" (A in shared memory, K contiguous), "m" (A^T stored, M contiguous, permuted
-    back) or "regs" (A in registers); B_KMAJOR stores B^T (K contiguous) and permutes it.
+    back) or "regs" (A in registers, K_WIDTH = 32 // bits elements per register); B_KMAJOR
+    stores B^T (K contiguous) and permutes it.
     """
     if A_MODE == "regs":
-        a_op = gl.convert_layout(_load_tile(a_ptr, M, K, K, 1, io), gl.DotOperandLayout(0, acc_layout, 2))
+        a_op = gl.convert_layout(_load_tile(a_ptr, M, K, K, 1, io), gl.DotOperandLayout(0, acc_layout, K_WIDTH))
     elif A_MODE == "k":
         a_op = gl.allocate_shared_memory(DTYPE, [M, K], a_smem_layout, _load_tile(a_ptr, M, K, K, 1, io))
     else:
@@ -73,18 +93,51 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, use_acc, M: gl.constexpr, N: gl.constexpr, 
     gl.store(c_ptr + rows[:, None] * N + cols[None, :], gl.convert_layout(acc, io))
 
 
+@gluonkit.jit
+def tma_gemm_kernel(a_desc, bt_desc, c_ptr, acc_layout: gl.constexpr, io: gl.constexpr):
+    """C = A @ B for one tile: A [M, K] and B^T [N, K] brought in by TMA, B read as the permuted view.
+
+    The form tf32 and fp8 wgmma need (both operands K-major), as a TMA pipeline stages them.
+    """
+    M: gl.constexpr = a_desc.block_type.shape[0]
+    K: gl.constexpr = a_desc.block_type.shape[1]
+    N: gl.constexpr = bt_desc.block_type.shape[0]
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [M, K], a_desc.layout)
+    bt_smem = gl.allocate_shared_memory(bt_desc.dtype, [N, K], bt_desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    fence_async_shared()
+    mbarrier.expect(bar, a_desc.block_type.nbytes + bt_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(a_desc, [0, 0], bar, a_smem)
+    tma.async_copy_global_to_shared(bt_desc, [0, 0], bar, bt_smem)
+    mbarrier.wait(bar, 0)
+    acc = warpgroup_mma(a_smem, bt_smem.permute((1, 0)), gl.zeros([M, N], gl.float32, acc_layout))
+    mbarrier.invalidate(bar)
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, io))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, io))
+    gl.store(c_ptr + rows[:, None] * N + cols[None, :], gl.convert_layout(acc, io))
+
+
+def tma_descriptors(a, bt, dtype: str):
+    """TMA descriptors of A [M, K] and B^T [N, K] (numpy arrays or torch tensors), whole-tile blocks."""
+    gl_dtype = ALL_DTYPES[dtype][0]
+    return [TensorDescriptor.from_tensor(x, list(x.shape), gl.NVMMASharedLayout.get_default_for(list(x.shape), gl_dtype))
+            for x in (a, bt)]
+
+
 def gemm_args(m, n, k, dtype="float16", swizzle_a=128, swizzle_b=128, a_mode="k", b_kmajor=False,
               is_async=False, num_warps=4, instr_n=None):
     """Keyword arguments of ``gemm_kernel`` for one configuration."""
-    gl_dtype = DTYPES[dtype][0]
-    return dict(M=m, N=n, K=k, DTYPE=gl_dtype, io=io_layout(num_warps), acc_layout=acc_layout(num_warps, n, instr_n),
-                a_smem_layout=gl.NVMMASharedLayout(swizzle_a, 16), b_smem_layout=gl.NVMMASharedLayout(swizzle_b, 16),
-                A_MODE=a_mode, B_KMAJOR=b_kmajor, IS_ASYNC=is_async, num_warps=num_warps)
+    gl_dtype, width = ALL_DTYPES[dtype][0], bits(dtype)
+    return dict(M=m, N=n, K=k, DTYPE=gl_dtype, io=io_layout(num_warps),
+                acc_layout=acc_layout(num_warps, n, instr_n, dtype),
+                a_smem_layout=gl.NVMMASharedLayout(swizzle_a, width), b_smem_layout=gl.NVMMASharedLayout(swizzle_b, width),
+                A_MODE=a_mode, B_KMAJOR=b_kmajor, IS_ASYNC=is_async, K_WIDTH=32 // width, num_warps=num_warps)
 
 
 def random_inputs(m, n, k, dtype, seed=0):
     rng = np.random.default_rng(seed)
-    np_dtype = DTYPES[dtype][1]
+    np_dtype = ALL_DTYPES[dtype][1]
     a = rng.standard_normal((m, k)).astype(np_dtype)
     b = rng.standard_normal((k, n)).astype(np_dtype)
     c = rng.standard_normal((m, n)).astype(np.float32)
@@ -92,6 +145,9 @@ def random_inputs(m, n, k, dtype, seed=0):
 
 
 def reference(a, b, c, use_acc):
+    """float64 A @ B (+ C) of the values the tensor cores multiply (float32 inputs as tf32)."""
+    if a.dtype == np.float32:
+        a, b = tf32(a), tf32(b)
     out = a.astype(np.float64) @ b.astype(np.float64)
     return out + c if use_acc else out
 
@@ -150,9 +206,68 @@ def test_interpreter_use_acc_false_ignores_the_accumulator():
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
 
 
+#: tf32 and fp8 tiles (K-major A in shared memory or registers, B a permuted [N, K] buffer) over
+#: the swizzles (a swizzled row must fit in K: 32 float32 or 128 fp8 elements for 128 bytes) and N sizes.
+K_MAJOR_CONFIGS = [
+    dict(dtype="float32", m=64, n=64, k=64),
+    dict(dtype="float32", m=64, n=32, k=32, swizzle_a=64, swizzle_b=64, a_mode="regs", instr_n=32),
+    dict(dtype="float32", m=64, n=128, k=16, swizzle_a=32, swizzle_b=32, is_async=True),
+    dict(dtype="float32", m=128, n=128, k=32, num_warps=8, instr_n=64, swizzle_b=64, a_mode="regs", is_async=True),
+    dict(dtype="float8e4nv", m=64, n=64, k=128),
+    dict(dtype="float8e4nv", m=64, n=128, k=64, swizzle_a=64, swizzle_b=32, a_mode="regs"),
+    dict(dtype="float8e5", m=64, n=32, k=64, swizzle_a=64, swizzle_b=64, instr_n=32, is_async=True),
+    dict(dtype="float8e5", m=128, n=128, k=128, num_warps=8, instr_n=64, swizzle_b=32, a_mode="regs"),
+]
+
+
+def config_id(config):
+    return "-".join(f"{k}{v}" for k, v in config.items())
+
+
+@pytest.mark.parametrize("config", K_MAJOR_CONFIGS, ids=config_id)
+@pytest.mark.parametrize("use_acc", [1, 0])
+def test_interpreter_multiplies_tf32_and_fp8(config, use_acc):
+    config = dict(config)
+    m, n, k = config.pop("m"), config.pop("n"), config.pop("k")
+    out, expected = run_gemm(m, n, k, use_acc=use_acc, seed=m + n + k, b_kmajor=True, **config)
+    # Products of the (tf32-truncated or fp8) inputs are exact and summed in float64 on both sides.
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, m, n, k", [("float32", 64, 64, 32), ("float32", 64, 128, 64),
+                                           ("float8e4nv", 64, 64, 128), ("float8e5", 64, 32, 64)])
+def test_interpreter_tma_staged_k_major_gemm(dtype, m, n, k):
+    a, b, _ = random_inputs(m, n, k, dtype, seed=k)
+    bt = np.ascontiguousarray(b.T)
+    out = np.full((m, n), np.nan, np.float32)
+    interpret(tma_gemm_kernel, *tma_descriptors(a, bt, dtype), out, acc_layout(4, n, dtype=dtype), io_layout(4),
+              num_warps=4)
+    np.testing.assert_allclose(out, reference(a, b, 0, False), rtol=1e-6, atol=1e-5)
+
+
+def test_interpreter_truncates_float32_inputs_to_tf32():
+    """1 + 3 * 2**-12 is 0.75 tf32 ulp above 1: truncation reads 1 (rounding would read 1 + 2**-10)."""
+    m = n = 64
+    k = 32
+    a = np.full((m, k), 1 + 3 * 2.0 ** -12, np.float32)
+    b = np.zeros((k, n), np.float32)
+    b[0] = 1 + 2.0 ** -13  # also truncated to 1
+    out = np.zeros((m, n), np.float32)
+    interpret(gemm_kernel, a, b, out, 0, **gemm_args(m, n, k, dtype="float32", b_kmajor=True))
+    np.testing.assert_array_equal(out, 1.0)
+
+
+def test_interpreter_tf32_differs_from_float32_products():
+    """The tf32 model matters: the float32 (untruncated) product is farther off than the tolerance."""
+    out, expected = run_gemm(64, 64, 64, dtype="float32", b_kmajor=True)
+    a, b, c = random_inputs(64, 64, 64, "float32")
+    exact = a.astype(np.float64) @ b.astype(np.float64) + c
+    assert np.abs(out - exact).max() > 100 * np.abs(out - expected).max() + 1e-3
+
+
 # --------------------------------------------------------------------- async hazards
 HAZARD_SOURCE = '''import gluonkit, gluonkit.lang as gl
-from gluonkit.lang.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])
 IO: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
 SMEM: gl.constexpr = gl.NVMMASharedLayout(128, 16)
@@ -214,7 +329,7 @@ def test_reading_an_in_flight_result_names_both_lines(tmp_path):
      "a in registers must have the layout DotOperandLayout(operand_index=0"),
     ("warpgroup_mma(a, gl.full([64, 64], 1.0, gl.float16, IO), gl.zeros([64, 64], gl.float32, ACC))",
      "b must be a shared memory descriptor"),
-    ("warpgroup_mma(a, bf, gl.zeros([64, 64], gl.float32, ACC))", "same 16-bit type"),
+    ("warpgroup_mma(a, bf, gl.zeros([64, 64], gl.float32, ACC))", "must have the same type"),
     ("warpgroup_mma(a, b, gl.zeros([64, 64], gl.float32, ACC), precision='fast')", "precision must be one of"),
     ("warpgroup_mma_wait(0)", "deps must be given"),
 ])
@@ -235,6 +350,45 @@ def test_frontend_errors_name_the_line(tmp_path, call, fragment):
         module.bad.build_ir([gl.pointer_type(gl.float32)])
     assert fragment in str(err.value)
     assert "bad_wgmma.py:12" in str(err.value)
+
+
+@pytest.mark.parametrize("dtype, bits", [("float32", 32), ("float8e4nv", 8), ("float8e5", 8)])
+@pytest.mark.parametrize("call, fragments", [
+    ("warpgroup_mma(a, b, acc)", ["b must be K-major", "store B as an [N, K] buffer",
+                                  "b_smem.permute((1, 0))"]),
+    ("warpgroup_mma(at.permute((1, 0)), bt.permute((1, 0)), acc)", ["a must be K-major", "store A as an [M, K]"]),
+    ("warpgroup_mma(a, bt.permute((1, 0)), acc, precision='ieee')", ["precision='ieee' is not supported"]),
+    ("warpgroup_mma(a, bt.permute((1, 0)), acc, precision='tf32x3')", ["precision='tf32x3' is not supported"]),
+    ("warpgroup_mma(a, h.permute((1, 0)), acc)", ["must have the same type"]),
+])
+def test_k_major_only_inputs_explain_the_fix(tmp_path, dtype, bits, call, fragments):
+    """tf32 and fp8 wgmma take K-major operands only; float32 takes precision None/'tf32' only."""
+    if "precision" in call and dtype != "float32":
+        fragments = None  # precision only matters for float32 inputs: fp8 compiles
+    if "h.permute" in call and dtype != "float32":
+        fragments = ["must have the same type"]  # fp8 mixes with fp8 only
+    k = max(16, 256 // bits)  # a whole instruction K, and 32 bytes of float16 for h
+    source = ("import gluonkit, gluonkit.lang as gl\n"
+              "from gluonkit.lang.hopper import warpgroup_mma\n"
+              f"ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, {256 // bits}])\n"
+              f"L: gl.constexpr = gl.NVMMASharedLayout(32, {bits})\n"
+              "@gluonkit.jit\ndef bad(x_ptr):\n"
+              f"    a = gl.allocate_shared_memory(gl.{dtype}, [64, {k}], L)\n"
+              f"    at = gl.allocate_shared_memory(gl.{dtype}, [{k}, 64], L)\n"
+              f"    b = gl.allocate_shared_memory(gl.{dtype}, [{k}, 64], L)\n"
+              f"    bt = gl.allocate_shared_memory(gl.{dtype}, [64, {k}], L)\n"
+              f"    h = gl.allocate_shared_memory(gl.float16, [64, {k}], gl.NVMMASharedLayout(32, 16))\n"
+              "    acc = gl.zeros([64, 64], gl.float32, ACC)\n"
+              f"    {call}\n")
+    module = load_source(tmp_path, f"bad_{dtype}", source)
+    if fragments is None:
+        module.bad.build_ir([gl.pointer_type(gl.float32)])
+        return
+    with pytest.raises(CompilationError) as err:
+        module.bad.build_ir([gl.pointer_type(gl.float32)])
+    for fragment in fragments:
+        assert fragment in str(err.value)
+    assert f"bad_{dtype}.py:13" in str(err.value)
 
 
 def test_async_token_is_not_a_tensor(tmp_path):
@@ -279,6 +433,47 @@ def test_descriptor_strides_come_from_the_layout(swizzle, transposed):
     assert plan.base >> 62 == {128: 1, 64: 2, 32: 3}[swizzle]
 
 
+def _hardware_address(plan, start: int, mn: int, k: int) -> int:
+    """The byte a swizzled K-major wgmma reads for element (mn, k) of the tile at ``start``.
+
+    The PTX ISA's canonical K-major layout with a swizzle of ``S`` bytes: 8 rows of ``S``
+    bytes (K contiguous inside a row), groups of 8 rows ``SBO`` apart; then the swizzle
+    XORs address bits 4.. with bits 7.. (the buffer starts on a ``8 S``-byte boundary).
+    """
+    e, s = plan.view.element.itemsize, plan.swizzle
+    address = start + (mn % 8) * s + (mn // 8) * plan.sbo + k * e
+    mask = s // 16 - 1
+    return address ^ (((address >> 7) & mask) << 4)
+
+
+@pytest.mark.parametrize("dtype", [ir.float32, ir.float8e4nv, ir.float8e5, ir.float16])
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("operand", [0, 1])
+def test_k_major_descriptors_read_every_element_where_the_layout_put_it(dtype, swizzle, operand):
+    """Every instruction's descriptor, read by the hardware's rule, finds each element at its layout offset.
+
+    A is an [M, K] buffer; B the [K, N] view of an [N, K] buffer (K contiguous) — the only
+    forms tf32 and fp8 take.  K spans two swizzled rows, so K steps cross atoms.
+    """
+    e = dtype.primitive_bitwidth // 8
+    k = 2 * swizzle // e
+    mn, mn_inst, k_inst = 64, (64 if operand == 0 else 32), 32 // e
+    layout = gl.NVMMASharedLayout(swizzle, 8 * e, transposed=operand == 1)
+    shape = (mn, k) if operand == 0 else (k, mn)
+    view = ir.SharedMemoryDescType(dtype, shape, layout, shape)
+    plan = describe_operand(view, operand, 0, 1024, mn_inst, k_inst, ir.UNKNOWN_LOCATION)
+    assert plan.k_major and plan.swizzle == swizzle and plan.base >> 62 == {128: 1, 64: 2, 32: 3}[swizzle]
+    assert plan.sbo == 8 * swizzle  # 8 rows of one swizzle width
+    to_offset = view_to_offset(view)
+    for mn0 in range(0, mn, mn_inst):
+        for k0 in range(0, k, k_inst):
+            start = plan.offset_of(mn0, k0)
+            for i in range(mn_inst):
+                for j in range(k_inst):
+                    coords = {"dim0": mn0 + i, "dim1": k0 + j} if operand == 0 else {"dim0": k0 + j, "dim1": mn0 + i}
+                    assert _hardware_address(plan, start, i, j) == to_offset.apply(coords)["offset"] * e
+
+
 def core_matrix_layout(k_major: bool) -> gl.SharedLinearLayout:
     """A [64, 64] fp16 A operand in wgmma's unswizzled core-matrix layout (8 x 16-byte blocks)."""
     inner, outer = ([0, 1], [1, 0]) if k_major else ([1, 0], [0, 1])
@@ -307,9 +502,8 @@ def test_row_major_unswizzled_tiles_are_refused_with_the_reason():
 def _compile(target="sm_90a", **config):
     args = gemm_args(**config)
     num_warps = args.pop("num_warps")
-    return gemm_kernel.compile("*fp16:16" if config.get("dtype", "float16") == "float16" else "*bf16:16",
-                               "*fp16:16" if config.get("dtype", "float16") == "float16" else "*bf16:16",
-                               "*fp32:16", "i32", target=target, num_warps=num_warps, **args)
+    pointer = SIGNATURE[config.get("dtype", "float16")]
+    return gemm_kernel.compile(pointer, pointer, "*fp32:16", "i32", target=target, num_warps=num_warps, **args)
 
 
 @needs_ptxas
@@ -326,6 +520,25 @@ def test_lowers_to_wgmma_for_sm90a(config):
     for instruction in ("wgmma.fence.sync.aligned", "wgmma.mma_async.sync.aligned.m64n",
                         "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"):
         assert instruction in ptx, instruction
+    assert not re.search(r"\.local|ld\.local|st\.local", ptx), "local memory (spills) in the PTX"
+
+
+@needs_ptxas
+@pytest.mark.parametrize("config", K_MAJOR_CONFIGS, ids=config_id)
+def test_tf32_and_fp8_lower_to_their_wgmma(config):
+    """ptxas accepts the tf32 (k8) and fp8 (k32) instructions, which take no transpose immediates."""
+    config = dict(config)
+    n = config.pop("n")
+    c = _compile(m=config.pop("m"), n=n, k=config.pop("k"), b_kmajor=True, **config)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    n_inst = config.get("instr_n") or n
+    ptx_type = {"float32": "tf32", "float8e4nv": "e4m3", "float8e5": "e5m2"}[config["dtype"]]
+    k_inst = 256 // bits(config["dtype"])
+    instruction = f"wgmma.mma_async.sync.aligned.m64n{n_inst}k{k_inst}.f32.{ptx_type}.{ptx_type} "
+    lines = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert lines and all(instruction in line for line in lines), lines[:1]
+    assert all(re.search(r"scale_d, 1, 1; }$", line.rstrip()) for line in lines), lines[:1]  # no imm-trans
     assert not re.search(r"\.local|ld\.local|st\.local", ptx), "local memory (spills) in the PTX"
 
 

@@ -2,7 +2,11 @@
 
 ``D = A @ B (+ acc where use_acc)``: the inputs are exactly their element type's values
 (float16, bfloat16, fp8), so their products are exact; the sum is formed in float64 and
-rounded once to the float32 accumulator.  (The tensor cores add in float32 in their own
+rounded once to the float32 accumulator.  float32 inputs are multiplied as tf32, as the
+tensor cores read them: the low 13 of the 23 mantissa bits are ignored (truncated toward
+zero, not rounded: the PTX ``.tf32`` operand is an f32 bit pattern of which only the tf32
+bits count; kernels that want round-to-nearest convert first).  Products of tf32 values
+are exact in float64 too.  (The tensor cores add in float32 in their own
 order, so GPU results differ from these in the last bits.)  Operands are read where they
 live: shared-memory views element by element through their layout (a read of bytes nothing
 wrote is reported), register operands and ``acc`` through their distributed layouts.
@@ -65,6 +69,18 @@ def _logical(program, op, value, ty, what: str) -> np.ndarray:
     return to_logical(value, program.num_warps, op.loc, what)
 
 
+#: The bits of a float32 that a tf32 operand keeps: sign, exponent and the top 10 mantissa bits.
+_TF32_MASK = np.uint32(0xFFFFE000)
+
+
+def _multiplicand(program, op, value, ty, what: str) -> np.ndarray:
+    """An input operand as the float64 values the tensor cores multiply (float32 truncated to tf32)."""
+    logical = _logical(program, op, value, ty, what)
+    if ty.element.name == "float32":
+        logical = (np.ascontiguousarray(logical, np.float32).view(np.uint32) & _TF32_MASK).view(np.float32)
+    return logical.astype(np.float64)
+
+
 def _pending_tensor(program, pending: Pending) -> Tensor:
     """The value an in-flight group will produce (a chained accumulator)."""
     for group in _groups(program):
@@ -77,8 +93,7 @@ def _pending_tensor(program, pending: Pending) -> Tensor:
 def _warpgroup_mma(program, op, operands):
     a, b, acc, use_acc = operands
     a_ty, b_ty, acc_ty = (v.type for v in op.operands[:3])
-    product = _logical(program, op, a, a_ty, "a").astype(np.float64) @ \
-        _logical(program, op, b, b_ty, "b").astype(np.float64)
+    product = _multiplicand(program, op, a, a_ty, "a") @ _multiplicand(program, op, b, b_ty, "b")
     if bool(use_acc):
         product += _logical(program, op, acc, acc_ty, "acc").astype(np.float64)
     value = from_logical(product.astype(np.float32), op.results[0].type, program.num_warps, op.loc)

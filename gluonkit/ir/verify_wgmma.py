@@ -13,10 +13,12 @@ lowering can trust them (:func:`wgmma_shape_problem` is also what the frontend a
   is one the wgmma descriptors can express;
 * each warpgroup computes 64-row blocks, so ``M`` is a multiple of 16 rows per warp along M
   (64 per warpgroup), ``N`` a multiple of the instruction's N times the warps along N, and
-  ``K`` a multiple of the instruction's K (32 bytes of elements: 16 for 16-bit types, 32 for
-  fp8), which must also be the layout's ``instr_shape[2]``;
-* inputs are float16 or bfloat16 (both the same), or fp8 (e4m3/e5m2, mixable) read K-major
-  from shared memory, since wgmma transposes only 16-bit operands.
+  ``K`` a multiple of the instruction's K (32 bytes of elements: 8 for tf32, 16 for 16-bit
+  types, 32 for fp8), which must also be the layout's ``instr_shape[2]``;
+* inputs are float16 or bfloat16 (both the same), float32 (multiplied as tf32: ``precision``
+  ``None`` or ``"tf32"``), or fp8 (e4m3/e5m2, mixable).  tf32 and fp8 shared operands must be
+  K-major (PTX ISA: the transpose immediates exist only for 16-bit types): A an ``[M, K]``
+  buffer with K contiguous, B the ``.permute((1, 0))`` view of an ``[N, K]`` buffer.
 """
 
 from __future__ import annotations
@@ -31,9 +33,12 @@ from .memdesc import view_to_offset
 from .types import SharedMemoryDescType, TensorType, bfloat16, float8e4nv, float8e5, float16, float32, int1
 from .verifier import rule
 
-__all__ = ["WGMMA_INPUT_TYPES", "wgmma_k_step", "contiguous_dim", "is_k_major", "wgmma_shape_problem"]
+__all__ = ["WGMMA_INPUT_TYPES", "TF32_PRECISIONS", "wgmma_k_step", "contiguous_dim", "is_k_major",
+           "needs_k_major", "wgmma_shape_problem", "wgmma_precision_problem"]
 
-WGMMA_INPUT_TYPES = (float16, bfloat16, float8e4nv, float8e5)
+WGMMA_INPUT_TYPES = (float16, bfloat16, float32, float8e4nv, float8e5)
+#: ``precision`` values for float32 inputs that wgmma computes: tf32 products (None is the default, tf32).
+TF32_PRECISIONS = (None, "tf32")
 
 
 def wgmma_k_step(element) -> int:
@@ -54,6 +59,29 @@ def contiguous_dim(view: SharedMemoryDescType) -> Optional[int]:
 def is_k_major(view: SharedMemoryDescType, operand: int) -> bool:
     """Whether shared operand ``operand`` (0 = A ``[M, K]``, 1 = B ``[K, N]``) has K contiguous."""
     return contiguous_dim(view) == (1 if operand == 0 else 0)
+
+
+def needs_k_major(element) -> bool:
+    """Whether wgmma reads ``element`` operands K-major only (no transpose: tf32 and fp8)."""
+    return element == float32 or element.is_fp8()
+
+
+def _k_major_problem(operand: int, element) -> str:
+    kind = "tf32 (float32)" if element == float32 else "fp8"
+    if operand == 0:
+        return (f"{kind} a must be K-major in shared memory (wgmma transposes only 16-bit operands), but its "
+                "view has M contiguous: store A as an [M, K] buffer with K contiguous (row-major), not a "
+                ".permute of a [K, M] one")
+    return (f"{kind} b must be K-major in shared memory (wgmma transposes only 16-bit operands), but its "
+            "view has N contiguous: store B as an [N, K] buffer (K contiguous) and pass b_smem.permute((1, 0))")
+
+
+def wgmma_precision_problem(element, precision) -> Optional[str]:
+    """Why ``precision`` cannot be used with ``element`` inputs (``None`` if it can)."""
+    if element == float32 and precision not in TF32_PRECISIONS:
+        return (f"precision={precision!r} is not supported for float32 inputs: wgmma multiplies float32 as "
+                "tf32 (10-bit mantissa); use precision='tf32' (or None), or convert the inputs to a 16-bit type")
+    return None
 
 
 def _operand_problem(value_type, operand: int, acc_layout) -> Optional[str]:
@@ -99,16 +127,15 @@ def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
             return problem
     a_elem, b_elem = a_type.element, b_type.element
     if a_elem not in WGMMA_INPUT_TYPES or b_elem not in WGMMA_INPUT_TYPES:
-        return f"wgmma inputs must be float16, bfloat16, float8e4nv or float8e5, got {a_elem} and {b_elem}"
+        return (f"wgmma inputs must be float16, bfloat16, float32 (tf32), float8e4nv or float8e5, got "
+                f"{a_elem} and {b_elem}")
     if a_elem.is_fp8() != b_elem.is_fp8() or (not a_elem.is_fp8() and a_elem != b_elem):
-        return f"a and b must have the same 16-bit type (or both be fp8), got {a_elem} and {b_elem}"
-    if a_elem.is_fp8():
+        return (f"a and b must have the same type (float16, bfloat16 or float32), or both be fp8, got "
+                f"{a_elem} and {b_elem}")
+    if needs_k_major(a_elem):
         for operand, ty in ((0, a_type), (1, b_type)):
             if isinstance(ty, SharedMemoryDescType) and not is_k_major(ty, operand):
-                which = "a" if operand == 0 else "b"
-                return (f"fp8 {which} must be K-major in shared memory (wgmma transposes only 16-bit "
-                        f"operands): store it with K as the contiguous dimension (e.g. store {which}'s "
-                        "transpose in a buffer and .permute((1, 0)) the view)")
+                return _k_major_problem(operand, a_elem)
     (m, k), (k2, n) = a_type.shape, b_type.shape
     if acc_type.shape != (m, n) or k != k2:
         return (f"shapes do not chain: a is {list(a_type.shape)}, b is {list(b_type.shape)}, acc is "
@@ -147,6 +174,9 @@ def _warpgroup_mma(op):
         _fail(op, f"the result must have acc's type {acc}, got {op.results[0].type}")
     if not isinstance(op.attrs.get("is_async"), bool):
         _fail(op, f"is_async must be a bool, got {op.attrs.get('is_async')!r}")
+    precision_problem = wgmma_precision_problem(a.element, op.attrs.get("precision"))
+    if precision_problem:
+        _fail(op, precision_problem)
     imprecise = op.attrs.get("max_num_imprecise_acc")
     if imprecise is not None and (not isinstance(imprecise, int) or imprecise < 0):
         _fail(op, f"max_num_imprecise_acc must be a non-negative int or None, got {imprecise!r}")

@@ -7,7 +7,8 @@ Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.hopper
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[tok])     # now the result is usable
 
 ``a`` is an ``[M, K]`` shared-memory descriptor (``NVMMASharedLayout``) or a tensor in
-``DotOperandLayout(0, acc.layout, 32 // bits)``; ``b`` a ``[K, N]`` descriptor; ``acc`` an
+``DotOperandLayout(0, acc.layout, 32 // bits)``; ``b`` a ``[K, N]`` descriptor (for float32
+(tf32) and fp8 inputs K-major only: ``b_smem.permute((1, 0))`` of an ``[N, K]`` buffer); ``acc`` an
 ``[M, N]`` float32 tensor in ``NVMMADistributedLayout(version=[3, 0], ...)``, or the
 :class:`warpgroup_mma_accumulator` of an earlier asynchronous call (chained MMAs accumulate
 in flight).  An asynchronous call returns that accumulator *token*, not a tensor: tensor
@@ -21,7 +22,7 @@ while an MMA that uses it is still in flight.
 from __future__ import annotations
 
 from ..ir.types import SharedMemoryDescType, TensorType
-from ..ir.verify_wgmma import wgmma_shape_problem
+from ..ir.verify_wgmma import wgmma_precision_problem, wgmma_shape_problem
 from .errors import ArgumentError, LayoutMismatchError, TypeMismatchError
 from .shared_memory import shared_memory_descriptor
 from .tensor import builtin, tensor
@@ -65,7 +66,8 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
     """``a @ b + (acc if use_acc else 0)`` on the tensor cores (see the module docstring).
 
     ``use_acc`` may be a runtime boolean; ``precision`` only matters for float32 inputs,
-    which gluonkit's wgmma does not take (fp16/bf16/fp8 products are exact);
+    which wgmma multiplies as tf32 (``None`` or ``"tf32"``; ``"tf32x3"`` and ``"ieee"`` are
+    refused: wgmma has no float32 product); fp16/bf16/fp8 products are exact.
     ``max_num_imprecise_acc`` is Gluon's fp8 accumulation knob (checked, and recorded).
     """
     sem = _semantic
@@ -84,6 +86,9 @@ def warpgroup_mma(a, b, acc, *, use_acc=True, precision=None, max_num_imprecise_
                   f"num_warps={sem.num_warps}", LayoutMismatchError)
     if precision not in _PRECISIONS:
         sem.error(f"warpgroup_mma: precision must be one of {list(_PRECISIONS)}, got {precision!r}", ArgumentError)
+    problem = wgmma_precision_problem(a_value.type.element, precision)
+    if problem:
+        sem.error(f"warpgroup_mma: {problem}", ArgumentError)
     k = a_value.type.shape[1]
     if max_num_imprecise_acc is not None:
         max_num_imprecise_acc = sem.require_int(max_num_imprecise_acc, "warpgroup_mma's max_num_imprecise_acc")

@@ -2,7 +2,7 @@
 
 One ``warpgroup_mma`` of ``[M, K] x [K, N]`` becomes, per warpgroup, ``wgmma.fence``, then
 one ``wgmma.mma_async.sync.aligned.m64nNkK`` per 64-row block of M, per ``instr_shape`` N
-block of N and per K step (16 elements for 16-bit inputs, 32 for fp8), then
+block of N and per K step (32 bytes: 8 elements for tf32, 16 for 16-bit inputs, 32 for fp8), then
 ``wgmma.commit_group``, and — unless ``is_async`` — ``wgmma.wait_group 0``.
 
 * Which accumulator registers an instruction updates comes from the accumulator's linear
@@ -13,7 +13,10 @@ block of N and per K step (16 elements for 16-bit inputs, 32 for fp8), then
   beyond the first four (warp bits 2…) offset their warpgroup's tile, so each warpgroup
   computes its own rows (or columns).
 * An A operand in registers (``DotOperandLayout``) is packed ``32 // bits`` elements per
-  ``.b32`` register in the fragment order of the PTX ISA, found the same way.
+  ``.b32`` register in the fragment order of the PTX ISA, found the same way (one float32
+  per register for tf32, whose low 13 mantissa bits the tensor cores ignore).
+* float32 inputs are ``.tf32`` operands and, like fp8, K-major only: those instructions take
+  no transpose immediates (the verifier has refused MN-major views).
 * Shared operands are read through descriptors (:mod:`.wgmma_descriptor`): fixed fields from
   the layout, the start address per instruction from the view's address plus the tile's
   unswizzled offset (and the warpgroup's part of it, from the warp id).
@@ -31,7 +34,7 @@ from typing import Dict, List, Sequence, Tuple
 import llvmlite.ir as lir
 
 from ..ir import CompilationError, Operation, SharedMemoryDescType, TensorType
-from ..ir.verify_wgmma import is_k_major, wgmma_k_step
+from ..ir.verify_wgmma import is_k_major, needs_k_major, wgmma_k_step
 from ..layouts.linear import LinearLayout
 from .context import KernelLowering
 from .llvm_types import F32, I32, I64
@@ -41,7 +44,7 @@ from .wgmma_descriptor import OperandDescriptor, describe_operand
 
 __all__: List[str] = []
 
-_PTX_TYPES = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
+_PTX_TYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "float8e4nv": "e4m3", "float8e5": "e5m2"}
 _WARPGROUP_ROWS = 64
 
 
@@ -157,8 +160,8 @@ def _warpgroup_mma(ctx: KernelLowering, op: Operation) -> None:
         a_coords = _register_map(ctx.linear_layout(a.type))
         a_regs = ctx.get(a)
         trans = f", {trans_b}"
-    if element.is_fp8():
-        trans = ""  # fp8 wgmma reads K-major operands only and takes no transpose immediates
+    if needs_k_major(element):
+        trans = ""  # tf32/fp8 wgmma reads K-major operands only and takes no transpose immediates
     ptx_type = _PTX_TYPES[element.name]
     instruction = f"wgmma.mma_async.sync.aligned.m64n{n_inst}k{k_inst}.f32.{ptx_type}.{_PTX_TYPES[b_value.type.element.name]}"
     n_acc = n_inst // 2
