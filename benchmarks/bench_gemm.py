@@ -36,14 +36,16 @@ SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 512), (16384, 163
           (256, 8192, 8192), (8192, 256, 8192), (1024, 8192, 1024))
 # Persistent-GEMM configurations: (BM, BN, BK, STAGES, EPILOGUE_SPLIT, num_warps).
 CONFIGS = ((128, 256, 64, 3, 1, 8), (128, 256, 64, 4, 2, 8), (128, 128, 64, 4, 1, 8), (128, 128, 64, 5, 2, 8),
-           (128, 128, 64, 4, 1, 4), (128, 256, 64, 3, 2, 8), (64, 256, 64, 4, 1, 4))
+           (128, 128, 64, 4, 1, 4), (128, 256, 64, 3, 2, 8), (64, 256, 64, 4, 1, 4), (128, 128, 64, 6, 1, 4),
+           (128, 128, 128, 3, 1, 8), (64, 128, 64, 6, 1, 4))
 
 
 def choose_config(M, N, K, sm_count):
-    """128 × 256 tiles, 4 stages, split epilogue; 128 × 128 tiles and 5 stages when the big
-    tiles would leave SMs idle (from ``--sweep`` on the H100, see docs/benchmarks.rst)."""
+    """128 × 256 tiles, 4 stages, split epilogue; 128 × 128 tiles, 6 stages and one warpgroup
+    when the big tiles would leave SMs idle (from ``--sweep`` on the H100, see
+    docs/benchmarks.rst)."""
     big_tiles = triton.cdiv(M, 128) * triton.cdiv(N, 256)
-    return CONFIGS[1] if big_tiles >= sm_count else CONFIGS[3]
+    return CONFIGS[1] if big_tiles >= sm_count else CONFIGS[7]
 
 
 @triton.autotune(configs=[
