@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "pe
 import persistent_gemm  # noqa: E402
 import pipelined_gemm  # noqa: E402
 
-ROUNDS = 3
+ROUNDS = 5
 SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 512), (16384, 16384, 1024),
           (256, 8192, 8192), (8192, 256, 8192), (1024, 8192, 1024))
 # Persistent-GEMM configurations: (BM, BN, BK, STAGES, EPILOGUE_SPLIT, num_warps).
@@ -127,11 +127,12 @@ def _checked(fn, c, ref, name):
 
 
 def _timed(fns):
+    """Median milliseconds per function over interleaved rounds, and each one's rounds."""
     times = {k: [] for k in fns}
     for _ in range(ROUNDS):
         for k, fn in fns.items():
             times[k].append(do_bench(fn, return_mode="median"))
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {k: statistics.median(v) for k, v in times.items()}, times
 
 
 def bench(M, N, K, dtype, sm_count, resources):
@@ -144,14 +145,16 @@ def bench(M, N, K, dtype, sm_count, resources):
                cublas=lambda: torch.matmul(a, b), triton=lambda: _triton_call(a, b, c_tr))
     errs = {name: _checked(fns[name], c, ref, name) for name, c in
             (("persistent", c_gk), ("pipelined", c_pipe), ("triton", c_tr))}
-    ms = _timed(fns)
+    ms, rounds = _timed(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
+    ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds["persistent"])]
     best = triton_matmul.best_config
     triton_cfg = f"{best.kwargs['BM']}x{best.kwargs['BN']}x{best.kwargs['BK']}s{best.num_stages}w{best.num_warps}"
     ours = "{}x{}x{}s{}e{}w{}".format(*config)
     print(f"{M:>5}x{N:<5}x{K:<5} {str(dtype)[6:]:8} {tf['persistent']:6.0f} {tf['pipelined']:6.0f} "
           f"{tf['cublas']:6.0f} {tf['triton']:6.0f}  {tf['persistent'] / tf['cublas']:5.3f} "
-          f"{tf['persistent'] / tf['triton']:5.3f}  {ours:15} {triton_cfg:15} {max(errs.values()):.1e}", flush=True)
+          f"{tf['persistent'] / tf['triton']:5.3f}  {min(ratios):5.3f}-{max(ratios):5.3f}  {ours:15} {triton_cfg:15} "
+          f"{max(errs.values()):.1e}", flush=True)
     resources.setdefault(("persistent " + ours, str(dtype)[6:]), _gluonkit_resources(a, b, c_gk, config))
     return tf
 
@@ -181,7 +184,7 @@ def sweep(shapes, dtype, sm_count):
         for cfg, fn in fns.items():
             _checked(fn, c, ref, str(cfg))
         fns["cublas"] = lambda: torch.matmul(a, b)
-        ms = _timed(fns)
+        ms, _ = _timed(fns)
         for cfg in CONFIGS:
             tf = 2 * M * N * K / ms[cfg] / 1e9
             print(f"sweep {M}x{N}x{K} {cfg}: {tf:6.0f} TFLOP/s  {ms['cublas'] / ms[cfg]:.3f} x cuBLAS", flush=True)
@@ -203,8 +206,9 @@ def main():
         return
     print(f"TFLOP/s, median of {ROUNDS} interleaved rounds; gk = persistent; configs BMxBNxBK s=stages "
           "e=epilogue split w=warps")
-    print("  M    x N    x K     dtype    persist  pipel cublas triton  gk/cuB gk/tr  gluonkit cfg    "
-          "triton cfg      rel.err")
+    print("gk/cuB rounds: the lowest and highest per-round ratio (clocks drift between rounds)")
+    print("  M    x N    x K     dtype    persist  pipel cublas triton  gk/cuB gk/tr  gk/cuB rounds  "
+          "gluonkit cfg    triton cfg      rel.err")
     resources = {}
     for shape in shapes:
         for dtype in dtypes:

@@ -187,9 +187,13 @@ def _layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_war
     return nvmma([BM, BK], in_dtype), nvmma([BK, BN], in_dtype), nvmma(c_block, out_dtype), c_block, acc
 
 
-def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 8,
+def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 16,
             EPILOGUE_SPLIT: int = 1, num_warps: int = 8, activation=None, num_programs: int = None):
     """A function of no arguments that computes ``c = activation(a @ b)``.
+
+    ``GROUP_M=16`` with 128 × 256 tiles makes the ~132 tiles in flight about 16 rows by 8
+    columns, which loads the fewest A and B bytes per K-step across the GPU (16 × 16 KB of
+    A + 8 × 32 KB of B); it measured 2–3% faster than 8 at 8192³ on the H100.
 
     The TMA descriptors, layouts and grid are built here, once; each call of the result is
     one kernel launch.  Build it once when the same tensors are multiplied repeatedly.
