@@ -24,10 +24,8 @@ from gluonkit.lower.barrier_plan import ASYNC_WRITE, READ, WRITE, conflicts
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
 
 import pipelined_gemm  # noqa: E402
+from smem_kernels import L, L_T, SMEM, tile_pointers  # noqa: E402
 
-L = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
-L_T = gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1])
-SMEM = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
 
 
 def _compile(monkeypatch, kernel, *args, **kwargs):
@@ -56,24 +54,17 @@ def _compile(monkeypatch, kernel, *args, **kwargs):
     return paths, ptx
 
 
-@gluonkit.jit
-def _tile(ptr, layout: gl.constexpr):
-    rows = gl.arange(0, 32, layout=gl.SliceLayout(1, layout))
-    cols = gl.arange(0, 32, layout=gl.SliceLayout(0, layout))
-    return ptr + rows[:, None] * 32 + cols[None, :]
-
-
 # ------------------------------------------------------------------ straight-line code
 @gluonkit.jit
 def store_then_load(x_ptr, y_ptr, SAME: gl.constexpr):
     a = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM)
     b = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM)
-    a.store(gl.load(_tile(x_ptr, L)))
+    a.store(gl.load(tile_pointers(x_ptr, L)))
     if SAME:
         y = a.load(L)
     else:
         y = b.load(L)
-    gl.store(_tile(y_ptr, L), y)
+    gl.store(tile_pointers(y_ptr, L), y)
 
 
 def test_load_after_a_store_to_the_same_buffer_waits(monkeypatch):
@@ -89,10 +80,10 @@ def test_load_of_another_buffer_does_not_wait(monkeypatch):
 @gluonkit.jit
 def stage_ring(x_ptr, y_ptr):
     ring = gl.allocate_shared_memory(gl.float32, [2, 32, 32], SMEM)
-    ring.index(0).store(gl.load(_tile(x_ptr, L)))
+    ring.index(0).store(gl.load(tile_pointers(x_ptr, L)))
     y = ring.index(1).load(L)  # another stage: no overlap
     z = ring.index(0).load(L)  # the stage just written
-    gl.store(_tile(y_ptr, L), y + z)
+    gl.store(tile_pointers(y_ptr, L), y + z)
 
 
 def test_constant_stages_of_one_allocation_are_separate_ranges(monkeypatch):
@@ -107,12 +98,12 @@ def store_load_loop(x_ptr, y_ptr, n, LOOP: gl.constexpr):
     acc = gl.zeros([32, 32], gl.float32, L)
     if LOOP:
         for i in range(n):
-            buf.store(gl.load(_tile(x_ptr, L)) + i)
+            buf.store(gl.load(tile_pointers(x_ptr, L)) + i)
             acc += buf.load(L)
     else:
-        buf.store(gl.load(_tile(x_ptr, L)))
+        buf.store(gl.load(tile_pointers(x_ptr, L)))
         acc += buf.load(L)
-    gl.store(_tile(y_ptr, L), acc)
+    gl.store(tile_pointers(y_ptr, L), acc)
 
 
 def test_write_after_the_previous_iterations_read_waits(monkeypatch):
@@ -125,11 +116,11 @@ def test_write_after_the_previous_iterations_read_waits(monkeypatch):
 
 @gluonkit.jit
 def read_only_loop(x_ptr, y_ptr, n):
-    buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=gl.load(_tile(x_ptr, L)))
+    buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=gl.load(tile_pointers(x_ptr, L)))
     acc = gl.zeros([32, 32], gl.float32, L)
     for i in range(n):
         acc += buf.load(L)
-    gl.store(_tile(y_ptr, L), acc)
+    gl.store(tile_pointers(y_ptr, L), acc)
 
 
 def test_reads_in_a_loop_wait_only_for_the_write_before_it(monkeypatch):
@@ -146,7 +137,7 @@ def while_loop(x_ptr, y_ptr, n):
         acc += buf.load(L)
         buf.store(acc)
         i += 1
-    gl.store(_tile(y_ptr, L), acc)
+    gl.store(tile_pointers(y_ptr, L), acc)
 
 
 def test_while_loops_carry_accesses_to_the_next_iteration(monkeypatch):
@@ -158,7 +149,7 @@ def test_while_loops_carry_accesses_to_the_next_iteration(monkeypatch):
 @gluonkit.jit
 def barrier_between(x_ptr, y_ptr, flag, MODE: gl.constexpr):
     buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM)
-    buf.store(gl.load(_tile(x_ptr, L)))
+    buf.store(gl.load(tile_pointers(x_ptr, L)))
     if MODE == "always":
         gl.thread_barrier()
     elif MODE == "one_branch":
@@ -169,7 +160,7 @@ def barrier_between(x_ptr, y_ptr, flag, MODE: gl.constexpr):
             gl.thread_barrier()
         else:
             gl.thread_barrier()
-    gl.store(_tile(y_ptr, L), buf.load(L))
+    gl.store(tile_pointers(y_ptr, L), buf.load(L))
 
 
 @pytest.mark.parametrize("mode, expected", [("always", []), ("one_branch", ["local_load"]),
@@ -182,10 +173,10 @@ def test_thread_barrier_clears_pending_accesses_only_on_every_path(monkeypatch, 
 @gluonkit.jit
 def through_scratch(x_ptr, y_ptr):
     buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM)
-    x = gl.load(_tile(x_ptr, L))
+    x = gl.load(tile_pointers(x_ptr, L))
     buf.store(x)
     t = gl.convert_layout(x, L_T)  # across warps: scratch memory and a bar.sync in every thread
-    gl.store(_tile(y_ptr, L_T), t + buf.load(L_T))
+    gl.store(tile_pointers(y_ptr, L_T), t + buf.load(L_T))
 
 
 def test_a_conversion_through_scratch_memory_separates_buffer_accesses(monkeypatch):
@@ -196,10 +187,10 @@ def test_a_conversion_through_scratch_memory_separates_buffer_accesses(monkeypat
 @gluonkit.jit
 def reduce_between(x_ptr, y_ptr, AXIS: gl.constexpr):
     buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM)
-    x = gl.load(_tile(x_ptr, L))
+    x = gl.load(tile_pointers(x_ptr, L))
     buf.store(x)
     total = gl.sum(x, axis=AXIS)  # L puts its 4 warps along rows: axis 0 crosses warps
-    gl.store(_tile(y_ptr, L), buf.load(L) + gl.expand_dims(total, AXIS))
+    gl.store(tile_pointers(y_ptr, L), buf.load(L) + gl.expand_dims(total, AXIS))
 
 
 @pytest.mark.parametrize("axis, expected", [(0, []), (1, ["local_load"])])

@@ -28,12 +28,10 @@ from gluonkit.lower.ptxas import find_ptxas
 from gluonkit.lower.smem_liveness import buffer_lifetimes
 from gluonkit.lower.smem_plan import SCRATCH_ALIGNMENT, plan_shared_memory
 from gluonkit.nvidia.hopper import TensorDescriptor
+from smem_kernels import L, L_T, SMEM, tile_pointers  # noqa: E402
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 M, N = 32, 32
-L = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
-L_T = gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1])
-SMEM = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
 TILE_BYTES = M * N * 4
 
 
@@ -76,21 +74,14 @@ def _interpret(kernel, grid, *args, **kw):
             os.environ["GLUONKIT_INTERPRET"] = saved
 
 
-@gluonkit.jit
-def _tile(ptr, layout: gl.constexpr):
-    rows = gl.arange(0, 32, layout=gl.SliceLayout(1, layout))
-    cols = gl.arange(0, 32, layout=gl.SliceLayout(0, layout))
-    return ptr + rows[:, None] * 32 + cols[None, :]
-
-
 # ---------------------------------------------------------- (a) one buffer after another
 @gluonkit.jit
 def transpose_twice_kernel(x_ptr, y_ptr):
     """Two layout conversions through two buffers; the second is allocated after the first's last use."""
-    first = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=gl.load(_tile(x_ptr, L)))  # FIRST
+    first = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=gl.load(tile_pointers(x_ptr, L)))  # FIRST
     t = first.load(L_T)
     second = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=t * 2.0)  # SECOND
-    gl.store(_tile(y_ptr, L), second.load(L) + 1.0)
+    gl.store(tile_pointers(y_ptr, L), second.load(L) + 1.0)
 
 
 def test_buffers_used_one_after_the_other_share_space(monkeypatch):
@@ -119,7 +110,7 @@ def test_shared_buffers_compute_the_right_answer_in_the_interpreter():
 # ------------------------------------------------------------------------ (b) loops
 @gluonkit.jit
 def loop_kernel(x_ptr, y_ptr, n):
-    x = gl.load(_tile(x_ptr, L))
+    x = gl.load(tile_pointers(x_ptr, L))
     before = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=x)  # BEFORE
     y = before.load(L)
     looped = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=y)  # LOOPED
@@ -130,7 +121,7 @@ def loop_kernel(x_ptr, y_ptr, n):
         inner = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=v)  # INNER
         acc += inner.load(L)
     after = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=acc)  # AFTER
-    gl.store(_tile(y_ptr, L), after.load(L) + kept.load(L))
+    gl.store(tile_pointers(y_ptr, L), after.load(L) + kept.load(L))
 
 
 def test_a_buffer_read_in_a_loop_lives_through_the_whole_loop(monkeypatch):
@@ -171,7 +162,7 @@ def tma_store_kernel(desc, y_ptr, EARLY_WAIT: gl.constexpr):
         tma.store_wait(EARLY_WAIT)
     later = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)  # LATER
     later.store(gl.full([32, 32], 2.0, gl.float16, layout=L))
-    gl.store(_tile(y_ptr, L), later.load(L))
+    gl.store(tile_pointers(y_ptr, L), later.load(L))
     tma.store_wait(0)
 
 
@@ -216,7 +207,7 @@ def barrier_kernel(y_ptr, INVALIDATE: gl.constexpr):
         mbarrier.invalidate(bar)
     three = gl.full([32, 32], 3.0, gl.float32, layout=L)
     buf = gl.allocate_shared_memory(gl.float32, [32, 32], SMEM, value=three)  # BUF
-    gl.store(_tile(y_ptr, L), buf.load(L))
+    gl.store(tile_pointers(y_ptr, L), buf.load(L))
 
 
 @pytest.mark.parametrize("invalidate", [False, True])
