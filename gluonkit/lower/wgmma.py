@@ -18,8 +18,9 @@ block of N and per K step (32 bytes: 8 elements for tf32, 16 for 16-bit inputs, 
 * float32 inputs are ``.tf32`` operands and, like fp8, K-major only: those instructions take
   no transpose immediates (the verifier has refused MN-major views).
 * Shared operands are read through descriptors (:mod:`.wgmma_descriptor`): fixed fields from
-  the layout, the start address per instruction from the view's address plus the tile's
-  unswizzled offset (and the warpgroup's part of it, from the warp id).
+  the layout and the view's start address (plus the warpgroup's part of it, from the warp
+  id) form one descriptor per operand and call; each instruction adds its tile's constant
+  unswizzled offset (``>> 4``) to it (:class:`_SharedOperand` says why that is exact).
 * ``use_acc`` is the ``scale-d`` predicate of the first K step; later steps accumulate.
 * ``warpgroup_mma_wait`` is ``wgmma.wait_group N`` with every float32 register of its deps
   tied through it, so no later read of an accumulator can be scheduled before the wait.
@@ -102,20 +103,32 @@ def _warp_part(ctx: KernelLowering, pairs: Sequence[Tuple[int, int]]) -> lir.Val
 
 
 class _SharedOperand:
-    """A shared operand's descriptor fields and this warpgroup's start address."""
+    """A shared operand's descriptor, built once per ``warpgroup_mma``, and each instruction's.
+
+    The descriptor of the view's start (this warpgroup's part included) is formed once:
+    ``base | (address >> 4)``.  An instruction's tile starts ``offset_of(mn, k)`` bytes
+    later, a compile-time multiple of 16 (a canonical tile starts on a 16-byte core-matrix
+    row, which :func:`.describe_operand` checked), so its descriptor is that one plus the
+    constant ``offset >> 4``: one 64-bit add instead of a shift, mask, widen and or.  The
+    add is exact because it cannot carry out of the 14-bit address field (bits 0–13):
+    ``address + offset`` is a byte of the CTA's shared memory, below 228 KiB < 2**18, so
+    ``(address + offset) >> 4 = (address >> 4) + (offset >> 4) < 2**14`` (the first
+    equality because ``offset`` is a multiple of 16).
+    """
 
     def __init__(self, ctx: KernelLowering, pointer: SharedPointer, plan: OperandDescriptor,
                  warp_offsets: Sequence[Tuple[int, int]]):
         self.plan = plan
         b = ctx.builder
         lin = [(bit, plan.offset_of(mn, 0) ^ plan.offset_of(0, 0)) for bit, mn in warp_offsets]
-        self.address = b.add(b.ptrtoint(pointer.pointer, I32), _warp_part(ctx, lin))
+        address = b.add(b.ptrtoint(pointer.pointer, I32), _warp_part(ctx, lin))
+        field = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
+        self.start = b.or_(field, I64(plan.base))
 
     def descriptor(self, ctx: KernelLowering, mn: int, k: int) -> lir.Value:
-        b = ctx.builder
-        start = b.add(self.address, I32(self.plan.offset_of(mn, k)))
-        field = b.zext(b.and_(b.lshr(start, I32(4)), I32(0x3FFF)), I64)
-        return b.or_(field, I64(self.plan.base))
+        offset = self.plan.offset_of(mn, k)
+        assert offset % 16 == 0, f"wgmma tile offset {offset} is not a whole 16 bytes"  # describe_operand's check
+        return ctx.builder.add(self.start, I64(offset >> 4)) if offset else self.start
 
 
 def _pack(ctx: KernelLowering, values: List[lir.Value], k_width: int) -> List[lir.Value]:
