@@ -69,10 +69,18 @@ class TensorDescriptor:
         self._layout = layout
         self._padding = padding
         self._round_f32_to_tf32 = bool(round_f32_to_tf32)
-        try:
-            self._box_shape = self._check()
-        except ValueError as exc:
-            raise ValueError(f"TensorDescriptor: {exc}") from None
+        checked = (self._dtype, self._shape, self._strides, self._block_shape, layout, padding,
+                   self._round_f32_to_tf32, self._address % tma.GLOBAL_ALIGNMENT == 0)
+        box = _CHECKED.get(checked)
+        if box is None:
+            try:
+                box = self._check()
+            except ValueError as exc:
+                raise ValueError(f"TensorDescriptor: {exc}") from None
+            if len(_CHECKED) >= _CHECKED_LIMIT:
+                _CHECKED.clear()
+            _CHECKED[checked] = box
+        self._box_shape = box
         self._encoded: Optional[bytes] = None
 
     @staticmethod
@@ -195,6 +203,13 @@ class TensorDescriptor:
                 f"block_shape={list(self._block_shape)}, dtype={self._dtype}, layout={self._layout!r}, "
                 f"padding={self._padding!r}, base={type(self._base).__name__} at {where} "
                 f"{self._address:#x})")
+
+
+# Parameters already validated (everything _check reads: the address only through its
+# alignment) -> their TMA box.  Host wrappers build descriptors of the same geometry on
+# every call; checking each parameter again costs more than the launch.
+_CHECKED: dict = {}
+_CHECKED_LIMIT = 1024
 
 
 def _int_tuple(values: Sequence[int], param: str) -> tuple[int, ...]:

@@ -188,33 +188,34 @@ def encode_tiled(descriptor) -> bytes:
         raise ValueError("base: the descriptor describes a host array (numpy or a CPU torch tensor); "
                          "only the interpreter (GLUONKIT_INTERPRET=1) can use it. Move the tensor to "
                          "the GPU to launch a compiled kernel")
-    params = driver_order(descriptor.shape, descriptor.strides, descriptor.box_shape,
-                          descriptor.dtype.itemsize)
-    data_type = tma_data_type(descriptor.dtype, descriptor.round_f32_to_tf32)
-    swizzle = tma_swizzle(descriptor.layout.swizzle_byte_width)
-    return _encode(descriptor.address, data_type, descriptor.dtype.itemsize, params, swizzle,
-                   _FILLS[descriptor.padding])
+    return _encode(descriptor.address, descriptor.dtype, descriptor.shape, descriptor.strides, descriptor.box_shape,
+                   descriptor.layout.swizzle_byte_width, descriptor.padding, descriptor.round_f32_to_tf32)
 
 
 @functools.lru_cache(maxsize=1024)
-def _encode(address: int, data_type: str, itemsize: int, params: TiledParams, swizzle: str, fill: str) -> bytes:
+def _encode(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tuple, swizzle_byte_width: int,
+            padding: str, round_f32_to_tf32: bool) -> bytes:
     import ctypes
 
     from . import driver
 
+    params = driver_order(shape, strides, box, dtype.itemsize)
+    data_type = tma_data_type(dtype, round_f32_to_tf32)
+    swizzle = tma_swizzle(swizzle_byte_width)
+    fill = _FILLS[padding]
     driver.ensure_context()
     cu = driver._cu
     # The driver reads rank - 1 strides, but rejects a NULL array, which is what
     # cuda-python passes for an empty list (rank 1): append the outermost dimension's byte
     # extent, which it never reads.
-    outer_stride = params.global_strides[-1] if params.global_strides else itemsize
-    strides = list(params.global_strides) + [params.global_dim[-1] * outer_stride]
+    outer_stride = params.global_strides[-1] if params.global_strides else dtype.itemsize
+    byte_strides = list(params.global_strides) + [params.global_dim[-1] * outer_stride]
     result = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + data_type),
         len(params.global_dim),
         address,
         [cu.cuuint64_t(x) for x in params.global_dim],
-        [cu.cuuint64_t(x) for x in strides],
+        [cu.cuuint64_t(x) for x in byte_strides],
         [cu.cuuint32_t(x) for x in params.box_dim],
         [cu.cuuint32_t(x) for x in params.element_strides],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
