@@ -41,7 +41,7 @@ def softmax_config(block: int, element_bytes: int):
     """
     vec = max(1, min(16 // element_bytes, block))
     lanes_along = min(32, block // vec)
-    num_warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
+    num_warps = 4 if block <= 4096 else 8 if block <= 8192 else 16
     warps_along = min(num_warps, max(1, block // (4 * vec * lanes_along)))
     layout = gl.BlockedLayout([1, vec], [32 // lanes_along, lanes_along],
                               [num_warps // warps_along, warps_along], [1, 0])
