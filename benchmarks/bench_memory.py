@@ -72,13 +72,14 @@ def _rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 ROWS = []
 ROUNDS = 5  # interleaved timing rounds per kernel: clock and thermal drift hit every column alike
+SHORT_ROUNDS = 15  # for kernels moving under 32 MB (a few microseconds): their rounds vary by ~10%
 
 
 def row(name: str, nbytes: int, variants: dict, err: float) -> None:
     """Time ``variants`` (gluonkit, torch, triton, copy: callables) in interleaved rounds;
     each column is the median over rounds of ``do_bench``'s median."""
     times = {key: [] for key in variants}
-    for _ in range(ROUNDS):
+    for _ in range(SHORT_ROUNDS if nbytes < 32 << 20 else ROUNDS):
         for key, fn in variants.items():
             times[key].append(do_bench(fn, return_mode="median"))
     gk, th, tr, cp = (_gbps(nbytes, statistics.median(times[k])) for k in ("gluonkit", "torch", "triton", "copy"))
@@ -146,7 +147,8 @@ def print_bandwidth_table() -> None:
           f"{'gk.spread':>9} {'rel.err':>9}")
     for name, gk, th, tr, cp, r_copy, r_triton, spread, err in ROWS:
         print(f"{name:34} {gk:9.0f} {th:9.0f} {tr:9.0f} {cp:9.0f} {r_copy:8.3f} {r_triton:9.3f} {spread:9.1%} {err:9.2e}")
-    print(f"(GB/s; median over {ROUNDS} interleaved rounds of triton.testing.do_bench medians; "
+    print(f"(GB/s; median over {ROUNDS} interleaved rounds ({SHORT_ROUNDS} for rows moving under 32 MB) of "
+          "triton.testing.do_bench medians; "
           "gk.spread = slowest/fastest gluonkit round - 1)")
 
 
