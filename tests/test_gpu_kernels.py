@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import gluonkit
 import gluonkit.lang as gl
 from gluonkit.runtime.driver import has_gpu
+from interpreting import interpreter_on  # noqa: E402
 
 torch = pytest.importorskip("torch") if has_gpu() else None
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")]
@@ -28,15 +29,8 @@ def _poisoned(shape, dtype):
 
 def _interpret(fn, *numpy_args, **kwargs):
     """Run a launch in the interpreter with numpy arrays (in place)."""
-    saved = os.environ.get("GLUONKIT_INTERPRET")
-    os.environ["GLUONKIT_INTERPRET"] = "1"
-    try:
+    with interpreter_on():
         fn(*numpy_args, **kwargs)
-    finally:
-        if saved is None:
-            del os.environ["GLUONKIT_INTERPRET"]
-        else:
-            os.environ["GLUONKIT_INTERPRET"] = saved
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

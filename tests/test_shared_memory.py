@@ -17,6 +17,7 @@ from gluonkit.interpret import InterpreterError
 from gluonkit.lang.hopper import fence_async_shared, mbarrier
 from gluonkit.lower.ptxas import find_ptxas
 from ir_helpers import KernelBuilder
+from interpreting import interpreter_on  # noqa: E402
 
 M, N = 32, 64
 SRC = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -100,17 +101,8 @@ def too_much_kernel(x_ptr, STAGES: gl.constexpr):
 
 
 def _interpret(kernel, *args, **kw):
-    import os
-
-    saved = os.environ.get("GLUONKIT_INTERPRET")
-    os.environ["GLUONKIT_INTERPRET"] = "1"
-    try:
+    with interpreter_on():
         kernel[(1,)](*args, **kw)
-    finally:
-        if saved is None:
-            del os.environ["GLUONKIT_INTERPRET"]
-        else:
-            os.environ["GLUONKIT_INTERPRET"] = saved
 
 
 def expected_phases(rounds: int) -> int:

@@ -10,7 +10,6 @@ lifetimes (from its own model of the program) against the placement.
 from __future__ import annotations
 
 import inspect
-import os
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from gluonkit.lower.smem_liveness import buffer_lifetimes
 from gluonkit.lower.smem_plan import SCRATCH_ALIGNMENT, plan_shared_memory
 from gluonkit.nvidia.hopper import TensorDescriptor
 from smem_kernels import L, L_T, SMEM, tile_pointers  # noqa: E402
+from interpreting import interpreter_on  # noqa: E402
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 M, N = 32, 32
@@ -63,15 +63,8 @@ def _offsets_by_line(plan, kernel, markers):
 
 
 def _interpret(kernel, grid, *args, **kw):
-    saved = os.environ.get("GLUONKIT_INTERPRET")
-    os.environ["GLUONKIT_INTERPRET"] = "1"
-    try:
+    with interpreter_on():
         kernel[grid](*args, **kw)
-    finally:
-        if saved is None:
-            del os.environ["GLUONKIT_INTERPRET"]
-        else:
-            os.environ["GLUONKIT_INTERPRET"] = saved
 
 
 # ---------------------------------------------------------- (a) one buffer after another

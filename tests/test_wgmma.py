@@ -7,7 +7,6 @@ multiplies one tile; ``tests/test_gpu_wgmma.py`` runs the same kernel on the GPU
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 
 import ml_dtypes
@@ -153,15 +152,8 @@ def reference(a, b, c, use_acc):
 
 
 def interpret(kernel, *args, **kw):
-    saved = os.environ.get("GLUONKIT_INTERPRET")
-    os.environ["GLUONKIT_INTERPRET"] = "1"
-    try:
+    with interpreter_on():
         kernel[(1,)](*args, **kw)
-    finally:
-        if saved is None:
-            del os.environ["GLUONKIT_INTERPRET"]
-        else:
-            os.environ["GLUONKIT_INTERPRET"] = saved
 
 
 def run_gemm(m, n, k, use_acc=1, seed=0, **config):
@@ -268,6 +260,7 @@ def test_interpreter_tf32_differs_from_float32_products():
 # --------------------------------------------------------------------- async hazards
 HAZARD_SOURCE = '''import gluonkit, gluonkit.lang as gl
 from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from interpreting import interpreter_on  # noqa: E402
 ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])
 IO: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
 SMEM: gl.constexpr = gl.NVMMASharedLayout(128, 16)
