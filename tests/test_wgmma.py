@@ -22,6 +22,7 @@ from gluonkit.lower.ptxas import find_ptxas
 from gluonkit.ir.memdesc import view_to_offset
 from gluonkit.lower.wgmma_descriptor import describe_operand
 from gluonkit.nvidia.hopper import TensorDescriptor
+from interpreting import interpreter_on
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 DTYPES = {"float16": (gl.float16, np.float16), "bfloat16": (gl.bfloat16, ml_dtypes.bfloat16)}
@@ -260,7 +261,6 @@ def test_interpreter_tf32_differs_from_float32_products():
 # --------------------------------------------------------------------- async hazards
 HAZARD_SOURCE = '''import gluonkit, gluonkit.lang as gl
 from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
-from interpreting import interpreter_on  # noqa: E402
 ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])
 IO: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
 SMEM: gl.constexpr = gl.NVMMASharedLayout(128, 16)
