@@ -1,21 +1,27 @@
-"""``interpreter_on()``: run the launches inside a ``with`` block in the CPU interpreter.
+"""``interpreter_on(seed=None)``: run the launches inside a ``with`` block in the CPU
+interpreter, with ``GLUONKIT_INTERPRET_SEED`` set to ``seed`` when one is given.
 
-Sets ``GLUONKIT_INTERPRET=1`` for the block and restores the previous value (or its
-absence) afterwards, so tests that mix GPU launches and interpreter launches stay isolated.
+The variables get their previous values (or their absence) back afterwards, so tests that
+mix GPU launches and interpreter launches stay isolated.
 """
 
 import os
 from contextlib import contextmanager
 
+_NAMES = ("GLUONKIT_INTERPRET", "GLUONKIT_INTERPRET_SEED")
+
 
 @contextmanager
-def interpreter_on():
-    saved = os.environ.get("GLUONKIT_INTERPRET")
+def interpreter_on(seed=None):
+    saved = {name: os.environ.get(name) for name in _NAMES}
     os.environ["GLUONKIT_INTERPRET"] = "1"
+    if seed is not None:
+        os.environ["GLUONKIT_INTERPRET_SEED"] = str(seed)
     try:
         yield
     finally:
-        if saved is None:
-            del os.environ["GLUONKIT_INTERPRET"]
-        else:
-            os.environ["GLUONKIT_INTERPRET"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import re
 
 import numpy as np
@@ -33,6 +32,7 @@ from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mm
 from gluonkit.ir.types import TensorDescType
 from gluonkit.lower.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
+from interpreting import interpreter_on
 
 BM = BN = 64
 BK = 32
@@ -146,17 +146,9 @@ def _run(bug=None, seed=0, programs=2, M=128, N=128, K=80, stages=3):
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], nvmma([BK, BN], gl.float16))
     c_desc = TensorDescriptor.from_tensor(c, [BM, BN], nvmma([BM, BN], gl.float16))
     acc_layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, BN, 16])
-    saved = {k: os.environ.get(k) for k in ("GLUONKIT_INTERPRET", "GLUONKIT_INTERPRET_SEED")}
-    os.environ.update(GLUONKIT_INTERPRET="1", GLUONKIT_INTERPRET_SEED=str(seed))
-    try:
+    with interpreter_on(seed):
         gemm_kernel[(programs,)](a_desc, b_desc, c_desc, M, N, K, STAGES=stages, acc_layout=acc_layout,
                                  BUG=bug, num_warps=NUM_WARPS)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return a, b, c
 
 

@@ -8,7 +8,6 @@ sm_100a.  ``tests/test_gpu_tma.py`` runs the same kernels on the GPU.
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import struct
 
@@ -23,6 +22,7 @@ from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma
 from gluonkit.lower.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.args import ArgPacker
+from interpreting import interpreter_on
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 REG = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
@@ -133,18 +133,8 @@ def _line(kernel, marker: str) -> int:
 
 
 def _interpret(kernel, grid, *args, seed=None, **kw):
-    saved = {k: os.environ.get(k) for k in ("GLUONKIT_INTERPRET", "GLUONKIT_INTERPRET_SEED")}
-    os.environ["GLUONKIT_INTERPRET"] = "1"
-    if seed is not None:
-        os.environ["GLUONKIT_INTERPRET_SEED"] = str(seed)
-    try:
+    with interpreter_on(seed):
         kernel[grid](*args, **kw)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def nvmma(block, dtype=gl.float16):
