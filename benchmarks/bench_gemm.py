@@ -6,7 +6,8 @@ picks, TMA descriptors built once with ``prepare``), the one-tile-per-program pi
 GEMM (descriptors built on every call), cuBLAS (``torch.matmul``) and Triton's
 ``tl.dot`` matmul autotuned over the usual Hopper configurations (its best one is shown).
 Every result is checked against torch (fp32 matmul of the same inputs) with the output
-poisoned (NaN) first; columns are medians over interleaved rounds of ``do_bench`` medians.
+poisoned (NaN) first; columns are medians over calls that alternate between the kernels
+call by call (``timing.alternating``).
 After the table come the host time per call of each way to launch, and each kernel's
 registers, spills and shared memory.
 
@@ -17,21 +18,23 @@ persistent configuration of ``CONFIGS`` instead).
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
 import torch
 import triton
 import triton.language as tl
-from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
+sys.path.insert(0, os.path.dirname(__file__))
 
 import persistent_gemm  # noqa: E402
+from timing import SAMPLES, alternating, percentile  # noqa: E402
 import pipelined_gemm  # noqa: E402
 
-ROUNDS = 5
+import gluonkit.lang as gl  # noqa: E402
+from gluonkit.nvidia.hopper import TensorDescriptor  # noqa: E402
+
 SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 512), (16384, 16384, 1024),
           (256, 8192, 8192), (8192, 256, 8192), (1024, 8192, 1024))
 # Persistent-GEMM configurations: (BM, BN, BK, STAGES, EPILOGUE_SPLIT, num_warps).
@@ -126,15 +129,6 @@ def _checked(fn, c, ref, name):
     return err
 
 
-def _timed(fns):
-    """Median milliseconds per function over interleaved rounds, and each one's rounds."""
-    times = {k: [] for k in fns}
-    for _ in range(ROUNDS):
-        for k, fn in fns.items():
-            times[k].append(do_bench(fn, return_mode="median"))
-    return {k: statistics.median(v) for k, v in times.items()}, times
-
-
 def bench(M, N, K, dtype, sm_count, resources):
     a = torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(K, N, device="cuda", dtype=dtype)
@@ -145,32 +139,57 @@ def bench(M, N, K, dtype, sm_count, resources):
                cublas=lambda: torch.matmul(a, b), triton=lambda: _triton_call(a, b, c_tr))
     errs = {name: _checked(fns[name], c, ref, name) for name, c in
             (("persistent", c_gk), ("pipelined", c_pipe), ("triton", c_tr))}
-    ms, rounds = _timed(fns)
+    ms, rounds = alternating(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
-    ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds["persistent"])]
+    ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds["persistent"])]  # adjacent calls
     best = triton_matmul.best_config
     triton_cfg = f"{best.kwargs['BM']}x{best.kwargs['BN']}x{best.kwargs['BK']}s{best.num_stages}w{best.num_warps}"
     ours = "{}x{}x{}s{}e{}w{}".format(*config)
     print(f"{M:>5}x{N:<5}x{K:<5} {str(dtype)[6:]:8} {tf['persistent']:6.0f} {tf['pipelined']:6.0f} "
           f"{tf['cublas']:6.0f} {tf['triton']:6.0f}  {tf['persistent'] / tf['cublas']:5.3f} "
-          f"{tf['persistent'] / tf['triton']:5.3f}  {min(ratios):5.3f}-{max(ratios):5.3f}  {ours:15} {triton_cfg:15} "
+          f"{tf['persistent'] / tf['triton']:5.3f}  {percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
+          f"{ours:15} {triton_cfg:15} "
           f"{max(errs.values()):.1e}", flush=True)
-    resources.setdefault(("persistent " + ours, str(dtype)[6:]), _gluonkit_resources(a, b, c_gk, config))
+    name = str(dtype)[6:]
+    resources.setdefault(("persistent " + ours, name), _gluonkit_resources(a, b, c_gk, config))
+    resources.setdefault(("pipelined 128x128x64s4w8", name), _pipelined_resources(a, b, c_pipe))
+    resources.setdefault(("triton " + triton_cfg, name), _triton_resources(a, b, c_tr))
     return tf
 
 
 def _gluonkit_resources(a, b, c, config):
     """(registers, spills, shared bytes) of the persistent kernel compiled for these arguments."""
     BM, BN, BK, stages, split, warps = config
-    import gluonkit.lang as gl
-    from gluonkit.nvidia.hopper import TensorDescriptor
-    dt = persistent_gemm._gl_dtype(a)
-    desc = lambda t, block: TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dt))
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
+    a_layout, b_layout, c_layout, c_block, acc = persistent_gemm._layouts(
+        BM, BN, BK, persistent_gemm._gl_dtype(a), persistent_gemm._gl_dtype(c), split, warps)
     meta = persistent_gemm.persistent_gemm_kernel.compile(
-        desc(a, [BM, BK]), desc(b, [BK, BN]), desc(c, [BM, BN // split]), *c.shape, a.shape[1], STAGES=stages,
-        GROUP_M=8, EPILOGUE_SPLIT=split, acc_layout=acc, ACTIVATION=None, num_warps=warps).metadata
+        TensorDescriptor.from_tensor(a, [BM, BK], a_layout), TensorDescriptor.from_tensor(b, [BK, BN], b_layout),
+        TensorDescriptor.from_tensor(c, c_block, c_layout), *c.shape, a.shape[1], STAGES=stages,
+        GROUP_M=persistent_gemm.DEFAULT_GROUP_M, EPILOGUE_SPLIT=split, acc_layout=acc, ACTIVATION=None,
+        num_warps=warps).metadata
     return meta["registers"], meta["spill_stores"], meta["shared"]
+
+
+def _pipelined_resources(a, b, c, BM=128, BN=128, BK=64, stages=4, warps=8):
+    """The same for the pipelined GEMM with the configuration its ``gemm`` uses by default."""
+    dt = persistent_gemm._gl_dtype(a)
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
+    meta = pipelined_gemm.pipelined_gemm_kernel.compile(
+        TensorDescriptor.from_tensor(a, [BM, BK], nvmma([BM, BK], dt)),
+        TensorDescriptor.from_tensor(b, [BK, BN], nvmma([BK, BN], dt)), c, *c.shape, a.shape[1], c.stride(0),
+        STAGES=stages, acc_layout=acc, num_warps=warps).metadata
+    return meta["registers"], meta["spill_stores"], meta["shared"]
+
+
+def _triton_resources(a, b, c):
+    """(registers, spills, shared bytes) of Triton's best configuration for this shape."""
+    best = triton_matmul.best_config
+    M, K = a.shape
+    kernel = triton_matmul.fn.warmup(a, b, c, M, b.shape[1], K, grid=(1,), num_warps=best.num_warps,
+                                     num_stages=best.num_stages, **best.kwargs)
+    kernel._init_handles()  # loads the module, which fills in n_regs and n_spills
+    return kernel.n_regs, kernel.n_spills, kernel.metadata.shared
 
 
 def sweep(shapes, dtype, sm_count):
@@ -184,7 +203,7 @@ def sweep(shapes, dtype, sm_count):
         for cfg, fn in fns.items():
             _checked(fn, c, ref, str(cfg))
         fns["cublas"] = lambda: torch.matmul(a, b)
-        ms, _ = _timed(fns)
+        ms, _ = alternating(fns)
         for cfg in CONFIGS:
             tf = 2 * M * N * K / ms[cfg] / 1e9
             print(f"sweep {M}x{N}x{K} {cfg}: {tf:6.0f} TFLOP/s  {ms['cublas'] / ms[cfg]:.3f} x cuBLAS", flush=True)
@@ -204,10 +223,11 @@ def main():
         for dtype in dtypes:
             sweep(shapes, dtype, sm_count)
         return
-    print(f"TFLOP/s, median of {ROUNDS} interleaved rounds; gk = persistent; configs BMxBNxBK s=stages "
+    print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call (benchmarks/timing.py); gk = persistent; configs "
+          "BMxBNxBK s=stages "
           "e=epilogue split w=warps")
-    print("gk/cuB rounds: the lowest and highest per-round ratio (clocks drift between rounds)")
-    print("  M    x N    x K     dtype    persist  pipel cublas triton  gk/cuB gk/tr  gk/cuB rounds  "
+    print("gk/cuB 10-90%: the 10th and 90th percentiles of the ratio between adjacent calls")
+    print("  M    x N    x K     dtype    persist  pipel cublas triton  gk/cuB gk/tr  gk/cuB 10-90%  "
           "gluonkit cfg    triton cfg      rel.err")
     resources = {}
     for shape in shapes:

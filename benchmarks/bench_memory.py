@@ -1,7 +1,7 @@
 """Memory-bound kernels beside torch and Triton, measured in one run on one GPU.
 
-Prints GB/s (bytes read + written, each once, over the median time of
-``triton.testing.do_bench``) for vector add, fused softmax (4096 rows × 256…16384
+Prints GB/s (bytes read + written, each once, over the median time of calls that
+alternate between the kernels call by call, see ``timing.py``) for vector add, fused softmax (4096 rows × 256…16384
 columns, float32 and bfloat16) and a layout transpose, each beside torch, Triton and a
 device-to-device copy; then cold compile times and host launch overheads beside Triton's.
 Every gluonkit result is checked against torch on fresh random inputs, with the output
@@ -21,13 +21,14 @@ import time
 import torch
 import triton
 import triton.language as tl
-from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+sys.path.insert(0, os.path.dirname(__file__))
 
 import gluonkit  # noqa: E402
 from fused_softmax import softmax as gk_softmax, softmax_config, softmax_kernel  # noqa: E402
 from transpose import transpose as gk_transpose  # noqa: E402
+from timing import SAMPLES, alternating, percentile  # noqa: E402
 from vector_add import add as gk_add  # noqa: E402
 
 
@@ -71,19 +72,15 @@ def _rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 ROWS = []
-ROUNDS = 5  # interleaved timing rounds per kernel: clock and thermal drift hit every column alike
-SHORT_ROUNDS = 15  # for kernels moving under 32 MB (a few microseconds): their rounds vary by ~10%
+ROUNDS = 5  # rounds of the host launch-overhead measurement
 
 
 def row(name: str, nbytes: int, variants: dict, err: float) -> None:
-    """Time ``variants`` (gluonkit, torch, triton, copy: callables) in interleaved rounds;
-    each column is the median over rounds of ``do_bench``'s median."""
-    times = {key: [] for key in variants}
-    for _ in range(SHORT_ROUNDS if nbytes < 32 << 20 else ROUNDS):
-        for key, fn in variants.items():
-            times[key].append(do_bench(fn, return_mode="median"))
-    gk, th, tr, cp = (_gbps(nbytes, statistics.median(times[k])) for k in ("gluonkit", "torch", "triton", "copy"))
-    spread = max(times["gluonkit"]) / min(times["gluonkit"]) - 1
+    """Time ``variants`` (gluonkit, torch, triton, copy: callables) call by call
+    (:func:`timing.alternating`); each column is the median over the calls."""
+    medians, times = alternating(variants)
+    gk, th, tr, cp = (_gbps(nbytes, medians[k]) for k in ("gluonkit", "torch", "triton", "copy"))
+    spread = percentile(times["gluonkit"], 0.9) / percentile(times["gluonkit"], 0.1) - 1
     ROWS.append((name, gk, th, tr, cp, gk / cp, gk / tr, spread, err))
 
 
@@ -147,9 +144,8 @@ def print_bandwidth_table() -> None:
           f"{'gk.spread':>9} {'rel.err':>9}")
     for name, gk, th, tr, cp, r_copy, r_triton, spread, err in ROWS:
         print(f"{name:34} {gk:9.0f} {th:9.0f} {tr:9.0f} {cp:9.0f} {r_copy:8.3f} {r_triton:9.3f} {spread:9.1%} {err:9.2e}")
-    print(f"(GB/s; median over {ROUNDS} interleaved rounds ({SHORT_ROUNDS} for rows moving under 32 MB) of "
-          "triton.testing.do_bench medians; "
-          "gk.spread = slowest/fastest gluonkit round - 1)")
+    print(f"(GB/s; median of {SAMPLES} calls per kernel, the kernels alternating call by call, each after an "
+          "L2 flush; gk.spread = 90th / 10th percentile of gluonkit's calls - 1)")
 
 
 def _cold_seconds(launch) -> float:

@@ -1,5 +1,6 @@
 """Fused softmax over long rows (4096 × 16384) with 4–32 warps beside Triton's softmax with
-8–32 warps and a device copy: GB/s, medians of 5 interleaved rounds of ``do_bench``.
+8–32 warps and a device copy: GB/s, medians of calls alternating between the variants
+(``timing.alternating``).
 
 Shows where the chosen configuration (``softmax_config``: 16 warps for these rows) stands
 against every warp count of both compilers when both run at the memory system's limit.
@@ -8,11 +9,9 @@ Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/softmax_variants.py``.
 """
 
 import os
-import statistics
 import sys
 
 import torch
-from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 sys.path.insert(0, os.path.dirname(__file__))
@@ -20,6 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import gluonkit.lang as gl  # noqa: E402
 from bench_memory import triton_softmax  # noqa: E402
 from fused_softmax import softmax_kernel  # noqa: E402
+from timing import alternating  # noqa: E402
 
 ROWS, COLS = 4096, 16384
 
@@ -50,12 +50,9 @@ def main():
                 fn()
                 err = ((out.double() - ref).norm() / ref.norm()).item()
                 assert err < 1e-2, (name, err)
-        times = {k: [] for k in fns}
-        for _ in range(5):
-            for k, fn in fns.items():
-                times[k].append(do_bench(fn, return_mode="median"))
+        medians, _ = alternating(fns)
         nbytes = 2 * x.numel() * x.element_size()
-        print(str(dtype)[6:], " ".join(f"{k}: {nbytes / statistics.median(v) / 1e6:.0f}" for k, v in times.items()),
+        print(str(dtype)[6:], " ".join(f"{k}: {nbytes / ms / 1e6:.0f}" for k, ms in medians.items()),
               flush=True)
 
 

@@ -187,7 +187,10 @@ def _layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_war
     return nvmma([BM, BK], in_dtype), nvmma([BK, BN], in_dtype), nvmma(c_block, out_dtype), c_block, acc
 
 
-def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 16,
+DEFAULT_GROUP_M = 16
+
+
+def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 1, num_warps: int = 8, activation=None, num_programs: int = None):
     """A function of no arguments that computes ``c = activation(a @ b)``.
 
