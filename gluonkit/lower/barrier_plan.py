@@ -49,13 +49,13 @@ from ..ir import Block, Function, Operation, SharedMemoryDescType, Value
 from ..ir.memdesc import stage_strides
 from ..layouts.conversion import plan_conversion
 from .llvm_types import byte_size, llvm_type
+from .scratch_use import converts_through_scratch, warp_axis_bits
 from .smem_plan import SharedPlan
 
 __all__ = ["READ", "WRITE", "ASYNC_WRITE", "BarrierPlan", "plan_barriers", "conflicts"]
 
 READ, WRITE, ASYNC_WRITE = "read", "write", "async_write"
 _WGMMA, _TMA_STORE = "wgmma", "tma_store"  # kinds of asynchronous read groups
-_NO_SCRATCH_CONVERSIONS = ("identical", "register_permutation", "warp_shuffle")
 
 Range = Tuple[int, int]  # [lo, hi) bytes of global_smem
 
@@ -183,11 +183,10 @@ class _Analysis:
             plan = plan_conversion(src.layout.to_linear_layout(list(src.shape)),
                                    dst.layout.to_linear_layout(list(dst.shape)),
                                    element_bitwidth=8 * byte_size(llvm_type(dst)))
-            return plan.kind not in _NO_SCRATCH_CONVERSIONS
+            return converts_through_scratch(plan)
         if op.name == "reduce":  # partials cross warps through scratch memory
             src = op.operands[0].type
-            warp_bases = src.layout.to_linear_layout(list(src.shape)).bases.get("warp", [])
-            return any(basis[op.attrs["axis"]] for basis in warp_bases)
+            return bool(warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape))))
         return False
 
     # ------------------------------------------------------------ transfer

@@ -22,6 +22,7 @@ from . import shared_scratch as scratch
 from .context import KernelLowering
 from .llvm_types import I1, I8, byte_size, llvm_type
 from .registry import lowering
+from .scratch_use import converts_through_scratch
 from .shuffle import shuffle
 
 __all__ = ["gather_registers", "coordinate_map"]
@@ -177,15 +178,15 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
     plan = plan_conversion(ctx.linear_layout(source.type), ctx.linear_layout(result.type),
                            element_bitwidth=8 * byte_size(element))
     values = ctx.get(source)
-    if plan.kind == "identical":
+    if converts_through_scratch(plan):
+        converted = _through_shared_memory(ctx, op, plan, values, element)
+    elif plan.kind == "identical":
         converted = list(values)
     elif plan.kind == "register_permutation":
         converted = [values[i] for i in plan.src_registers]
-    elif plan.kind == "warp_shuffle":
+    else:  # warp_shuffle
         lanes = ctx.register_images(plan.lane_source)
         converted = [shuffle(ctx, "idx", values[i], lane[0]) for i, lane in zip(plan.src_registers, lanes)]
-    else:
-        converted = _through_shared_memory(ctx, op, plan, values, element)
     ctx.set(result, converted)
 
 

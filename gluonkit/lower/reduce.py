@@ -29,6 +29,7 @@ from . import shared_scratch as scratch
 from .context import KernelLowering
 from .llvm_types import I32, byte_size, llvm_type
 from .registry import lowering
+from .scratch_use import moves_along_axis, warp_axis_bits
 from .shuffle import shuffle
 
 __all__: List[str] = []
@@ -43,17 +44,6 @@ def _combine(ctx: KernelLowering, op: Operation, lhs: List[lir.Value], rhs: List
         ctx.set(arg, value)
     terminator = lower_block(ctx, region)
     return [ctx.get(v) for v in terminator.operands]
-
-
-def _axis_bits(op: Operation, basis: List[int], axis: int, dim_name: str) -> bool:
-    """Whether a lane/warp basis moves along the axis only (True) or not at all (False)."""
-    along = basis[axis] != 0
-    elsewhere = any(c for d, c in enumerate(basis) if d != axis)
-    if along and elsewhere:
-        raise CompilationError(
-            f"reduce along axis {axis}: a {dim_name} basis {basis} of the operand's layout moves along "
-            "the axis and another dimension at once; convert_layout the operand first", op.loc)
-    return along
 
 
 @lowering("reduce")
@@ -75,11 +65,11 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
         partials[kept] = _combine(ctx, op, partials[kept], values) if kept in partials else values
     # 2. Across lanes.
     for bit, basis in reversed(list(enumerate(ll.bases.get("lane", [])))):  # highest bit first
-        if _axis_bits(op, basis, axis, "lane"):
+        if moves_along_axis(op, basis, axis, "lane"):
             for kept, values in partials.items():
                 other = [shuffle(ctx, "bfly", v, I32(1 << bit)) for v in values]
                 partials[kept] = _combine(ctx, op, values, other)
-    warp_bits = [bit for bit, basis in enumerate(ll.bases.get("warp", [])) if _axis_bits(op, basis, axis, "warp")]
+    warp_bits = warp_axis_bits(op, ll)
     results = op.results
     if not isinstance(results[0].type, TensorType):  # a 1-D reduction to scalars
         final = _across_warps_scalar(ctx, op, partials[()], warp_bits) if warp_bits else partials[()]
