@@ -24,6 +24,7 @@ from gluonkit.runtime.driver import (
     CudaError, DeviceBuffer, Kernel, OutOfResources, check, check_shared_memory, has_gpu,
     load_module,
 )
+from fakes import FakeTorch
 
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
@@ -49,30 +50,6 @@ class FakeCuPy(FakeCAI):
 
     def __dlpack_device__(self):
         return (rt_args.DLPACK_CUDA, self.device_id)
-
-
-class FakeTorchDtype:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"torch.{self.name}"
-
-
-class FakeTorch:
-    """Enough of a torch tensor: ``data_ptr()``, ``device``, ``is_cuda``, ``get_device()``, ``dtype``."""
-
-    def __init__(self, ptr, device_type="cuda", index=0, dtype="float16"):
-        self._ptr = ptr
-        self.device = types.SimpleNamespace(type=device_type, index=index)
-        self.is_cuda = device_type == "cuda"
-        self.dtype = FakeTorchDtype(dtype)
-
-    def data_ptr(self):
-        return self._ptr
-
-    def get_device(self):
-        return self.device.index if self.is_cuda else -1
 
 
 class DLPackOnly:

@@ -20,6 +20,7 @@ from gluonkit.layouts import NVMMASharedLayout, SwizzledSharedLayout
 from gluonkit.nvidia.hopper import BlockType, TensorDescriptor
 from gluonkit.runtime import tma
 from gluonkit.runtime.driver import has_gpu
+from fakes import FakeTorch
 
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
@@ -32,28 +33,6 @@ def bf16_array(shape):
 
 
 # ---------------------------------------------------------------------------- fakes
-
-
-class FakeTorchDtype:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"torch.{self.name}"
-
-
-class FakeTorch:
-    """Enough of a torch tensor: ``data_ptr``, ``is_cuda``, ``dtype``, ``shape``, ``stride()``."""
-
-    def __init__(self, shape, strides, dtype="bfloat16", ptr=0x7F0000000000, is_cuda=False):
-        self.shape, self._strides, self._ptr, self.is_cuda = tuple(shape), tuple(strides), ptr, is_cuda
-        self.dtype = FakeTorchDtype(dtype)
-
-    def data_ptr(self):
-        return self._ptr
-
-    def stride(self):
-        return self._strides
 
 
 class FakeCuPy:
@@ -85,11 +64,11 @@ def test_from_numpy_bf16():
 
 
 def test_from_fake_torch_cpu_and_cuda():
-    t = FakeTorch((128, 256), (256, 1), "float16")
+    t = FakeTorch(shape=(128, 256), strides=(256, 1), dtype="float16", device_type="cpu")
     d = TensorDescriptor.from_tensor(t, [128, 64], NVMMASharedLayout(128, 16))
     assert d.strides == (256, 1) and d.dtype == ir.float16 and not d.is_cuda
     assert d.address == 0x7F0000000000
-    cuda = FakeTorch((128, 256), (256, 1), "float8_e4m3fn", is_cuda=True)
+    cuda = FakeTorch(shape=(128, 256), strides=(256, 1), dtype="float8_e4m3fn")
     d = TensorDescriptor.from_tensor(cuda, [64, 128], NVMMASharedLayout(128, 8))
     assert d.is_cuda and d.dtype == ir.float8e4nv and d.box_shape == (64, 128)
 

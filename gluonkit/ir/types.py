@@ -177,10 +177,7 @@ class TensorType:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     def with_layout(self, layout) -> "TensorType":
         return TensorType(self.element, self.shape, layout)
@@ -228,10 +225,7 @@ class SharedMemoryDescType:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
