@@ -160,8 +160,8 @@ def bench(M, N, K, dtype, sm_count, resources):
 def _gluonkit_resources(a, b, c, config):
     """(registers, spills, shared bytes) of the persistent kernel compiled for these arguments."""
     BM, BN, BK, stages, split, warps = config
-    a_layout, b_layout, c_layout, c_block, acc = persistent_gemm._layouts(
-        BM, BN, BK, persistent_gemm._gl_dtype(a), persistent_gemm._gl_dtype(c), split, warps)
+    a_layout, b_layout, c_layout, c_block, acc = persistent_gemm.gemm_layouts(
+        BM, BN, BK, persistent_gemm.element_dtype(a), persistent_gemm.element_dtype(c), split, warps)
     meta = persistent_gemm.persistent_gemm_kernel.compile(
         TensorDescriptor.from_tensor(a, [BM, BK], a_layout), TensorDescriptor.from_tensor(b, [BK, BN], b_layout),
         TensorDescriptor.from_tensor(c, c_block, c_layout), *c.shape, a.shape[1], STAGES=stages,
@@ -172,7 +172,7 @@ def _gluonkit_resources(a, b, c, config):
 
 def _pipelined_resources(a, b, c, BM=128, BN=128, BK=64, stages=4, warps=8):
     """The same for the pipelined GEMM with the configuration its ``gemm`` uses by default."""
-    dt = persistent_gemm._gl_dtype(a)
+    dt = persistent_gemm.element_dtype(a)
     nvmma = gl.NVMMASharedLayout.get_default_for
     acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
     meta = pipelined_gemm.pipelined_gemm_kernel.compile(

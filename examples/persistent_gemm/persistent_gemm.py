@@ -157,7 +157,8 @@ def relu(x):
 _GL_DTYPES = {"float16": gl.float16, "bfloat16": gl.bfloat16, "float32": gl.float32}
 
 
-def _gl_dtype(array) -> gl.dtype:
+def element_dtype(array) -> gl.dtype:
+    """The gluonkit dtype of a numpy array's or torch tensor's elements (fp16, bf16 or fp32)."""
     return _GL_DTYPES[str(array.dtype).replace("torch.", "")]
 
 
@@ -176,7 +177,7 @@ def _num_programs() -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_warps: int):
+def gemm_layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_warps: int):
     """A's, B's and C's shared layouts, C's block and the accumulator's layout.
 
     Cached: the host wrapper runs on every call, and building layouts costs microseconds.
@@ -203,8 +204,8 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3
     """
     M, K = a.shape
     N = b.shape[1]
-    a_layout, b_layout, c_layout, c_block, acc_layout = _layouts(BM, BN, BK, _gl_dtype(a), _gl_dtype(c),
-                                                                 EPILOGUE_SPLIT, num_warps)
+    a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
+        BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
