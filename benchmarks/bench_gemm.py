@@ -32,7 +32,7 @@ import persistent_gemm  # noqa: E402
 from timing import SAMPLES, alternating, percentile  # noqa: E402
 import pipelined_gemm  # noqa: E402
 
-import gluonkit.lang as gl  # noqa: E402
+import gluonkit.language as gl  # noqa: E402
 from gluonkit.nvidia.hopper import TensorDescriptor  # noqa: E402
 
 SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 512), (16384, 16384, 1024),

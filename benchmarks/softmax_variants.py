@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import gluonkit.lang as gl  # noqa: E402
+import gluonkit.language as gl  # noqa: E402
 from bench_memory import triton_softmax  # noqa: E402
 from fused_softmax import softmax_kernel  # noqa: E402
 from timing import alternating  # noqa: E402

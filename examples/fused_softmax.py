@@ -14,7 +14,7 @@ interpreter, at a smaller size).
 import numpy as np
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 
 
 @gluonkit.jit

@@ -12,7 +12,7 @@ Run: ``python examples/transpose.py``.
 import numpy as np
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 
 
 @gluonkit.jit

@@ -10,7 +10,7 @@ interpreter).
 import numpy as np
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 
 
 @gluonkit.jit

@@ -6,7 +6,7 @@ compiler maps these decisions to LLVM IR and PTX, and a CPU interpreter runs the
 See ``docs/`` and the design notes in ``docs/design.rst``.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .ir.diagnostics import CompilationError
 from .lang.constexpr import constexpr

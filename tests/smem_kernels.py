@@ -2,7 +2,7 @@
 tiles in a row-major and a column-major blocked layout and an unswizzled shared layout."""
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 
 L = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
 L_T = gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1])

@@ -1,4 +1,4 @@
-"""Barrier placement for shared-memory buffers (:mod:`gluonkit.lower.barrier_plan`).
+"""Barrier placement for shared-memory buffers (:mod:`gluonkit.lower.memplan.barriers`).
 
 Each kernel is compiled for sm_90a on the CPU; the plan is captured as the lowering makes
 it, and listed as the ops it puts a ``bar.sync 0`` before, each named by the region ops
@@ -14,12 +14,12 @@ import sys
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lang.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.lower import context
-from gluonkit.lower.barrier_plan import ASYNC_WRITE, READ, WRITE, conflicts
+from gluonkit.lower.memplan.barriers import ASYNC_WRITE, READ, WRITE, conflicts
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.layouts.distributed import AutoLayout
 from gluonkit.lang import promotion

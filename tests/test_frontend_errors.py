@@ -15,13 +15,13 @@ import textwrap
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit.lang import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
     TypeMismatchError, UndefinedNameError, UnsupportedSyntaxError,
 )
 
-PRELUDE = "import gluonkit\nimport gluonkit.lang as gl\nLIMIT = 7\n\n"
+PRELUDE = "import gluonkit\nimport gluonkit.language as gl\nLIMIT = 7\n\n"
 _counter = itertools.count()
 F32P = gl.pointer_type(gl.float32)
 

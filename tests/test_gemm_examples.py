@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on  # noqa: E402
 

@@ -13,10 +13,10 @@ from gluonkit import ir
 from gluonkit.layouts.distributed import (
     AutoLayout, BlockedLayout, DistributedLinearLayout, SliceLayout,
 )
-from gluonkit.lower import infer_derive as derive
-from gluonkit.lower.infer import LayoutConflictError, LayoutInferenceError, infer_layouts
-from gluonkit.lower.infer_derive import default_blocked_layout, same_layout
-from gluonkit.lower.infer_rules import INFER_RULES
+from gluonkit.lower.infer import derive as derive
+from gluonkit.lower.infer.solve import LayoutConflictError, LayoutInferenceError, infer_layouts
+from gluonkit.lower.infer.derive import default_blocked_layout, same_layout
+from gluonkit.lower.infer.rules import INFER_RULES
 
 from ir_helpers import KernelBuilder, tensor
 
@@ -455,7 +455,7 @@ def test_a_concrete_operand_pins_its_group_without_set_auto_layout():
 
 # ------------------------------------------------------------------ through the frontend
 import gluonkit  # noqa: E402  (kept next to the tests that use it)
-import gluonkit.lang as gl  # noqa: E402
+import gluonkit.language as gl  # noqa: E402
 
 F32_PTR = ir.PointerType(ir.float32)
 

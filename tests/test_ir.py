@@ -7,7 +7,7 @@ from gluonkit.interpret import RULES as INTERPRET_RULES
 from gluonkit.ir.verifier import RULES
 from gluonkit.layouts.distributed import BlockedLayout, SliceLayout
 from gluonkit.lower.codegen import LOWERINGS
-from gluonkit.lower.infer_rules import INFER_RULES
+from gluonkit.lower.infer.rules import INFER_RULES
 
 from ir_helpers import AUTO, KernelBuilder, tensor
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.interpret import InterpreterError
 from gluonkit.runtime.launch import NoBackendError

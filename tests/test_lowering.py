@@ -12,9 +12,9 @@ import sys
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.inspect_compile import parse_type_string
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))

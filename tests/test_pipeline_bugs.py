@@ -24,13 +24,13 @@ import numpy as np
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.interpret import tma as interpret_tma
-from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.interpret.nvidia import tma as interpret_tma
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
 

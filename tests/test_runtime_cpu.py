@@ -503,7 +503,7 @@ SMEM_TOP_PTX = """
 @pytest.mark.parametrize("ptx", [STORE_TID_PTX, SCALARS_PTX, SMEM_TOP_PTX])
 def test_ptx_fixtures_assemble(ptx):
     """The GPU tests' kernels are valid PTX (checked here with ptxas when one is installed)."""
-    from gluonkit.lower.ptxas import assemble, find_ptxas
+    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
     if find_ptxas() is None:
         pytest.skip("no ptxas")
     cubin, _ = assemble(ptx, "sm_90a")
@@ -553,7 +553,7 @@ def test_unloadable_cubin_falls_back_to_ptx():
 @gpu
 @needs_gpu
 def test_load_cubin_from_ptxas():
-    from gluonkit.lower.ptxas import assemble, find_ptxas
+    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
     if find_ptxas() is None:
         pytest.skip("no ptxas")
     cubin, _ = assemble(STORE_TID_PTX, driver.device_properties().arch)

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.lang.hopper import fence_async_shared, mbarrier
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier
+from gluonkit.lower.backend.ptxas import find_ptxas
 from ir_helpers import KernelBuilder
 from interpreting import interpreter_on  # noqa: E402
 
@@ -160,7 +160,7 @@ def test_hopper_namespace_matches_gluon():
      "phase is a parity"),
 ])
 def test_frontend_errors_name_the_line_and_the_fix(tmp_path, body, fragment):
-    source = ("import gluonkit, gluonkit.lang as gl\nfrom gluonkit.lang.hopper import mbarrier\n"
+    source = ("import gluonkit, gluonkit.lang as gl\nfrom gluonkit.language.nvidia.hopper import mbarrier\n"
               f"@gluonkit.jit\ndef bad(x_ptr):\n    {body}\n")
     path = tmp_path / "bad_kernel.py"
     path.write_text(source)

@@ -1,4 +1,4 @@
-"""Shared-memory allocation planning with lifetimes (:mod:`gluonkit.lower.smem_plan`).
+"""Shared-memory allocation planning with lifetimes (:mod:`gluonkit.lower.memplan.smem`).
 
 Buffers that are never live together share bytes; buffers that are live together never do.
 Kernels are compiled for sm_90a on the CPU with the plan captured as the lowering makes it,
@@ -17,15 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.ir.memdesc import alignment_of
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from gluonkit.lower import context
-from gluonkit.lower.ptxas import find_ptxas
-from gluonkit.lower.smem_liveness import buffer_lifetimes
-from gluonkit.lower.smem_plan import SCRATCH_ALIGNMENT, plan_shared_memory
+from gluonkit.lower.backend.ptxas import find_ptxas
+from gluonkit.lower.memplan.liveness import buffer_lifetimes
+from gluonkit.lower.memplan.smem import SCRATCH_ALIGNMENT, plan_shared_memory
 from gluonkit.nvidia.hopper import TensorDescriptor
 from smem_kernels import L, L_T, SMEM, tile_pointers  # noqa: E402
 from interpreting import interpreter_on  # noqa: E402

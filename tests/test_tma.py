@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.args import ArgPacker
 from interpreting import interpreter_on
@@ -167,11 +167,11 @@ def test_descriptor_attributes_match_gluon():
     x = _data((128, 64))
     d = _desc(x, [64, 32])
     assert ir.TensorDescType((64, 32), ir.float16, d.layout) == gluonkit.runtime.args.ir_type_of(d)
-    from gluonkit.lang.tma import block_type
+    from gluonkit.lang.nvidia.tma import block_type
 
     bt = block_type((64, 32), gl.float16)
     assert (bt.nbytes, bt.numel, bt.element_ty) == (4096, 2048, gl.float16)
-    assert tma.__name__ == "gluonkit.lang.tma"
+    assert tma.__name__ == "gluonkit.lang.nvidia.tma"
 
 
 _BAD_CASES = [
@@ -194,7 +194,7 @@ _BAD_CASES = [
 
 @pytest.mark.parametrize("body, fragment", _BAD_CASES)
 def test_frontend_errors_name_the_line_and_the_fix(tmp_path, body, fragment):
-    source = ("import gluonkit, gluonkit.lang as gl\nfrom gluonkit.lang.hopper import mbarrier, tma\n"
+    source = ("import gluonkit, gluonkit.lang as gl\nfrom gluonkit.language.nvidia.hopper import mbarrier, tma\n"
               "@gluonkit.jit\ndef bad(d):\n"
               "    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())\n"
               f"    {body}\n")

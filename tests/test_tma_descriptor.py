@@ -330,7 +330,7 @@ DONE:
 
 
 def test_tma_load_ptx_assembles():
-    from gluonkit.lower.ptxas import assemble, find_ptxas
+    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
     if find_ptxas() is None:
         pytest.skip("no ptxas")
     cubin, _ = assemble(TMA_LOAD_PTX, "sm_90a")

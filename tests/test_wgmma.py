@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import gluonkit
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.ir.memdesc import view_to_offset
-from gluonkit.lower.wgmma_descriptor import describe_operand
+from gluonkit.lower.nvidia.wgmma_descriptor import describe_operand
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
 
@@ -260,7 +260,7 @@ def test_interpreter_tf32_differs_from_float32_products():
 
 # --------------------------------------------------------------------- async hazards
 HAZARD_SOURCE = '''import gluonkit, gluonkit.lang as gl
-from gluonkit.lang.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])
 IO: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
 SMEM: gl.constexpr = gl.NVMMASharedLayout(128, 16)
@@ -328,7 +328,7 @@ def test_reading_an_in_flight_result_names_both_lines(tmp_path):
 ])
 def test_frontend_errors_name_the_line(tmp_path, call, fragment):
     source = ("import gluonkit, gluonkit.lang as gl\n"
-              "from gluonkit.lang.hopper import warpgroup_mma, warpgroup_mma_wait\n"
+              "from gluonkit.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait\n"
               "ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])\n"
               "ACC32: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16])\n"
               "IO: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])\n"
@@ -362,7 +362,7 @@ def test_k_major_only_inputs_explain_the_fix(tmp_path, dtype, bits, call, fragme
         fragments = ["must have the same type"]  # fp8 mixes with fp8 only
     k = max(16, 256 // bits)  # a whole instruction K, and 32 bytes of float16 for h
     source = ("import gluonkit, gluonkit.lang as gl\n"
-              "from gluonkit.lang.hopper import warpgroup_mma\n"
+              "from gluonkit.language.nvidia.hopper import warpgroup_mma\n"
               f"ACC: gl.constexpr = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, {256 // bits}])\n"
               f"L: gl.constexpr = gl.NVMMASharedLayout(32, {bits})\n"
               "@gluonkit.jit\ndef bad(x_ptr):\n"

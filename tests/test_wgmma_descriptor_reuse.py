@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-import gluonkit.lang as gl
+import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.ptxas import find_ptxas
+from gluonkit.lower.backend.ptxas import find_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
 
@@ -62,7 +62,7 @@ _FORMS += [(dtype, *form) for dtype in (ir.float8e4nv, ir.float32) for form in _
 def test_adding_the_tile_offset_equals_building_the_descriptor(dtype, swizzle, operand, transposed):
     """For every instruction tile and every 1 KiB-aligned buffer start in 227 KiB of shared
     memory, ``descriptor(start) + (offset >> 4)`` is the descriptor of ``start + offset``."""
-    from gluonkit.lower.wgmma_descriptor import describe_operand
+    from gluonkit.lower.nvidia.wgmma_descriptor import describe_operand
 
     e = dtype.itemsize
     k = 2 * swizzle // e

@@ -17,8 +17,8 @@ import sys
 import numpy as np
 
 import gluonkit
-import gluonkit.lang as gl
-from gluonkit.lang.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+import gluonkit.language as gl
+from gluonkit.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 

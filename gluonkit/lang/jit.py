@@ -25,7 +25,7 @@ from .constexpr import is_constexpr_annotation, unwrap
 from .errors import ArgumentError, CompilationError, ConstexprRequiredError
 from .semantic import Semantic
 from .tensor import tensor
-from .tma import tensor_descriptor
+from .nvidia.tma import tensor_descriptor
 
 __all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
 

@@ -7,18 +7,16 @@ ends the kernel.  Every emitted instruction gets the op's source line as debug i
 
 from __future__ import annotations
 
-from ..ir import Block, CompilationError, Function, Operation
-from . import control, debug_print, elementwise, layout_ops, mbarrier, memory, reduce, shared_memory  # noqa: F401  (register rules)
-from . import wgmma  # noqa: F401  (registers the warpgroup MMA rules)
-from . import tma  # noqa: F401  (registers the TMA copy rules)
+from ..ir import CompilationError, Function
+from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
+from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
-from .smem_plan import check_budget
-from .targets import Target
+from .walk import lower_block
+from .memplan.smem import check_budget
+from .backend.targets import Target
 
 __all__ = ["lower_to_llvm", "lower_block", "LOWERINGS"]
-
-REGION_TERMINATORS = ("yield", "condition")
 
 
 def lower_to_llvm(func: Function, target: Target) -> KernelLowering:
@@ -35,16 +33,3 @@ def lower_to_llvm(func: Function, target: Target) -> KernelLowering:
     ctx.shared_bytes = check_budget(func, ctx.shared_plan, ctx.scratch_bytes, target.max_shared_memory_per_block,
                                     target.arch)
     return ctx
-
-
-def lower_block(ctx: KernelLowering, block: Block) -> Operation | None:
-    """Lower every op of ``block``; returns its ``yield``/``condition`` terminator, if any."""
-    for op in block.ops:
-        ctx.builder.debug_metadata = ctx.debug.location(op.loc)
-        if op.name in REGION_TERMINATORS:
-            return op
-        rule = LOWERINGS.get(op.name)
-        if rule is None:
-            raise CompilationError(f"{op.name} cannot be lowered to the GPU yet", op.loc)
-        rule(ctx, op)
-    return None

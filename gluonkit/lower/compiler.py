@@ -15,10 +15,10 @@ from typing import Dict, Optional
 
 from ..ir import Function, print_function, verify
 from .codegen import lower_to_llvm
-from .infer import infer_layouts
-from .nvptx import emit_ptx
-from .ptxas import ResourceUsage, assemble, find_ptxas
-from .targets import get_target
+from .infer.solve import infer_layouts
+from .backend.nvptx import emit_ptx
+from .backend.ptxas import ResourceUsage, assemble, find_ptxas
+from .backend.targets import get_target
 
 __all__ = ["CompiledKernel", "compile_function", "dump_stages"]
 

@@ -16,12 +16,12 @@ from llvmlite.ir.values import FunctionAttributes
 from ..ir import Function, TensorDescType, TensorType, Value, int1
 from ..layouts.linear import LinearLayout
 from .axis_info import AxisInfo, analyze_axis_info
-from .barrier_plan import plan_barriers
+from .memplan.barriers import plan_barriers
 from .debug_info import DebugInfo
 from .llvm_types import I1, I8, I32, TensorMapParamAttributes, llvm_type
-from .nvptx import new_module
-from .smem_plan import plan_shared_memory
-from .targets import Target
+from .backend.nvptx import new_module
+from .memplan.smem import plan_shared_memory
+from .backend.targets import Target
 
 __all__ = ["KernelLowering", "Lowered"]
 

@@ -25,7 +25,7 @@ from gluonkit import ir
 from gluonkit.layouts.linear import is_power_of_two
 from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
-from gluonkit.runtime.args import dtype_of
+from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
 BlockType = ir.BlockType  # re-exported: what desc.block_type answers
 
@@ -252,3 +252,6 @@ def _element_strides(tensor: Any, itemsize: int) -> tuple[int, ...]:
             raise ValueError(f"TensorDescriptor: parameter 'tensor' has a byte stride of {s}, not a "
                              f"multiple of its {itemsize}-byte elements (strides {list(byte_strides)})")
     return tuple(s // itemsize for s in byte_strides)
+
+
+register_descriptor_class(TensorDescriptor)

@@ -38,7 +38,7 @@ import numpy as np
 from gluonkit import ir
 
 __all__ = [
-    "ArgPacker", "PackedArgs", "ir_type_of", "dtype_of", "data_pointer", "DLPACK_CUDA",
+    "ArgPacker", "PackedArgs", "ir_type_of", "dtype_of", "data_pointer", "DLPACK_CUDA", "register_descriptor_class",
 ]
 
 DLPACK_CUDA = 2  # kDLCUDA
@@ -111,10 +111,19 @@ def _is_array_like(obj) -> bool:
             or hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"))
 
 
-def _is_tensor_descriptor(obj) -> bool:
-    from gluonkit.nvidia.hopper import TensorDescriptor  # nvidia/ builds on this module
+_DESCRIPTOR_CLASSES: tuple = ()  # host TMA descriptor classes, registered by gluonkit.nvidia
 
-    return isinstance(obj, TensorDescriptor)
+
+def register_descriptor_class(cls: type) -> None:
+    """Make instances of ``cls`` (a host TMA descriptor, defined in :mod:`gluonkit.nvidia`, which
+    builds on this module) kernel arguments typed by their ``block_type``."""
+    global _DESCRIPTOR_CLASSES
+    if cls not in _DESCRIPTOR_CLASSES:
+        _DESCRIPTOR_CLASSES += (cls,)
+
+
+def _is_tensor_descriptor(obj) -> bool:
+    return isinstance(obj, _DESCRIPTOR_CLASSES)
 
 
 def ir_type_of(value, param: str = "?"):

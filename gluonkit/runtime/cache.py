@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
+from .._version import __version__
+
 __all__ = ["cache_dir", "cache_key", "KernelCache"]
 
 
@@ -40,7 +42,6 @@ def cache_key(*, ir: str, target: str, toolchain: Mapping[str, str]) -> str:
     With it go the target (``sm_90a``), the gluonkit version and the toolchain's versions
     (``{"llvmlite": ..., "ptxas": ...}``).
     """
-    from gluonkit import __version__
 
     document = {"ir": ir, "target": target, "gluonkit": __version__, "toolchain": dict(toolchain)}
     text = json.dumps(document, sort_keys=True, separators=(",", ":"))

@@ -22,7 +22,7 @@ import llvmlite
 from ..ir import PointerType, TensorDescType, print_function
 from ..lang.constexpr import constexpr
 from ..lower.compiler import CompiledKernel, compile_function, dump_stages
-from ..lower.ptxas import find_ptxas, ptxas_version
+from ..lower.backend.ptxas import find_ptxas, ptxas_version
 from ..nvidia.hopper import TensorDescriptor
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of

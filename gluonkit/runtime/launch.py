@@ -38,13 +38,13 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..interpret import Memory, run_grid
-from ..interpret.tma import TensorMap
+from ..interpret.nvidia.tma import TensorMap
 from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
-from ..lower.infer import infer_layouts
+from ..lower.infer.solve import infer_layouts
 from ..nvidia.hopper import TensorDescriptor
 from .args import ir_type_of
 from .driver import has_gpu

@@ -1,7 +1,7 @@
 """The synchronization vocabulary: mbarriers, fences and the program-wide barrier.
 
 ``from gluonkit.sync import mbarrier, fence_async_shared, thread_barrier``;
-:mod:`gluonkit.lang.hopper` re-exports them under Gluon's import path.
+:mod:`gluonkit.lang.nvidia.hopper` re-exports them under Gluon's import path.
 (May import :mod:`gluonkit.ir` and :mod:`gluonkit.layouts` only.)
 """
 

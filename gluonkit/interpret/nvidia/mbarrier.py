@@ -1,0 +1,261 @@
+"""Rules for mbarriers, fences and the program-wide barrier.
+
+An mbarrier's state lives with its shared buffer (:class:`BarrierState`, keyed by byte
+offset): the current phase's parity, the arrivals and transaction bytes it still waits
+for, and where it was initialized.  A phase completes when both reach zero; the next
+phase then expects ``count`` arrivals again.  ``wait(bar, p)`` returns once the phase of
+parity ``p`` has completed, i.e. when the current phase's parity is not ``p``.
+
+One program runs as one sequential agent here.  TMA loads (:mod:`.tma`) complete
+transactions on their barrier asynchronously, at points a seeded scheduler picks, so the
+barrier's actual phase depends on the seed.  Every check is therefore made against what
+the program's order alone determines, and holds whichever way the copies land:
+
+* A load counts towards the phase its program-order position gives it (:func:`issue_tx`):
+  the phase of the latest arrival, or the next one when a wait already observed that phase
+  complete.  Arrivals are synchronous, so this is fixed by the source.  When a phase's
+  arrivals are all made and its loads bring more bytes than its ``mbarrier.expect`` calls
+  announced, that is a transaction-bytes mismatch, reported at the expect as the load is
+  issued (on the GPU the phase would complete early, with a copy still in flight).
+* A wait is judged against the latest phase it may observe for sure: the oldest phase with
+  a load no wait has yet observed (or the actual phase when there is none).  A wait for
+  that phase lets its loads land; if the phase still cannot complete it is a deadlock,
+  reported with what the barrier still expects.  A wait for the parity of an earlier,
+  completed phase while loads of that one are in flight is a wait on the wrong phase: it
+  returns at once without waiting for them.  A successful wait releases the loads of the
+  phases it observed (their buffers may be read from then on).
+* Arriving on a phase while loads of an earlier phase were never observed by a wait is
+  reported: on the GPU the arrival lands in whichever phase is current when it executes.
+
+Misuse (use before ``init``, after ``invalidate``, a second ``init``, more arrivals than
+the phase expects) is reported at the faulting line.  ``thread_barrier`` orders memory
+between threads, which a sequential program already has; ``fence_async_shared`` is
+recorded so TMA stores can check that generic writes were fenced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from ...ir.diagnostics import Location
+from ..engine import rule
+from ..errors import InterpreterError
+from ..shared_memory import SharedRef, element_addresses, note_fence
+
+__all__ = ["BarrierState", "barrier_state", "complete_tx", "issue_tx"]
+
+
+@dataclass
+class BarrierState:
+    """One mbarrier: ``count`` arrivals per phase; ``pending`` arrivals and ``tx`` bytes to go."""
+
+    count: int
+    pending: int
+    tx: int
+    parity: int
+    init_loc: Location
+    invalidated_at: Optional[Location] = None
+    completed: int = 0  # phases completed so far
+    copies: List[object] = field(default_factory=list)  # TMA loads counted on this barrier, not yet released
+    expect_loc: Optional[Location] = None  # the last mbarrier.expect
+    arrivals: int = 0  # arrivals so far, in program order: arrival j belongs to phase j // count
+    observed: int = 0  # phases a successful wait has seen complete
+    ledger_phase: int = 0  # the phase that ``expected`` and ``issued`` describe
+    expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
+    issued: int = 0  # bytes of the TMA loads issued into that phase
+
+    def outstanding(self) -> str:
+        return (f"{self.pending} of its {self.count} arrival(s) and {self.tx} transaction byte(s) are still "
+                f"missing in its current phase (parity {self.parity})")
+
+
+def _where(ref: SharedRef, op, operand: int = 0) -> int:
+    return int(element_addresses(ref, op.operands[operand].type, op).ravel()[0])
+
+
+def barrier_state(ref: SharedRef, op, operand: int = 0) -> BarrierState:
+    """The state of the mbarrier that operand ``operand`` of ``op`` (with runtime value ``ref``) names."""
+    state = ref.buffer.barriers.get(_where(ref, op, operand))
+    if state is None:
+        raise InterpreterError(f"{op.name}: the mbarrier is used before mbarrier.init", op.loc)
+    if state.invalidated_at is not None:
+        raise InterpreterError(f"{op.name}: the mbarrier was invalidated at line {state.invalidated_at.line}; "
+                               "initialize it again before using it", op.loc)
+    return state
+
+
+def _ledger(state: BarrierState, phase: int) -> None:
+    """Start counting expected and issued bytes afresh when ``phase`` is a new phase."""
+    if phase != state.ledger_phase:
+        state.ledger_phase, state.expected, state.issued = phase, 0, 0
+
+
+def _arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
+    """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
+    phase = state.arrivals // state.count
+    unobserved = [c for c in state.copies if c.issued_in < phase]
+    if unobserved:
+        raise InterpreterError(
+            f"{op.name}: arrives on the next phase of the mbarrier initialized at line {state.init_loc.line}, but no "
+            f"mbarrier.wait has observed the phase that {unobserved[0].what} completes, so that copy may still be "
+            "in flight and the arrival may count towards its phase; wait for that phase (mbarrier.wait(bar, "
+            "phase)) before arming the barrier again", op.loc)
+    if count > state.pending:
+        raise InterpreterError(
+            f"{op.name}: arrives {count} time(s) but the mbarrier (initialized at line {state.init_loc.line} "
+            f"with count {state.count}) expects only {state.pending} more arrival(s) in this phase", op.loc)
+    _ledger(state, phase)
+    state.expected += nbytes
+    state.tx += nbytes
+    state.arrivals += count
+    state.pending -= count
+    _maybe_complete(state, op.loc)
+
+
+def issue_tx(state: BarrierState, nbytes: int, op) -> int:
+    """A TMA load of ``nbytes`` issued at ``op`` counts on the barrier: the phase it counts towards.
+
+    That is the phase of the latest arrival, or the next phase if a wait has already observed
+    that one (a load issued before its phase's ``mbarrier.expect``).  Reports a phase whose
+    arrivals are all made and whose loads bring more bytes than it expects.
+    """
+    phase = max(state.arrivals - 1, 0) // state.count
+    if state.arrivals % state.count == 0 and phase < state.observed:
+        phase += 1
+    _ledger(state, phase)
+    state.issued += nbytes
+    armed = state.arrivals >= (phase + 1) * state.count
+    if armed and state.issued > state.expected:
+        expect = state.expect_loc if state.expect_loc is not None else op.loc
+        raise InterpreterError(
+            f"transaction bytes mismatch: this phase of the mbarrier initialized at line {state.init_loc.line} "
+            f"expects {state.expected} byte(s) (mbarrier.expect at line {expect.line}), but the TMA loads issued "
+            f"into it bring {state.issued}, {state.issued - state.expected} byte(s) more, so the phase would "
+            f"complete while a copy is still in flight; expect exactly the bytes the phase's copies bring "
+            "(desc.block_type.nbytes per copy)", expect, notes=[("the load that brings more bytes than expected",
+                                                                 op.loc)])
+    return phase
+
+
+def complete_tx(state: BarrierState, nbytes: int, loc: Location) -> None:
+    """``nbytes`` of an async copy issued at ``loc`` arrived (``complete_tx``)."""
+    state.tx -= nbytes
+    _maybe_complete(state, loc)
+
+
+def _maybe_complete(state: BarrierState, loc: Location) -> None:
+    if state.pending:
+        return
+    expected = f"mbarrier.expect at line {state.expect_loc.line}" if state.expect_loc else "no mbarrier.expect"
+    if state.tx < 0:
+        raise InterpreterError(
+            f"transaction bytes mismatch: the copies into the mbarrier initialized at line {state.init_loc.line} "
+            f"brought {-state.tx} byte(s) more than its phase expected ({expected}); expect exactly the bytes "
+            "the phase's copies bring (desc.block_type.nbytes per copy)", loc)
+    if state.tx:
+        return
+    in_flight = [c for c in state.copies if not c.landed and c.issued_in <= state.completed]
+    if in_flight:
+        raise InterpreterError(
+            f"transaction bytes mismatch: a phase of the mbarrier initialized at line {state.init_loc.line} "
+            f"completed ({expected}) while {in_flight[0].what} counted on it was still in flight; expect the "
+            "bytes of every copy the phase waits for", in_flight[0].loc)
+    state.parity ^= 1
+    state.pending = state.count
+    state.completed += 1
+
+
+@rule("mbarrier_init")
+def _mbarrier_init(program, op, operands):
+    ref = operands[0]
+    where = _where(ref, op)
+    old = ref.buffer.barriers.get(where)
+    if old is not None and old.invalidated_at is None:
+        raise InterpreterError(f"mbarrier_init: the mbarrier was already initialized at line {old.init_loc.line}; "
+                               "invalidate it before initializing it again", op.loc)
+    count = op.attrs["count"]
+    ref.buffer.barriers[where] = BarrierState(count, count, 0, 0, op.loc)
+    return []
+
+
+@rule("mbarrier_expect")
+def _mbarrier_expect(program, op, operands):
+    ref, pred = operands
+    if bool(pred):
+        state = barrier_state(ref, op)
+        _arrive(state, 1, op, op.attrs["bytes"])
+        state.expect_loc = op.loc
+    return []
+
+
+@rule("mbarrier_arrive")
+def _mbarrier_arrive(program, op, operands):
+    ref, pred = operands
+    if bool(pred):
+        _arrive(barrier_state(ref, op), op.attrs["count"], op)
+    return []
+
+
+@rule("mbarrier_wait")
+def _mbarrier_wait(program, op, operands):
+    ref, phase, pred = operands[:3]
+    if not bool(pred):
+        return []
+    state = barrier_state(ref, op)
+    parity = int(phase) & 1
+    # The phase this wait may observe for sure: the oldest one with a load no wait has observed.
+    target = min((c.issued_in for c in state.copies), default=state.completed)
+    if target & 1 != parity:
+        if state.copies:
+            copy = state.copies[0]
+            which = "precedes its first phase" if target == 0 else f"completed before (phase {target - 1})"
+            raise InterpreterError(
+                f"mbarrier.wait on the wrong phase: it waits for parity {parity} of the mbarrier initialized at line "
+                f"{state.init_loc.line}, whose phase of that parity {which}, so it returns at once without "
+                f"waiting for {copy.what}, which counts towards the phase of parity {target & 1}; the parity "
+                "flips each time the barrier completes a phase: pass the parity of the phase whose copies you need "
+                "(for a ring of STAGES barriers, (step // STAGES) & 1)", op.loc)
+        state.observed = max(state.observed, target)
+        return []
+    for copy in [c for c in state.copies if c.issued_in == target]:  # its loads land before the wait could block
+        if state.completed > target:
+            break
+        if not copy.landed:
+            copy.land()
+    if state.completed <= target:
+        raise InterpreterError(
+            f"deadlock: mbarrier.wait for the phase of parity {parity} of the mbarrier initialized at line "
+            f"{state.init_loc.line}, which can never complete: {state.outstanding()}, and nothing else is "
+            f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
+            op.loc)
+    state.observed = max(state.observed, target + 1)
+    for copy in [c for c in state.copies if c.landed and c.issued_in < state.completed]:
+        copy.release()
+        state.copies.remove(copy)
+    return []
+
+
+def _bytes_note(state: BarrierState) -> str:
+    """For a deadlock: the current phase's expected and issued bytes, when they differ."""
+    if state.tx <= 0 or state.expect_loc is None or state.ledger_phase != state.completed:
+        return ""
+    return (f"; its mbarrier.expect at line {state.expect_loc.line} announced {state.expected} byte(s) but the TMA "
+            f"loads issued into the phase bring {state.issued}: expect exactly the bytes the phase's copies bring")
+
+
+@rule("mbarrier_invalidate")
+def _mbarrier_invalidate(program, op, operands):
+    barrier_state(operands[0], op).invalidated_at = op.loc
+    return []
+
+
+@rule("fence_async_shared")
+def _fence_async_shared(program, op, operands):
+    note_fence(program)
+    return []
+
+
+@rule("thread_barrier")
+def _ordering_only(program, op, operands):
+    return []

@@ -1,0 +1,223 @@
+"""Rules for TMA copies: ``async_tma_copy_global_to_shared``, ``…_shared_to_global``, ``store_wait``.
+
+A descriptor's runtime value is a :class:`TensorMap` (what the host ``TensorDescriptor``
+encodes: where element 0 of the global tensor is in :class:`~.memory.Memory`, its extents
+and element strides, the out-of-bounds fill).  Copies move one block whose coordinates
+start at ``coord``; elements outside ``[0, shape)`` read as zero (NaN with
+``padding="nan"``) and are not written by stores, as the hardware does.
+
+Copies complete asynchronously, at points a seeded scheduler chooses
+(``GLUONKIT_INTERPRET_SEED``, default 0, mixed with the program id): before any later op
+each copy in flight completes with probability 1/4, and a wait completes what it needs.
+
+* A **load** reads global memory when it lands, writes the shared buffer (as the async
+  proxy: no fence needed before a TMA store or wgmma reads it) and completes its bytes
+  on the mbarrier (:func:`~.mbarrier.complete_tx`); at issue its bytes are counted towards
+  the barrier phase the program's order gives it (:func:`~.mbarrier.issue_tx`), so checks
+  do not depend on when it lands; an ``mbarrier.wait`` on that barrier lands the copies it
+  needs.  From issue until a successful wait observes its phase, the
+  buffer's bytes are registered as an :class:`~.shared_memory.AsyncWrite`: reading
+  (``load``, wgmma) or writing them is reported with both lines.
+* A **store** reads shared memory at issue (equivalent to the hardware's later read,
+  because writing the buffer before ``store_wait`` retires the copy is reported), checks
+  that no generic ``store`` to those bytes came after the last ``fence_async_shared``,
+  and writes global memory when it completes; ``store_wait(n)`` retires the oldest until
+  at most ``n`` remain (each copy is its own bulk group, as the lowering commits one per
+  copy).
+* The kernel may not return with copies in flight: the CTA's shared memory would go away
+  under them (a store needs ``store_wait(0)``, a load a wait on its barrier).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, List, Tuple
+
+import numpy as np
+
+from ...ir.types import DType, SharedMemoryDescType
+from ..dtypes import numpy_dtype
+from ..engine import rule
+from ..errors import InterpreterError
+from .mbarrier import barrier_state, complete_tx, issue_tx
+from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
+
+__all__ = ["TensorMap"]
+
+_COMPLETE_PROBABILITY = 0.25
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A descriptor in the interpreter: ``shape`` elements of ``element`` at ``origin`` (element 0's
+    address), ``strides`` in elements (Python order), out-of-bounds ``padding`` ``"zero"`` or ``"nan"``."""
+
+    origin: int
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    element: DType
+    padding: str = "zero"
+
+
+def _box(tmap: TensorMap, block: Tuple[int, ...], coords: List[int]):
+    """(byte address per in-bounds element, in-bounds mask) of the block at ``coords``."""
+    index = np.indices(block, dtype=np.int64)
+    inside = np.ones(block, bool)
+    offset = np.zeros(block, np.int64)
+    for d, c in enumerate(coords):
+        g = index[d] + c
+        inside &= (g >= 0) & (g < tmap.shape[d])
+        offset += g * tmap.strides[d]
+    return tmap.origin + offset[inside] * tmap.element.itemsize, inside
+
+
+@dataclass
+class _State:
+    """This program's TMA copies in flight and its scheduler."""
+
+    rng: random.Random
+    loads: List["_Load"] = field(default_factory=list)  # not yet released by a wait
+    stores: Deque["_Store"] = field(default_factory=deque)  # not yet retired by store_wait
+
+
+def _tma(program) -> _State:
+    state = program.async_state.get("tma")
+    if state is None:
+        seed = os.environ.get("GLUONKIT_INTERPRET_SEED", "0")
+        state = program.async_state["tma"] = _State(random.Random(f"{seed}/{program.pid}"))
+        program.progress["tma"] = _progress
+        program.at_exit["tma"] = _at_exit
+    return state
+
+
+class _Load:
+    """One global-to-shared copy: lands (writes the buffer, completes bytes), then is released by a wait."""
+
+    def __init__(self, program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, coords, barrier):
+        self.program, self.op, self.loc = program, op, op.loc
+        self.tmap, self.ref, self.ty, self.coords, self.barrier = tmap, ref, ty, coords, barrier
+        self.what = f"the TMA load issued at line {op.loc.line}"
+        self.landed = False
+        self.issued_in = -1  # the barrier phase its bytes count towards (mbarrier.issue_tx)
+        self.writer = AsyncWrite(byte_mask(ref, ty, op), self.what,
+                                 "wait on its mbarrier (mbarrier.wait(bar, phase)) first")
+
+    def land(self) -> None:
+        addresses, inside = _box(self.tmap, self.ty.shape, self.coords)
+        dtype = numpy_dtype(self.ty.element)
+        fill = np.nan if self.tmap.padding == "nan" else 0
+        values = np.full(self.ty.shape, fill, dtype=dtype)
+        values[inside] = self.program.memory.read(addresses, dtype, self.loc,
+                                                  lambda i: f"element {i} of the TMA load's in-bounds box")
+        item = self.ty.element.itemsize
+        index = element_addresses(self.ref, self.ty, self.op).reshape(-1, 1) + np.arange(item)
+        buffer = self.ref.buffer
+        buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
+        buffer.written[index] = True
+        self.landed = True
+        complete_tx(self.barrier, self.ty.nbytes, self.loc)
+
+    def release(self) -> None:
+        self.ref.buffer.async_writes.remove(self.writer)
+        _tma(self.program).loads.remove(self)
+
+
+class _Store:
+    """One shared-to-global copy: its data (read at issue), written to global memory on completion."""
+
+    def __init__(self, program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, coords):
+        self.program, self.loc = program, op.loc
+        self.what = f"the TMA store issued at line {op.loc.line}"
+        values = read(ref, ty, op)
+        addresses, inside = _box(tmap, ty.shape, coords)
+        self.addresses, self.values = addresses, values[inside]
+        self.buffer = ref.buffer
+        self.reader = AsyncRead(byte_mask(ref, ty, op), self.what,
+                                "call tma.store_wait(n) until it has completed, first")
+        self.buffer.async_reads.append(self.reader)
+        self.flushed = False
+
+    def flush(self) -> None:
+        if not self.flushed:
+            self.program.memory.write(self.addresses, self.values, self.loc,
+                                      lambda i: f"element {i} of the TMA store's in-bounds box")
+            self.flushed = True
+
+    def retire(self) -> None:
+        self.flush()
+        self.buffer.async_reads.remove(self.reader)
+
+
+def _progress(program, op) -> None:
+    """Before ``op``: complete some copies in flight (the seeded scheduler's choice)."""
+    state = program.async_state["tma"]
+    for load in list(state.loads):
+        if not load.landed and state.rng.random() < _COMPLETE_PROBABILITY:
+            load.land()
+    for store in state.stores:
+        if not store.flushed and state.rng.random() < _COMPLETE_PROBABILITY:
+            store.flush()
+
+
+def _at_exit(program, op) -> None:
+    state = program.async_state["tma"]
+    if state.stores:
+        store = state.stores[0]
+        raise InterpreterError(f"the kernel returns while {store.what} may still be reading shared memory; call "
+                               "tma.store_wait(0) before the kernel ends", store.loc)
+    if state.loads:
+        load = state.loads[0]
+        raise InterpreterError(f"the kernel returns while {load.what} is in flight (no mbarrier.wait observed its "
+                               "completion); wait on its mbarrier before the kernel ends", load.loc)
+
+
+def _coords(operands) -> List[int]:
+    return [int(c) for c in operands]
+
+
+@rule("async_tma_copy_global_to_shared")
+def _global_to_shared(program, op, operands):
+    tmap, ref, bar, pred = operands[:4]
+    if not bool(pred):
+        return []
+    ty = op.operands[1].type
+    barrier = barrier_state(bar, op, operand=2)
+    load = _Load(program, op, tmap, ref, ty, _coords(operands[4:]), barrier)
+    mask = load.writer.mask
+    for other in ref.buffer.async_reads:
+        if (other.mask & mask).any():
+            raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {other.what} is still "
+                                   f"reading it; {other.fix}", op.loc)
+    for other in ref.buffer.async_writes:
+        if (other.mask & mask).any():
+            raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
+                                   f"writing it; {other.fix}", op.loc)
+    load.issued_in = issue_tx(barrier, ty.nbytes, op)
+    ref.buffer.async_writes.append(load.writer)
+    barrier.copies.append(load)
+    _tma(program).loads.append(load)
+    return []
+
+
+@rule("async_tma_copy_shared_to_global")
+def _shared_to_global(program, op, operands):
+    tmap, ref = operands[:2]
+    ty = op.operands[1].type
+    unfenced = unfenced_write(program, ref, ty, op)
+    if unfenced is not None:
+        raise InterpreterError(f"{op.name} reads {ref.buffer.describe()}, which the store at line {unfenced.line} "
+                               "wrote through the generic proxy with no fence_async_shared() since; call "
+                               "fence_async_shared() between the store and the TMA copy", op.loc)
+    _tma(program).stores.append(_Store(program, op, tmap, ref, ty, _coords(operands[2:])))
+    return []
+
+
+@rule("async_tma_store_wait")
+def _store_wait(program, op, operands):
+    stores = _tma(program).stores
+    while len(stores) > op.attrs["pendings"]:
+        stores.popleft().retire()
+    return []

@@ -1,0 +1,14 @@
+"""Gluon's Hopper namespace: ``from gluonkit.lang.nvidia.hopper import mbarrier, tma, fence_async_shared, warpgroup_mma``.
+
+The same names as ``triton.experimental.gluon.language.nvidia.hopper``, so a Gluon Hopper
+kernel ports by rewriting its import lines.  The synchronization objects are
+:mod:`gluonkit.sync`'s; the warpgroup MMA builtins are :mod:`gluonkit.lang.nvidia.wgmma`'s; ``tma`` is
+:mod:`gluonkit.lang.nvidia.tma`.
+"""
+
+from ...sync import fence_async_shared, mbarrier
+from . import tma
+from .wgmma import warpgroup_mma, warpgroup_mma_accumulator, warpgroup_mma_init, warpgroup_mma_wait
+
+__all__ = ["mbarrier", "tma", "fence_async_shared", "warpgroup_mma", "warpgroup_mma_wait", "warpgroup_mma_init",
+           "warpgroup_mma_accumulator"]

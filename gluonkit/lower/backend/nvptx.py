@@ -1,0 +1,57 @@
+"""LLVM IR → PTX with llvmlite's NVPTX back end.
+
+The lowering builds an ``llvmlite.ir.Module``; this module verifies it, runs LLVM's O3
+pipeline for the target machine and prints PTX.  The PTX's ``.version`` follows the
+target (see :mod:`gluonkit.lower.backend.targets`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+import llvmlite.ir as lir
+
+from .targets import Target
+
+__all__ = ["NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "emit_ptx", "new_module"]
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+NVPTX_DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+
+@functools.lru_cache(maxsize=None)
+def _initialized() -> bool:
+    for init in ("initialize_all_targets", "initialize_all_asmprinters"):
+        fn = getattr(llvm, init, None)
+        if fn is not None:
+            fn()
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _target_machine(arch: str, features: str, opt: int) -> "llvm.TargetMachine":
+    _initialized()
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
+    return target.create_target_machine(cpu=arch, features=features, opt=opt)
+
+
+def new_module(name: str) -> lir.Module:
+    """An empty LLVM module set up for the NVPTX target."""
+    module = lir.Module(name=name)
+    module.triple = NVPTX_TRIPLE
+    module.data_layout = NVPTX_DATA_LAYOUT
+    return module
+
+
+def emit_ptx(module: lir.Module | str, target: Target, opt_level: int = 3) -> tuple[str, str]:
+    """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``."""
+    tm = _target_machine(target.arch, target.llvm_features, opt_level)
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    if opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pb = llvm.create_pass_builder(tm, pto)
+        pm = pb.getModulePassManager()
+        pm.run(parsed, pb)
+    return str(parsed), tm.emit_assembly(parsed)

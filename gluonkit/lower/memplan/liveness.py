@@ -1,0 +1,204 @@
+"""When each shared-memory allocation is live: intervals over a linear order of the ops.
+
+The allocation planner (:mod:`.smem_plan`) lets two ``local_alloc`` buffers share bytes
+when their lifetimes do not overlap; this module computes those lifetimes, conservatively.
+
+**Positions.**  Every op of the kernel, nested ones included, gets a position in program
+order (an op before the ops of its regions); :data:`Lifetime` ``end`` may also be the
+position just after the last op, "the end of the function".
+
+**Derived values.**  A value is derived from an allocation when it is the allocation, a
+view of a derived value (``memdesc_index``/``slice``/``permute``/``reshape``/
+``reinterpret``), a dep that ``warpgroup_mma_wait`` returns for a derived operand, or a
+descriptor that control flow passes on: a block argument or result of a region op (``for``,
+``if``, ``while`` …) takes every allocation flowing into the op (its operands and its
+regions' ``yield``/``condition``).
+
+**Lifetime.**  From the ``local_alloc`` to the last use of a derived value, where:
+
+* a use inside a loop (any region op except ``if``; its body runs again) of an allocation
+  made outside that loop lasts to the end of the loop, for every loop between the two;
+* a derived value handed to the next iteration (the ``yield``/``condition`` of a loop)
+  makes the allocation live over the whole loop;
+* an asynchronous use keeps the buffer busy after its op: the source of a TMA store, the
+  destination and mbarrier of a TMA load, the shared operands of an asynchronous
+  ``warpgroup_mma``.  Such a use lasts until a wait that retires *every* group of its kind
+  (``async_tma_store_wait(0)``; ``warpgroup_mma_wait(0)`` or a synchronous
+  ``warpgroup_mma``) that surely runs after it: later in the use's block or in a block
+  around it (a wait nested in an ``if`` or loop of its own may not run).  Without one (and always for
+  TMA loads, whose completion is an mbarrier phase this analysis does not follow) it lasts
+  to the end of the function.  This is deliberately simple and conservative.
+* an mbarrier (``MBarrierLayout``) allocation lasts to the end of the function unless a
+  view of it is passed to ``mbarrier_invalidate``: PTX requires invalidating an mbarrier
+  before its memory is used for anything else.  An invalidated mbarrier ends at its last
+  use (invalidating it while a TMA still signals it would be the program's error).
+
+The order is the program order of a single thread of control; ops whose regions run
+concurrently (warp specialization) would need their partitions' lifetimes kept apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from ...ir import Block, Function, Operation, SharedMemoryDescType
+from ...layouts.barrier import MBarrierLayout
+
+__all__ = ["Lifetime", "buffer_lifetimes"]
+
+_TERMINATORS = ("yield", "condition")
+_WGMMA, _TMA_STORE, _TMA_LOAD = "wgmma", "tma_store", "tma_load"
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """Allocation ``op`` is live from position ``start`` to ``end``, both included."""
+
+    op: Operation
+    start: int
+    end: int
+
+    def overlaps(self, other: "Lifetime") -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+def buffer_lifetimes(func: Function) -> Dict[int, Lifetime]:
+    """Every ``local_alloc`` of ``func`` (by result value id) and its lifetime (module docstring)."""
+    return _Liveness(func).run()
+
+
+def _is_loop(op: Optional[Operation]) -> bool:
+    return op is not None and bool(op.regions) and op.name != "if"
+
+
+def _async_uses(op: Operation) -> List[Tuple[int, str]]:
+    """``(operand index, group kind)`` of the operands ``op`` keeps using after it is issued."""
+    if op.name == "async_tma_copy_shared_to_global":
+        return [(1, _TMA_STORE)]
+    if op.name == "async_tma_copy_global_to_shared":
+        return [(1, _TMA_LOAD), (2, _TMA_LOAD)]
+    if op.name == "warpgroup_mma" and op.attrs["is_async"]:
+        return [(0, _WGMMA), (1, _WGMMA)]
+    return []
+
+
+def _retires_all(op: Operation, group: str) -> bool:
+    """Whether ``op`` waits until no asynchronous operation of kind ``group`` is in flight."""
+    if group == _WGMMA:
+        return (op.name == "warpgroup_mma_wait" and op.attrs["num_outstanding"] == 0) or (
+            op.name == "warpgroup_mma" and not op.attrs["is_async"])
+    if group == _TMA_STORE:
+        return op.name == "async_tma_store_wait" and op.attrs["pendings"] == 0
+    return False
+
+
+class _Liveness:
+    def __init__(self, func: Function):
+        self.func = func
+        self.pos: Dict[int, int] = {}  # id(op) -> position
+        self.last: Dict[int, int] = {}  # id(op) -> last position inside it (itself if no regions)
+        self.roots: Dict[int, FrozenSet[int]] = {}  # value uid -> allocations it derives from
+        self.allocs: Dict[int, Operation] = {}
+        self._number(func.body, 0)
+        self.end_of_function = len(self.pos)
+
+    def _number(self, block: Block, next_pos: int) -> int:
+        for op in block.ops:
+            self.pos[id(op)] = next_pos
+            next_pos += 1
+            for region in op.regions:
+                next_pos = self._number(region, next_pos)
+            self.last[id(op)] = next_pos - 1
+        return next_pos
+
+    # ----------------------------------------------------------------- derivation
+    def _derive(self) -> None:
+        """Fill ``roots`` until nothing changes (loop-carried descriptors flow backwards)."""
+        changed = True
+        while changed:
+            changed = False
+            for op in self.func.walk():
+                for value, roots in self._flows(op):
+                    old = self.roots.get(value.uid, frozenset())
+                    if not roots <= old:
+                        self.roots[value.uid] = old | roots
+                        changed = True
+
+    def _of(self, value) -> FrozenSet[int]:
+        return self.roots.get(value.uid, frozenset())
+
+    def _flows(self, op: Operation):
+        """``(value, allocations)`` pairs: what each value ``op`` defines derives from."""
+        if op.name == "local_alloc":
+            self.allocs[op.results[0].uid] = op
+            return [(op.results[0], frozenset([op.results[0].uid]))]
+        if op.name == "warpgroup_mma_wait":
+            return [(r, self._of(v)) for r, v in zip(op.results, op.operands)]
+        incoming = frozenset().union(*[self._of(v) for v in op.operands])
+        for region in op.regions:
+            terminator = region.terminator
+            if terminator is not None and terminator.name in _TERMINATORS:
+                incoming |= frozenset().union(*[self._of(v) for v in terminator.operands])
+        if not incoming:
+            return []
+        defined = list(op.results) + [arg for region in op.regions for arg in region.args]
+        return [(v, incoming) for v in defined if isinstance(v.type, SharedMemoryDescType)]
+
+    # ----------------------------------------------------------------- lifetimes
+    def run(self) -> Dict[int, Lifetime]:
+        self._derive()
+        spans = {uid: [self.pos[id(op)], self.pos[id(op)]] for uid, op in self.allocs.items()}
+        invalidated = set()
+        for op in self.func.walk():
+            asynchronous = dict(_async_uses(op))
+            for index, value in enumerate(op.operands):
+                for uid in self._of(value):
+                    if op.name == "mbarrier_invalidate":
+                        invalidated.add(uid)
+                    start, end = self._use(op, self.allocs[uid], asynchronous.get(index))
+                    span = spans[uid]
+                    span[0], span[1] = min(span[0], start), max(span[1], end)
+        lifetimes = {}
+        for uid, alloc in self.allocs.items():
+            start, end = spans[uid]
+            if isinstance(alloc.results[0].type.layout, MBarrierLayout) and uid not in invalidated:
+                end = self.end_of_function
+            lifetimes[uid] = Lifetime(alloc, start, end)
+        return lifetimes
+
+    def _use(self, op: Operation, alloc: Operation, group: Optional[str]) -> Tuple[int, int]:
+        """The positions ``[start, end]`` that a use by ``op`` keeps ``alloc`` live over."""
+        start = end = self.pos[id(op)]
+        alloc_loops = set(id(loop) for loop in self._loops_around(alloc))
+        for loop in self._loops_around(op):
+            if id(loop) not in alloc_loops:
+                end = max(end, self.last[id(loop)])
+        if op.name in _TERMINATORS and _is_loop(op.parent.parent_op):  # carried to the next iteration
+            loop = op.parent.parent_op
+            start, end = min(start, self.pos[id(loop)]), max(end, self.last[id(loop)])
+        if group is not None and not isinstance(alloc.results[0].type.layout, MBarrierLayout):
+            end = max(end, self._completion(op, group))
+        return start, end
+
+    def _loops_around(self, op: Operation) -> List[Operation]:
+        loops = []
+        parent = op.parent.parent_op if op.parent is not None else None
+        while parent is not None:
+            if _is_loop(parent):
+                loops.append(parent)
+            parent = parent.parent.parent_op if parent.parent is not None else None
+        return loops
+
+    def _completion(self, op: Operation, group: str) -> int:
+        """Where the asynchronous use by ``op`` has surely finished (see the module docstring)."""
+        inner = op
+        while inner.parent is not None:
+            block = inner.parent
+            for later in block.ops[block.ops.index(inner) + 1:]:
+                if _retires_all(later, group):
+                    return self.pos[id(later)]
+            if block.parent_op is None:
+                break
+            inner = block.parent_op
+        return self.end_of_function

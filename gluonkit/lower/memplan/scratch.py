@@ -1,0 +1,121 @@
+"""Scratch shared memory: a round trip of a distributed tensor through shared memory.
+
+Layout conversions that move data between warps, and reductions across warps, store each
+thread's registers at an offset computed from the element's coordinates, synchronize the
+block, and load the elements each thread needs.  The scratch buffer is the part of the
+kernel's dynamic shared memory (``global_smem``) after the user's buffers
+(:mod:`.smem_plan`); its size is the largest any op needs, recorded in
+``KernelLowering.scratch_bytes`` for the launch.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import llvmlite.ir as lir
+
+from ..context import KernelLowering
+from ..llvm_types import I8, I32, byte_size
+
+__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
+           "store_vector", "load_vector"]
+
+SHARED = 3
+
+
+def barrier(ctx: KernelLowering) -> None:
+    """``bar.sync 0``: every thread of the block reaches it before any continues."""
+    ctx.builder.asm(lir.FunctionType(lir.VoidType(), []), "bar.sync 0;", "~{memory}", [], side_effect=True)
+
+
+def begin_use(ctx: KernelLowering, op) -> None:
+    """Start an op's use of the scratch buffer: wait for earlier readers, if there can be any.
+
+    The barrier is needed when an earlier op used the buffer, or when ``op`` sits in a loop
+    (its previous iteration read it); the first use in straight-line code skips it.
+    """
+    if ctx.scratch_used or _in_loop(op):
+        barrier(ctx)
+    ctx.scratch_used = True
+
+
+def _in_loop(op) -> bool:
+    block = op.parent
+    while block is not None and block.parent_op is not None:
+        if block.parent_op.name in ("for", "while"):
+            return True
+        block = block.parent_op.parent
+    return False
+
+
+def _shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
+    existing = ctx.module.globals.get("global_smem")
+    if existing is not None:
+        return existing
+    smem = lir.GlobalVariable(ctx.module, lir.ArrayType(I8, 0), "global_smem", addrspace=SHARED)
+    smem.linkage = "external"
+    smem.align = 16
+    smem.type = lir.PointerType(addrspace=SHARED)  # llvmlite types globals with typed pointers
+    return smem
+
+
+def shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
+    """``global_smem``, the kernel's dynamic shared memory (declared on first use)."""
+    return _shared_base(ctx)
+
+
+def scratch_pointer(ctx: KernelLowering, element: lir.Type, offset: lir.Value) -> lir.Value:
+    """Address of element ``offset`` of a scratch array of ``element``s (after the buffers)."""
+    base = _shared_base(ctx)
+    start = ctx.shared_plan.scratch_start
+    if start:
+        base = ctx.builder.gep(base, [I32(start)], source_etype=I8)
+    return ctx.builder.gep(base, [offset], source_etype=element)
+
+
+def row_major_offset(ctx: KernelLowering, coords: Sequence[lir.Value], shape: Sequence[int]) -> lir.Value:
+    """``coords`` flattened row-major (last dimension fastest), as an i32."""
+    b = ctx.builder
+    offset = I32(0)
+    stride = 1
+    for c, size in zip(reversed(list(coords)), reversed(list(shape))):
+        offset = b.add(offset, b.mul(c, I32(stride)) if stride != 1 else c)
+        stride *= size
+    return offset
+
+
+def reserve(ctx: KernelLowering, nbytes: int) -> None:
+    """Make sure the scratch buffer has at least ``nbytes``."""
+    ctx.scratch_bytes = max(ctx.scratch_bytes, nbytes)
+
+
+def store_scratch(ctx: KernelLowering, values: List[lir.Value], offsets: List[lir.Value]) -> None:
+    for value, offset in zip(values, offsets):
+        ctx.builder.store(value, scratch_pointer(ctx, value.type, offset))
+
+
+def load_scratch(ctx: KernelLowering, element: lir.Type, offsets: List[lir.Value]) -> List[lir.Value]:
+    return [ctx.builder.load(scratch_pointer(ctx, element, offset), typ=element) for offset in offsets]
+
+
+def store_vector(ctx: KernelLowering, values: List[lir.Value], offset: lir.Value) -> None:
+    """Store ``values`` at consecutive elements from ``offset`` (one vector store)."""
+    b = ctx.builder
+    if len(values) == 1:
+        b.store(values[0], scratch_pointer(ctx, values[0].type, offset))
+        return
+    vector_type = lir.VectorType(values[0].type, len(values))
+    vector = lir.Constant(vector_type, None)
+    for i, v in enumerate(values):
+        vector = b.insert_element(vector, v, I32(i))
+    b.store(vector, scratch_pointer(ctx, values[0].type, offset), align=len(values) * byte_size(values[0].type))
+
+
+def load_vector(ctx: KernelLowering, element: lir.Type, count: int, offset: lir.Value) -> List[lir.Value]:
+    """Load ``count`` consecutive elements from ``offset`` (one vector load)."""
+    b = ctx.builder
+    if count == 1:
+        return [b.load(scratch_pointer(ctx, element, offset), typ=element)]
+    vector_type = lir.VectorType(element, count)
+    vector = b.load(scratch_pointer(ctx, element, offset), typ=vector_type, align=count * byte_size(element))
+    return [b.extract_element(vector, I32(i)) for i in range(count)]

@@ -1,0 +1,99 @@
+"""Lowering of mbarrier ops, ``fence_async_shared`` and ``thread_barrier`` to inline PTX.
+
+An mbarrier's address is its 32-bit shared-window address (``r`` operand).  ``init``,
+``expect``, ``arrive`` and ``invalidate`` are performed by one thread of the program
+(thread 0), as in Gluon, so ``init(bar, count=1)`` plus one ``arrive`` completes a phase
+whatever ``num_warps`` is; ``wait`` runs in every thread as a loop around
+``mbarrier.try_wait.parity`` (which itself suspends for a while before returning false).
+The user's ``pred`` predicates each instruction.  Barrier words are shared memory, so
+these ops take part in :func:`~.shared_memory.order_access` (init/invalidate write,
+the others read): waiting on a barrier another thread just initialized is ordered by a
+``bar.sync``.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import llvmlite.ir as lir
+
+from ...ir import Operation
+from ..context import KernelLowering
+from ..llvm_types import I32
+from ..registry import lowering
+from ..ops.shared_memory import SharedPointer, order_access
+from ..memplan.scratch import barrier
+
+__all__ = ["elected_thread"]
+
+
+def _address(ctx: KernelLowering, op: Operation) -> lir.Value:
+    desc: SharedPointer = ctx.get(op.operands[0])  # a [1] view: its one element is at the pointer
+    return ctx.builder.ptrtoint(desc.pointer, I32)
+
+
+def elected_thread(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
+    """True in thread 0 of the program (and where ``pred`` holds)."""
+    b = ctx.builder
+    first = b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
+    return b.and_(first, pred) if pred is not None else first
+
+
+def _asm(ctx: KernelLowering, text: str, constraints: str, operands: List[lir.Value]) -> None:
+    fn_type = lir.FunctionType(lir.VoidType(), [v.type for v in operands])
+    ctx.builder.asm(fn_type, text, ",".join(filter(None, [constraints, "~{memory}"])), operands, side_effect=True)
+
+
+@lowering("mbarrier_init")
+def _init(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    _asm(ctx, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
+         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
+
+
+@lowering("mbarrier_expect")
+def _expect(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    _asm(ctx, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
+         [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
+
+
+@lowering("mbarrier_arrive")
+def _arrive(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    _asm(ctx, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
+         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
+
+
+@lowering("mbarrier_wait")
+def _wait(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    b = ctx.builder
+    address = _address(ctx, op)
+    parity = b.and_(ctx.get(op.operands[1]), I32(1))
+    loop = ctx.fn.append_basic_block("mbarrier.wait")
+    done = ctx.fn.append_basic_block("mbarrier.done")
+    b.cbranch(ctx.get(op.operands[2]), loop, done)
+    b.position_at_end(loop)
+    text = ("{ .reg .pred complete; mbarrier.try_wait.parity.shared::cta.b64 complete, [$1], $2; "
+            "selp.u32 $0, 1, 0, complete; }")
+    flag = b.asm(lir.FunctionType(I32, [I32, I32]), text, "=r,r,r,~{memory}", [address, parity], side_effect=True)
+    b.cbranch(b.icmp_unsigned("!=", flag, I32(0)), done, loop)
+    b.position_at_end(done)
+
+
+@lowering("mbarrier_invalidate")
+def _invalidate(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    _asm(ctx, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), elected_thread(ctx, None)])
+
+
+@lowering("fence_async_shared")
+def _fence_async_shared(ctx: KernelLowering, op: Operation) -> None:
+    _asm(ctx, "fence.proxy.async.shared::cta;", "", [])
+
+
+@lowering("thread_barrier")
+def _thread_barrier(ctx: KernelLowering, op: Operation) -> None:
+    barrier(ctx)
+

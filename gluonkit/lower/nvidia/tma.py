@@ -1,0 +1,118 @@
+"""Lowering of TMA copies to ``cp.async.bulk.tensor`` (inline PTX).
+
+The descriptor parameter is the 128-byte tensor map itself, kept in the parameter space
+(:class:`~.llvm_types.TensorMapParamAttributes`); its generic address (``cvta.param``)
+is the instructions' ``[tmap, {coords}]`` operand.  Coordinates go innermost first, the
+reverse of Python order.  A block larger than the hardware box (the layout's
+``tma_block_shape``, the same box the host encodes) is several instructions, one per box;
+each box's shared address is the view's offset of the box's first element, and the check
+below guarantees that the layout keeps every box contiguous, which is how TMA writes it.
+
+* ``async_tma_copy_global_to_shared``: thread 0 (where ``pred`` holds) issues
+  ``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`` per box;
+  the mbarrier receives the bytes.  It takes part in :func:`~.shared_memory.order_access`
+  as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
+  bytes by other threads finish (``bar.sync``) before it is issued; its completion is
+  ordered by the mbarrier wait, not by a later barrier.
+* ``async_tma_copy_shared_to_global``: thread 0 issues
+  ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
+  ``cp.async.bulk.commit_group`` (one group per copy).  As a read it follows a
+  ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
+  (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
+* ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
+  pass at once).  It accesses no shared memory itself, but the barrier plan counts the
+  reads of the copies it retires as pending from here, so a later write to those bytes by
+  any thread waits at a ``bar.sync`` until thread 0 has seen the copies finish reading.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import List, Tuple
+
+import llvmlite.ir as lir
+
+from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescType
+from ...ir.memdesc import view_to_offset
+from ..context import KernelLowering
+from ..llvm_types import I8, I32
+from .mbarrier import elected_thread
+from ..registry import lowering
+from ..ops.shared_memory import SharedPointer, order_access
+
+__all__: List[str] = []
+
+
+def _asm(ctx: KernelLowering, text: str, constraints: List[str], operands: List[lir.Value]) -> None:
+    fn_type = lir.FunctionType(lir.VoidType(), [v.type for v in operands])
+    ctx.builder.asm(fn_type, text, ",".join(constraints + ["~{memory}"]), operands, side_effect=True)
+
+
+def _boxes(op: Operation, desc: TensorDescType, view: SharedMemoryDescType, xor: int) -> List[Tuple[tuple, int]]:
+    """(first element, element offset in the view) of every box of the block, in row-major order."""
+    box = desc.layout.tma_block_shape(list(desc.block_shape))
+    box_numel = 1
+    for b in box:
+        box_numel *= b
+    placement = view_to_offset(view)
+    for d, (size, extent) in enumerate(zip(desc.block_shape, box)):
+        for bit in range(size.bit_length() - 1):
+            offset = placement.basis(f"dim{d}", bit)[0]
+            inside = (1 << bit) < extent
+            if (offset >= box_numel) if inside else (offset % box_numel):
+                raise CompilationError(f"{op.name}: the layout {desc.layout!r} does not keep each {box} TMA box of "
+                                       f"the {list(desc.block_shape)} block contiguous", op.loc)
+    if xor % box_numel:
+        raise CompilationError(f"{op.name}: the shared view does not start at a TMA box boundary", op.loc)
+    starts = itertools.product(*[range(0, size, extent) for size, extent in zip(desc.block_shape, box)])
+    return [(start, placement.apply({f"dim{d}": s for d, s in enumerate(start)})["offset"] ^ xor)
+            for start in starts]
+
+
+def _copies(ctx: KernelLowering, op: Operation, smem_index: int, coord_start: int):
+    """Per box: (shared address as i32, coordinates innermost first)."""
+    desc: TensorDescType = op.operands[0].type
+    view: SharedMemoryDescType = op.operands[smem_index].type
+    smem: SharedPointer = ctx.get(op.operands[smem_index])
+    coords = [ctx.get(c) for c in op.operands[coord_start:]]
+    b = ctx.builder
+    out = []
+    for start, offset in _boxes(op, desc, view, smem.xor):
+        pointer = b.gep(smem.pointer, [I32(offset * view.element.itemsize)], source_etype=I8)
+        at = [b.add(c, I32(s)) if s else c for c, s in zip(coords, start)]
+        out.append((b.ptrtoint(pointer, I32), at[::-1]))
+    return out
+
+
+def _braces(first: int, count: int) -> str:
+    return "{" + ", ".join(f"${first + i}" for i in range(count)) + "}"
+
+
+@lowering("async_tma_copy_global_to_shared")
+def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    rank = op.operands[0].type.rank
+    tmap = ctx.get(op.operands[0])
+    bar = ctx.builder.ptrtoint(ctx.get(op.operands[2]).pointer, I32)
+    pred = elected_thread(ctx, ctx.get(op.operands[3]))
+    text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
+    for dst, coords in _copies(ctx, op, 1, 4):
+        _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"], [pred, dst, tmap] + coords + [bar])
+
+
+@lowering("async_tma_copy_shared_to_global")
+def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
+    order_access(ctx, op)
+    rank = op.operands[0].type.rank
+    tmap = ctx.get(op.operands[0])
+    pred = elected_thread(ctx, None)
+    text = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_braces(2, rank)}], [${2 + rank}];"
+    for src, coords in _copies(ctx, op, 1, 2):
+        _asm(ctx, text, ["b", "l"] + ["r"] * rank + ["r"], [pred, tmap] + coords + [src])
+    _asm(ctx, "@$0 cp.async.bulk.commit_group;", ["b"], [pred])
+
+
+@lowering("async_tma_store_wait")
+def _store_wait(ctx: KernelLowering, op: Operation) -> None:
+    _asm(ctx, f"cp.async.bulk.wait_group.read {op.attrs['pendings']};", [], [])

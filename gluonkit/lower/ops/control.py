@@ -1,0 +1,155 @@
+"""Lowering of structured control flow to LLVM basic blocks and phi nodes.
+
+A loop-carried or yielded tensor is a list of registers, so it gets one phi per register.
+``for`` loops run ``iv = lower; iv < upper; iv += step`` with a signed comparison (a
+constant negative step compares with ``>``), as Triton's ``scf.for`` does.  Regions end in
+``yield``/``condition``, which :func:`~gluonkit.lower.walk.lower_block` hands back to the
+rule that owns the region.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import llvmlite.ir as lir
+
+from ...ir import Operation, TensorType, Value
+from ..context import KernelLowering
+from ..llvm_types import llvm_type
+from ..registry import lowering
+from ..walk import lower_block
+
+__all__: List[str] = []
+
+
+def _flatten(ctx: KernelLowering, values: List[Value]) -> List[lir.Value]:
+    """All registers of ``values``, in order (a scalar is one register)."""
+    out: List[lir.Value] = []
+    for v in values:
+        lowered = ctx.get(v)
+        out.extend(lowered if isinstance(v.type, TensorType) else [lowered])
+    return out
+
+
+def _phis(ctx: KernelLowering, values: List[Value], name: str) -> List[lir.PhiInstr]:
+    """Phi nodes at the builder's position for every register of ``values`` (by type)."""
+    phis = []
+    for v in values:
+        count = ctx.num_registers(v.type) if isinstance(v.type, TensorType) else 1
+        phis.extend(ctx.builder.phi(llvm_type(v.type), name=name) for _ in range(count))
+    return phis
+
+
+def _assign(ctx: KernelLowering, values: List[Value], registers: List[lir.Value]) -> None:
+    """Give ``values`` the flat list ``registers`` (split by each value's register count)."""
+    i = 0
+    for v in values:
+        if isinstance(v.type, TensorType):
+            n = ctx.num_registers(v.type)
+            ctx.set(v, list(registers[i:i + n]))
+            i += n
+        else:
+            ctx.set(v, registers[i])
+            i += 1
+
+
+def _lower_region(ctx: KernelLowering, block) -> Operation:
+
+    terminator = lower_block(ctx, block)
+    assert terminator is not None, "verified regions end in yield/condition"
+    return terminator
+
+
+@lowering("for")
+def _for(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.builder
+    lower, upper, step = (ctx.get(v) for v in op.operands[:3])
+    body = op.regions[0]
+    init = _flatten(ctx, op.operands[3:])
+    entry = b.block
+    header = ctx.fn.append_basic_block("for.header")
+    loop = ctx.fn.append_basic_block("for.body")
+    exit_ = ctx.fn.append_basic_block("for.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(lower.type, name="iv")
+    carried = _phis(ctx, body.args[1:], "carried")
+    iv.add_incoming(lower, entry)
+    for phi, value in zip(carried, init):
+        phi.add_incoming(value, entry)
+    negative_step = isinstance(step, lir.Constant) and step.constant < 0
+    keep_going = b.icmp_signed(">" if negative_step else "<", iv, upper)
+    b.cbranch(keep_going, loop, exit_)
+    b.position_at_end(loop)
+    ctx.set(body.args[0], iv)
+    _assign(ctx, body.args[1:], carried)
+    terminator = _lower_region(ctx, body)
+    next_values = _flatten(ctx, terminator.operands)
+    latch = b.block
+    iv.add_incoming(b.add(iv, step), latch)
+    for phi, value in zip(carried, next_values):
+        phi.add_incoming(value, latch)
+    b.branch(header)
+    b.position_at_end(exit_)
+    _assign(ctx, op.results, carried)
+
+
+@lowering("if")
+def _if(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.builder
+    then_block = ctx.fn.append_basic_block("if.then")
+    else_block = ctx.fn.append_basic_block("if.else")
+    merge = ctx.fn.append_basic_block("if.end")
+    b.cbranch(ctx.get(op.operands[0]), then_block, else_block)
+    incoming = []
+    for region, block in zip(op.regions, (then_block, else_block)):
+        b.position_at_end(block)
+        terminator = _lower_region(ctx, region)
+        incoming.append((_flatten(ctx, terminator.operands), b.block))
+        b.branch(merge)
+    b.position_at_end(merge)
+    phis = _phis(ctx, op.results, "if")
+    for values, block in incoming:
+        for phi, value in zip(phis, values):
+            phi.add_incoming(value, block)
+    _assign(ctx, op.results, phis)
+
+
+@lowering("while")
+def _while(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.builder
+    before, after = op.regions
+    entry = b.block
+    header = ctx.fn.append_basic_block("while.cond")
+    loop = ctx.fn.append_basic_block("while.body")
+    exit_ = ctx.fn.append_basic_block("while.exit")
+    init = _flatten(ctx, op.operands)
+    b.branch(header)
+    b.position_at_end(header)
+    state = _phis(ctx, before.args, "state")
+    for phi, value in zip(state, init):
+        phi.add_incoming(value, entry)
+    _assign(ctx, before.args, state)
+    condition = _lower_region(ctx, before)
+    forwarded = _flatten(ctx, condition.operands[1:])
+    b.cbranch(ctx.get(condition.operands[0]), loop, exit_)
+    b.position_at_end(loop)
+    _assign(ctx, after.args, forwarded)
+    terminator = _lower_region(ctx, after)
+    next_values = _flatten(ctx, terminator.operands)
+    for phi, value in zip(state, next_values):
+        phi.add_incoming(value, b.block)
+    b.branch(header)
+    b.position_at_end(exit_)
+    _assign(ctx, op.results, forwarded)
+
+
+@lowering("yield", "condition")
+def _region_terminator(ctx: KernelLowering, op: Operation) -> None:
+    """Never called: the walker hands region terminators to the op that owns the region."""
+    raise AssertionError(f"{op.name} outside a region")
+
+
+@lowering("return")
+def _return(ctx: KernelLowering, op: Operation) -> None:
+    ctx.builder.ret_void()

@@ -1,0 +1,26 @@
+"""The block walker: lowers each op of a block by its rule in :data:`~.registry.LOWERINGS`.
+
+Kept apart from :mod:`.codegen` (which imports every rule module) so that rules with
+regions (``for``, ``if``, ``while``, reductions) can recurse into it without an import circle.
+"""
+
+from __future__ import annotations
+
+from ..ir import Block, CompilationError, Operation
+from .context import KernelLowering
+from .registry import LOWERINGS
+
+REGION_TERMINATORS = ("yield", "condition")
+
+
+def lower_block(ctx: KernelLowering, block: Block) -> Operation | None:
+    """Lower every op of ``block``; returns its ``yield``/``condition`` terminator, if any."""
+    for op in block.ops:
+        ctx.builder.debug_metadata = ctx.debug.location(op.loc)
+        if op.name in REGION_TERMINATORS:
+            return op
+        rule = LOWERINGS.get(op.name)
+        if rule is None:
+            raise CompilationError(f"{op.name} cannot be lowered to the GPU yet", op.loc)
+        rule(ctx, op)
+    return None
