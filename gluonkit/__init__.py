@@ -15,6 +15,7 @@ from .lang.jit import JITFunction, jit
 
 from .runtime import inspect_compile as _inspect_compile  # noqa: E402,F401  (registers kernel.compile)
 from .runtime import launch as _launch  # noqa: E402,F401  (registers the launcher with lang.jit)
+from .runtime.autotune import Config, autotune, heuristics  # noqa: E402
 
 
 def cdiv(x: int, y: int) -> int:
@@ -23,3 +24,4 @@ def cdiv(x: int, y: int) -> int:
 
 
 __all__ = ["jit", "JITFunction", "constexpr", "CompilationError", "cdiv", "__version__"]
+__all__ += ["autotune", "Config", "heuristics"]
