@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ import gluonkit.language as gl
 from gluonkit.lang.jit import set_launcher
 from gluonkit.runtime import launch as launch_module
 from gluonkit.runtime.autotune import Autotuner, AutotunerError
-from gluonkit.runtime.driver import OutOfResources, has_gpu
+from gluonkit.lower.backend.ptxas import PtxasError
+from gluonkit.runtime.driver import CudaError, OutOfResources, has_gpu
 
 
 @gluonkit.jit
@@ -64,15 +66,15 @@ def _random(n, seed, dtype=np.float32):
 class FakeLauncher:
     """Records launches; runs the kernel's effect on numpy arrays in Python."""
 
-    def __init__(self, fail_blocks=()):
+    def __init__(self):
         self.launches = []
-        self.fail_blocks = set(fail_blocks)
+        self.failures = {}  # BLOCK -> the exception its launches raise
 
     def __call__(self, kernel, grid, args, kwargs):
         named = dict(zip(kernel.arg_names, args), **kwargs)
         self.launches.append(named)
-        if named["BLOCK"] in self.fail_blocks:
-            raise OutOfResources(300_000, 232_448, "shared memory")
+        if named["BLOCK"] in self.failures:
+            raise self.failures[named["BLOCK"]]
         n = named["n"]
         if kernel is add_kernel:
             named["out_ptr"][:n] = named["x_ptr"][:n] + named["y_ptr"][:n]
@@ -144,6 +146,12 @@ def test_interpreter_runs_the_first_config_left_by_pruning(interpret):
     assert kernel.best_config is CONFIGS[2]  # the first of the two left
 
 
+def test_a_missing_argument_is_reported_by_the_launch(interpret):
+    kernel = _tuned(add_kernel, None)
+    with pytest.raises(gluonkit.CompilationError, match="missing a required argument: 'n'"):
+        kernel[(1,)](_random(8, 40), _random(8, 41), np.zeros(8, np.float32))
+
+
 def test_heuristics_compute_meta_parameters(interpret):
     kernel = gluonkit.heuristics({"BLOCK": lambda a: 256 if a["n"] > 200 else 64,
                                   "layout": lambda a: _layout(4, a["BLOCK"] // 128 or 1)})(add_kernel)
@@ -190,15 +198,37 @@ def test_printing_is_silenced_by_the_environment(fake, capsys, monkeypatch):
     assert bench.timed == [128, 512, 1024] and capsys.readouterr().err == ""
 
 
-def test_a_config_that_does_not_fit_is_skipped(fake, capsys):
+def _cuda_error(name):
+    return CudaError("cuLaunchKernel", types.SimpleNamespace(name=name))
+
+
+@pytest.mark.parametrize("error, shown", [
+    (OutOfResources(300_000, 232_448, "shared memory"), "out of resource: shared memory, Required: 300000"),
+    (PtxasError("ptxas error: Entry function uses too much shared data\nmore"), "ptxas error: Entry function"),
+    (_cuda_error("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"), "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"),
+])
+def test_a_config_that_does_not_fit_is_skipped(fake, capsys, error, shown):
     launcher, bench = fake
-    launcher.fail_blocks = {512}
+    launcher.failures = {512: error}
     kernel = _tuned(add_kernel, bench)
-    kernel[grid](_random(64, 11), _random(64, 12), np.zeros(64, np.float32), 64)
+    x, y, out = _random(64, 11), _random(64, 12), np.zeros(64, np.float32)
+    kernel[grid](x, y, out, 64)
     assert kernel.best_config is CONFIGS[2]
     assert kernel.configs_timings[CONFIGS[1]][0] == float("inf")
-    err = capsys.readouterr().err
-    assert "[2/3] BLOCK: 512" in err and "failed: out of resource: shared memory, Required: 300000" in err
+    assert f"[2/3] BLOCK: 512, layout: {_layout(8, 2)}, num_warps: 8, num_ctas: 1, num_stages: 3, maxnreg: None: " \
+        f"failed: {shown}" in capsys.readouterr().err
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("error", [_cuda_error("CUDA_ERROR_ILLEGAL_ADDRESS"),
+                                   gluonkit.CompilationError("the layout does not cover BLOCK")])
+def test_other_failures_stop_the_tuning(fake, error):
+    launcher, bench = fake
+    launcher.failures = {512: error}
+    kernel = _tuned(add_kernel, bench)
+    with pytest.raises(type(error)) as info:
+        kernel[grid](_random(64, 11), _random(64, 12), np.zeros(64, np.float32), 64)
+    assert info.value is error and bench.timed == [128]
 
 
 def test_pruning_limits_what_is_timed(fake):
@@ -359,13 +389,10 @@ def test_disk_cache_is_off_by_default_and_on_by_environment(fake, tmp_path, monk
 
 
 # ---------------------------------------------------------------------------- errors
-def _decoration_line():
-    return sys._getframe(1).f_lineno
-
-
 def test_key_that_is_not_a_parameter():
+    line = sys._getframe().f_lineno + 2  # the decorator's line
     with pytest.raises(AutotunerError) as info:
-        line = _decoration_line(); gluonkit.autotune(CONFIGS, key=["n", "size"])(add_kernel)  # noqa: E702
+        gluonkit.autotune(CONFIGS, key=["n", "size"])(add_kernel)
     assert "key contains names that are not parameters of add_kernel: size" in str(info.value)
     assert info.value.loc.line == line and info.value.loc.file == __file__
     assert isinstance(info.value, ValueError) and isinstance(info.value, gluonkit.CompilationError)
@@ -378,7 +405,8 @@ def test_hook_arguments_that_are_not_parameters(option):
 
 
 def test_key_given_as_a_string():
-    with pytest.raises(AutotunerError, match=r"key must be a list of argument names, got the string 'n'; write \['n'\]"):
+    with pytest.raises(AutotunerError,
+                       match=r"key must be a list of argument names, got the string 'n'; write \['n'\]"):
         gluonkit.autotune(CONFIGS, key="n")(add_kernel)
 
 

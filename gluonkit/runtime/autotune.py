@@ -25,7 +25,7 @@ While it times, one line per configuration goes to stderr; ``GLUONKIT_PRINT_AUTO
 silences them.  With ``cache_results=True`` (or ``GLUONKIT_CACHE_AUTOTUNING=1``) the
 timings are kept in gluonkit's on-disk cache (:mod:`.cache`, under ``GLUONKIT_CACHE_DIR``),
 keyed by the tuning key, the configurations, the kernel's source (and that of the ``@jit``
-functions it names), the GPU and the gluonkit version, so another process skips the timing
+functions it names), the GPU and the versions of gluonkit, llvmlite and ptxas, so another process skips the timing
 and an edited kernel is timed afresh.  Under ``GLUONKIT_INTERPRET=1`` nothing is timed: the
 first configuration left after pruning is used.
 """
@@ -41,7 +41,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._version import __version__
 from ..ir.diagnostics import Location
@@ -52,6 +52,7 @@ from ..lower.backend.ptxas import PtxasError
 from . import bench
 from .cache import KernelCache
 from .driver import CudaError, OutOfResources, device_properties, has_gpu
+from .gpu import _toolchain as toolchain_versions  # the compiler versions the GPU cache keys on too
 from .launch import LAUNCH_OPTIONS, interpreting
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotunerError"]
@@ -144,15 +145,15 @@ class _KernelWrapper:
     _decorator = ""  # the decorator's name, for messages
 
     def __init__(self, fn, where: Location):
-        if not hasattr(fn, "arg_names") or not hasattr(fn, "__getitem__"):
+        base = fn
+        while isinstance(base, _KernelWrapper):
+            base = base.fn
+        if not isinstance(base, JITFunction):
             raise AutotunerError(f"@{self._decorator} decorates a @gluonkit.jit function (or another "
                                  f"@autotune / @heuristics), got {fn!r}; put it above @gluonkit.jit", where)
         self.fn = fn
         self.arg_names: List[str] = list(fn.arg_names)
         self.where = where
-        base = fn
-        while not isinstance(base, JITFunction):
-            base = base.fn
         self.jit_function: JITFunction = base
         for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
             setattr(self, attr, getattr(base, attr, None))
@@ -173,8 +174,8 @@ class _KernelWrapper:
                 named[name] = param.default
         return named
 
-    def _check_names(self, what: str, names, allowed: Sequence[str]) -> None:
-        unknown = [n for n in names if n not in allowed]
+    def _check_names(self, what: str, names) -> None:
+        unknown = [n for n in names if n not in self.arg_names]
         if unknown:
             raise AutotunerError(f"{what} contains names that are not parameters of {self.__name__}: "
                                  f"{', '.join(map(str, unknown))}; its parameters are {', '.join(self.arg_names)}",
@@ -213,7 +214,7 @@ class Autotuner(_KernelWrapper):
         self.restore_value: List[str] = list(restore_value or [])
         for what, names in (("key", self.keys), ("reset_to_zero", self.reset_to_zero),
                             ("restore_value", self.restore_value)):
-            self._check_names(what, names, self.arg_names)
+            self._check_names(what, names)
         self._check_configs()
         self._tuned_names = set().union(*(c.launch_kwargs() for c in self.configs))
         self.cache: Dict[tuple, Config] = {}
@@ -222,8 +223,6 @@ class Autotuner(_KernelWrapper):
         self.best_config: Optional[Config] = None
         self.cache_results = bool(cache_results) or _env_flag("GLUONKIT_CACHE_AUTOTUNING", default=False)
         self._restore_copies: Dict[str, Any] = {}
-        self.user_defined_pre_hook = pre_hook is not None
-        self.user_defined_post_hook = post_hook is not None
         self.pre_hook = pre_hook or self._default_pre_hook
         self.post_hook = post_hook or self._default_post_hook
         prune = dict(prune_configs_by or {})
@@ -250,7 +249,7 @@ class Autotuner(_KernelWrapper):
         for config in self.configs:
             if not isinstance(config, Config):
                 raise AutotunerError(f"configs must be gluonkit.Config objects, got {config!r}", self.where)
-            self._check_names(f"the config {{{config}}}", config.kwargs, self.arg_names)
+            self._check_names(f"the config {{{config}}}", config.kwargs)
             for name, no_op in (("num_ctas", 1), ("maxnreg", None)):
                 value = getattr(config, name)
                 if value != no_op and name not in LAUNCH_OPTIONS:
@@ -281,7 +280,7 @@ class Autotuner(_KernelWrapper):
 
     def _tuning_key(self, named: Dict[str, Any]) -> tuple:
         """The key arguments' values, then the dtype of every argument that has one (Triton's rule)."""
-        key = [unwrap(named[name]) for name in self.keys]
+        key = [unwrap(named.get(name)) for name in self.keys]  # a missing one: the launch will say so
         key += [str(value.dtype) for name, value in named.items() if name in self.arg_names and hasattr(value, "dtype")]
         return tuple(key)
 
@@ -391,9 +390,9 @@ class Autotuner(_KernelWrapper):
     # ------------------------------------------------------------------ disk cache
     def _disk_key(self, key: tuple, configs: List[Config]) -> str:
         document = {
-            "gluonkit": __version__, "kernel": self.__name__, "sources": self._kernel_sources(),
-            "device": _device_identity(), "key": repr(key), "configs": [repr(c) for c in configs],
-            "launch_options": sorted(LAUNCH_OPTIONS),
+            "gluonkit": __version__, "toolchain": toolchain_versions(), "device": _device_identity(),
+            "kernel": self.__name__, "sources": self._kernel_sources(),
+            "key": repr(key), "configs": [repr(c) for c in configs], "launch_options": sorted(LAUNCH_OPTIONS),
         }
         return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -481,7 +480,7 @@ class Heuristics(_KernelWrapper):
         super().__init__(fn, where)
         if not isinstance(values, dict):
             raise AutotunerError(f"heuristics takes a dict of parameter name -> function, got {values!r}", where)
-        self._check_names("heuristics", values, self.arg_names)
+        self._check_names("heuristics", values)
         self.values = dict(values)
 
     def run(self, grid, args: tuple, kwargs: Dict[str, Any]):
