@@ -316,6 +316,24 @@ def test_heuristics_under_autotune(fake):
     np.testing.assert_array_equal(out, x + y)
 
 
+@gluonkit.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: gl.constexpr, layout: gl.constexpr, SCALE: gl.constexpr = 2.0):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs, mask=offs < n) * SCALE, mask=offs < n)
+
+
+def test_defaults_count_in_the_key_and_in_heuristics(fake):
+    launcher, bench = fake
+    seen = []
+    kernel = gluonkit.autotune(CONFIGS, key=["n", "SCALE"], do_bench=bench)(
+        gluonkit.heuristics({"n": lambda a: seen.append(a["SCALE"]) or a["n"]})(scale_kernel))
+    x, out = _random(16, 42), np.zeros(16, np.float32)
+    kernel[grid](x, out, 16)
+    kernel[grid](x, out, 16, SCALE=3.0)
+    assert set(kernel.cache) == {(16, 2.0, "float32", "float32"), (16, 3.0, "float32", "float32")}
+    assert seen[0] == 2.0 and seen[-1] == 3.0 and len(bench.timed) == 6
+
+
 # ---------------------------------------------------------------- the on-disk cache
 def _load_kernel(tmp_path, module_name, body):
     """A @gluonkit.jit kernel defined in a fresh file (the on-disk key hashes its source)."""
@@ -487,9 +505,9 @@ def test_signatures_are_tritons():
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("kernel", [add_kernel, accumulate_kernel], ids=lambda k: k.__name__)
+@pytest.mark.parametrize("kernel", [add_kernel, accumulate_kernel, scale_kernel], ids=lambda k: k.__name__)
 def test_every_config_lowers_and_ptxas_accepts_it(kernel, target):
-    pointers = ["*fp32:16"] * (len(kernel.arg_names) - 3)
+    pointers = ["*fp32:16" for name in kernel.arg_names if name.endswith("_ptr")]
     for config in CONFIGS:
         compiled = kernel.compile(*pointers, "i32", target=target, num_warps=config.num_warps, **config.kwargs)
         assert f".target {target}" in compiled.asm["ptx"] and compiled.asm["cubin"][:4] == b"\x7fELF"
