@@ -52,7 +52,7 @@ from ..lower.backend.ptxas import PtxasError
 from . import bench
 from .cache import KernelCache
 from .driver import CudaError, OutOfResources, device_properties, has_gpu
-from .gpu import _toolchain as toolchain_versions  # the compiler versions the GPU cache keys on too
+from .gpu import toolchain_versions  # the compiler versions the GPU cache keys on too
 from .launch import LAUNCH_OPTIONS, interpreting
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotunerError"]

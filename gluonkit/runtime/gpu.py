@@ -59,7 +59,7 @@ class CompiledLaunch:
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
 
 
-def _toolchain() -> Dict[str, str]:
+def toolchain_versions() -> Dict[str, str]:
     ptxas = find_ptxas()
     return {"llvmlite": llvmlite.__version__, "ptxas": ptxas_version(ptxas) if ptxas else "none"}
 
@@ -68,7 +68,7 @@ def compile_for_device(func, target: str) -> CompiledKernel:
     """``compile_function`` through the on-disk cache (cubin, PTX and metadata)."""
     cache = KernelCache()
     ir_text = print_function(func)
-    key = cache_key(ir=ir_text, target=target, toolchain=_toolchain())
+    key = cache_key(ir=ir_text, target=target, toolchain=toolchain_versions())
     files = cache.get(key)
     if files is not None:
         compiled = CompiledKernel(func.name, target)
