@@ -60,6 +60,7 @@ _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunct
 
 
 def toolchain_versions() -> Dict[str, str]:
+    """The versions of the tools that turn IR into a cubin (llvmlite's LLVM, ptxas): cache keys include them."""
     ptxas = find_ptxas()
     return {"llvmlite": llvmlite.__version__, "ptxas": ptxas_version(ptxas) if ptxas else "none"}
 
