@@ -2,15 +2,15 @@
 
 ``fence_async_shared()`` makes the program's earlier generic-proxy writes to shared memory
 (``store``) visible to later async-proxy readers (TMA stores, wgmma, tcgen05), as
-``fence.proxy.async.shared::cta`` does; ``thread_barrier()`` is ``bar.sync 0``: no thread
-continues until every thread of the program has reached it.
+``fence.proxy.async.shared::cta`` does; ``thread_barrier()`` (Gluon 3.9: ``gl.barrier()``)
+is ``bar.sync 0``: no thread continues until every thread of the program has reached it.
 """
 
 from __future__ import annotations
 
 from .builtin import builtin
 
-__all__ = ["fence_async_shared", "thread_barrier"]
+__all__ = ["fence_async_shared", "thread_barrier", "barrier"]
 
 
 @builtin
@@ -24,4 +24,12 @@ def fence_async_shared(cluster=False, _semantic=None) -> None:
 @builtin
 def thread_barrier(_semantic=None) -> None:
     """Every thread of the program reaches this point before any continues."""
+    _semantic.create("thread_barrier", [], [])
+
+
+@builtin
+def barrier(*, cluster=False, _semantic=None) -> None:
+    """Gluon 3.9's name for :func:`thread_barrier` (``cluster=True`` would synchronize a CTA cluster)."""
+    if cluster:
+        _semantic.error("gl.barrier(cluster=True) needs CTA clusters, which gluonkit does not launch yet")
     _semantic.create("thread_barrier", [], [])
