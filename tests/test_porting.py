@@ -166,6 +166,47 @@ def test_host_descriptor_has_gluons_mode_and_repr():
         TensorDescriptorIm2Col.from_tensor(x, BLOCK, _nvmma())
 
 
+# -------------------------------------------------- a Gluon 3.9 kernel, ported by its imports
+def _port(tmp_path):
+    """tests/data/gluon39_kernels.py with its imports rewritten, and nothing else."""
+    with open(os.path.join(os.path.dirname(__file__), "data", "gluon39_kernels.py")) as f:
+        source = f.read()
+    ported = source.replace("from triton.experimental import gluon", "import gluonkit as gluon")
+    ported = ported.replace("triton.experimental.gluon", "gluonkit")
+    assert "triton" not in ported.replace("Triton", "")
+    path = tmp_path / "ported_gluon39_kernels.py"
+    path.write_text(ported)
+    spec = importlib.util.spec_from_file_location("ported_gluon39_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_gluon_39_kernel_ports_by_rewriting_its_imports(tmp_path):
+    kernels = _port(tmp_path)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((128, 192)).astype(np.float32)
+    scale = rng.standard_normal(128).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    block = [64, 64]
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
+    with interpreter_on():
+        kernels.scale_rows_kernel[(2, 3)](TensorDescriptor.from_tensor(x, block, layout),
+                                          TensorDescriptor.from_tensor(out, block, layout), scale, REG)
+    np.testing.assert_allclose(out, x.astype(np.float64) * scale[:, None], rtol=1e-6)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_the_ported_kernel_assembles_with_the_waits_triton_emits(tmp_path, target):
+    """Triton 3.9 emits ``cp.async.bulk.wait_group 0`` for this kernel's ``store_wait(0, read_only=False)``
+    (scripts/check_gluon39_kernels.py)."""
+    kernels = _port(tmp_path)
+    ty = ir.TensorDescType((64, 64), ir.float32, gl.NVMMASharedLayout.get_default_for([64, 64], gl.float32))
+    c = kernels.scale_rows_kernel.compile(ty, ty, "*fp32:16", layout=REG, target=target)
+    assert "cp.async.bulk.wait_group 0;" in c.asm["ptx"] and "cubin" in c.asm
+
+
 # ------------------------------------------------------------------ errors at the user's line
 _counter = itertools.count()
 
