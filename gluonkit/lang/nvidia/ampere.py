@@ -6,7 +6,7 @@ not built (``mma_v2``, cache policies, ``cp.async``) are stubs
 :mod:`gluonkit.lang.nvidia.mbarrier` (Gluon's Ampere ``arrive`` is Hopper's without ``count``).
 """
 
-from . import async_copy, mbarrier
+from . import async_copy, mbarrier  # noqa: F401 (attributes; the user tree has submodules of these names)
 from ..unsupported import AMPERE, install
 
 # ``async_copy`` and ``mbarrier`` are left out of __all__: the user tree

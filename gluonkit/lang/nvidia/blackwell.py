@@ -8,7 +8,7 @@ gather and scatter).
 """
 
 from ...layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
-from . import clc
+from . import clc  # noqa: F401 (an attribute; the user tree has a submodule of this name)
 from .hopper import (
     CachePolicy, FractionalEvictionPolicy, async_copy, async_store, cluster, fence_async_shared, mbarrier, mma_v2,
     tma,
@@ -18,4 +18,5 @@ from ..unsupported import BLACKWELL, install
 # ``clc`` and ``tma`` are left out of __all__: the user tree (gluonkit.language.nvidia.blackwell)
 # has its own submodules of those names.
 __all__ = ["TensorMemoryLayout", "TensorMemoryScalesLayout", "CachePolicy", "FractionalEvictionPolicy",
-           "async_copy", "async_store", "cluster", "fence_async_shared", "mbarrier", "mma_v2"] + install(globals(), BLACKWELL)
+           "async_copy", "async_store", "cluster", "fence_async_shared", "mbarrier", "mma_v2"]
+__all__ += install(globals(), BLACKWELL)
