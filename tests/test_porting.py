@@ -81,6 +81,18 @@ def batch_kernel(x_ptr, y_ptr, z_ptr, out_ptr, layout: gl.constexpr):
         mbarrier.invalidate(bars.index(i))
 
 
+@gluonkit.jit
+def math_kernel(a_ptr, b_ptr, x_ptr, hi_ptr, clamped_ptr, flat_ptr, layout: gl.constexpr, flat: gl.constexpr):
+    """gl.umulhi on int32, gl.clamp on float32, gl.ravel of a [16, 8] tile."""
+    offs = gl.arange(0, 128, layout=layout)
+    gl.store(hi_ptr + offs, gl.umulhi(gl.load(a_ptr + offs), gl.load(b_ptr + offs)))
+    gl.store(clamped_ptr + offs, gl.clamp(gl.load(x_ptr + offs), -0.5, 0.75))
+    rows = gl.arange(0, 16, layout=gl.SliceLayout(1, gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])))
+    cols = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])))
+    tile = gl.load(x_ptr + rows[:, None] * 8 + cols[None, :])
+    gl.store(flat_ptr + offs, gl.convert_layout(gl.ravel(tile), flat))
+
+
 # ------------------------------------------------------------------ TMA: async_load/async_store
 def _publish(read_only, seed):
     rng = np.random.default_rng(seed)
@@ -136,6 +148,37 @@ def test_gluon_39_function_spellings_compute_like_the_operators():
         batch_kernel[(1,)](x, y, z, out, layout=gl.BlockedLayout([1], [32], [4], [0]))
     expected = (x.astype(np.float64) - y) * z + x
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def _math():
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2**31, 2**31, 128, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, 128, dtype=np.int64).astype(np.int32)
+    x = rng.standard_normal(128).astype(np.float32)
+    return a, b, x
+
+
+LAYOUT_1D = gl.BlockedLayout([1], [32], [4], [0])
+
+
+def test_umulhi_clamp_and_ravel_match_numpy():
+    a, b, x = _math()
+    hi, clamped, flat = np.zeros(128, np.int32), np.zeros(128, np.float32), np.zeros(128, np.float32)
+    with interpreter_on():
+        math_kernel[(1,)](a, b, x, hi, clamped, flat, layout=LAYOUT_1D, flat=LAYOUT_1D)
+    unsigned = (a.view(np.uint32).astype(object) * b.view(np.uint32).astype(object)) >> 32  # Triton's mulhiui
+    np.testing.assert_array_equal(hi.view(np.uint32), np.array(unsigned, dtype=np.uint64).astype(np.uint32))
+    np.testing.assert_array_equal(clamped, np.clip(x.astype(np.float64), -0.5, 0.75).astype(np.float32))
+    np.testing.assert_array_equal(flat, x)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_umulhi_lowers_to_an_unsigned_wide_multiply(target):
+    c = math_kernel.compile("*i32:16", "*i32:16", "*fp32:16", "*i32:16", "*fp32:16", "*fp32:16", layout=LAYOUT_1D,
+                            flat=LAYOUT_1D, target=target)
+    llir = c.asm["llir"]
+    assert "zext i32" in llir and "sext i32" not in llir and "cubin" in c.asm
 
 
 def test_allocate_mbarrier_allocates_int64_barriers_in_the_mbarrier_layout():

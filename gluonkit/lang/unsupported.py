@@ -52,9 +52,9 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "cache_policy": ("cache policies", None),
     "packed_arith": ("packed two- and four-lane arithmetic", None),
     "mma_v2": ("Ampere mma_v2", None),
-    "math": ("these math functions", None),
+    "math": ("correctly rounded division and square root", None),
     "hints": ("these compiler hints and checks", None),
-    "std": ("these standard-library reductions", None),
+    "std": ("xor_sum and reduce_or", None),
     "dtypes": ("AMD and pre-Hopper fp8 formats and void", None),
     "fp4": ("fp4 conversions", None),
     "dot_fma": ("dot_fma", None),
@@ -207,15 +207,12 @@ GL = {  # gluonkit.language
     "inline_asm_elementwise": ("fn", "inline_asm"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
     "warp_specialize": ("fn", "warp_specialize"),  # warpspec
-    "umulhi": ("fn", "math"),
     "fdiv": ("fn", "math"),
     "div_rn": ("fn", "math"),
     "sqrt_rn": ("fn", "math"),
-    "clamp": ("fn", "math"),
     "device_assert": ("fn", "hints"),
     "expect_zero": ("fn", "hints"),
     "max_constancy": ("fn", "hints"),
-    "ravel": ("fn", "std"),
     "reduce_or": ("fn", "std"),
     "xor_sum": ("fn", "std"),
     "dot_fma": ("fn", "dot_fma"),
