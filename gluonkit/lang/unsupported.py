@@ -22,14 +22,10 @@ from __future__ import annotations
 import types
 from typing import Dict, List, Optional, Tuple
 
-from ..ir.diagnostics import CompilationError
+from ..ir.diagnostics import CompilationError, UnsupportedFeatureError
 
 __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_class", "removed", "is_unsupported",
            "unsupported_message", "install"]
-
-
-class UnsupportedFeatureError(CompilationError):
-    """A Gluon 3.9 name or option whose feature gluonkit does not support yet."""
 
 
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)

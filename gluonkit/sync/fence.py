@@ -8,6 +8,7 @@ is ``bar.sync 0``: no thread continues until every thread of the program has rea
 
 from __future__ import annotations
 
+from ..ir.diagnostics import UnsupportedFeatureError
 from .builtin import builtin
 
 __all__ = ["fence_async_shared", "thread_barrier", "barrier"]
@@ -17,7 +18,8 @@ __all__ = ["fence_async_shared", "thread_barrier", "barrier"]
 def fence_async_shared(cluster=False, _semantic=None) -> None:
     """Order earlier shared-memory writes before later async-proxy accesses (CTA scope)."""
     if cluster:
-        _semantic.error("fence_async_shared(cluster=True) needs CTA clusters, which gluonkit does not launch yet")
+        _semantic.error("fence_async_shared(cluster=True) needs CTA clusters, which gluonkit does not launch yet",
+                        UnsupportedFeatureError)
     _semantic.create("fence_async_shared", [], [])
 
 
@@ -31,5 +33,6 @@ def thread_barrier(_semantic=None) -> None:
 def barrier(*, cluster=False, _semantic=None) -> None:
     """Gluon 3.9's name for :func:`thread_barrier` (``cluster=True`` would synchronize a CTA cluster)."""
     if cluster:
-        _semantic.error("gl.barrier(cluster=True) needs CTA clusters, which gluonkit does not launch yet")
+        _semantic.error("gl.barrier(cluster=True) needs CTA clusters, which gluonkit does not launch yet",
+                        UnsupportedFeatureError)
     _semantic.create("thread_barrier", [], [])

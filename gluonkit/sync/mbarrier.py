@@ -14,6 +14,7 @@ cluster: itself).
 
 from __future__ import annotations
 
+from ..ir.diagnostics import UnsupportedFeatureError
 from ..ir.types import int32
 from ..layouts.barrier import MBarrierLayout
 from .builtin import barrier_type, builtin, descriptor_handle, predicate
@@ -64,7 +65,7 @@ def _no_cluster_routing(sem, from_cta, what: str) -> None:
     """``from_cta`` routes an arrival between the CTAs of a cluster; one CTA has only itself."""
     if from_cta is not None and from_cta != 0:
         sem.error(f"{what}'s from_cta routes arrivals between the CTAs of a cluster, which gluonkit does not "
-                  f"launch yet (one CTA per cluster: leave from_cta=None), got {from_cta!r}")
+                  f"launch yet (one CTA per cluster: leave from_cta=None), got {from_cta!r}", UnsupportedFeatureError)
 
 
 @builtin

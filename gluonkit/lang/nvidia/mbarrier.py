@@ -12,6 +12,7 @@ from ...sync.mbarrier import MBarrierLayout, __all__ as _sync_names
 from ..errors import ArgumentError
 from ..shared_memory import allocate_shared_memory
 from ..tensor import builtin
+from ..unsupported import UnsupportedFeatureError
 
 __all__ = list(_sync_names) + ["allocate_mbarrier"]
 
@@ -27,7 +28,7 @@ def allocate_mbarrier(batch=None, two_ctas=False, _semantic=None):
     sem = _semantic
     if sem.require_constexpr(two_ctas, "allocate_mbarrier's two_ctas"):
         sem.error("allocate_mbarrier(two_ctas=True) shares barriers between the two CTAs of a cluster, which "
-                  "gluonkit does not launch yet")
+                  "gluonkit does not launch yet", UnsupportedFeatureError)
     shape = [1]
     if batch is not None:
         batch = sem.require_int(batch, "allocate_mbarrier's batch")
