@@ -139,6 +139,20 @@ def test_store_wait_lowers_to_the_read_or_the_full_wait(target, read_only, instr
     assert "mbarrier.init.shared" in ptx or "mbarrier.init" in ptx
 
 
+def test_the_verifier_requires_store_waits_read_only_flag():
+    from ir_helpers import KernelBuilder
+
+    for attrs, ok in (({"pendings": 0, "read_only": False}, True), ({"pendings": 0}, False),
+                      ({"pendings": 0, "read_only": 1}, False)):
+        k = KernelBuilder(args=[])
+        k.op("async_tma_store_wait", [], attrs=attrs)
+        if ok:
+            ir.verify(k.finish())
+        else:
+            with pytest.raises(CompilationError, match="read_only must be a bool"):
+                ir.verify(k.finish())
+
+
 # ------------------------------------------------------------------- the other real names
 def test_gluon_39_function_spellings_compute_like_the_operators():
     rng = np.random.default_rng(3)
