@@ -215,16 +215,16 @@ def refill(a_desc, b_desc, out_ptr, acc_layout: gl.constexpr, BARRIER_IN_FLIGHT:
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     mbarrier.init(bar, count=1)
     mbarrier.expect(bar, nbytes)
-    tma.async_copy_global_to_shared(a_desc, [0, 0], bar, a)
-    tma.async_copy_global_to_shared(b_desc, [0, 0], bar, b)
+    tma.async_load(a_desc, [0, 0], bar, a)
+    tma.async_load(b_desc, [0, 0], bar, b)
     mbarrier.wait(bar, 0)
     acc = warpgroup_mma(a, b, gl.zeros([64, 64], gl.float32, acc_layout), is_async=True)
     if BARRIER_IN_FLIGHT:
         gl.thread_barrier()  # the MMA still reads a and b: this barrier does not end that
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     mbarrier.expect(bar, nbytes)
-    tma.async_copy_global_to_shared(a_desc, [0, 64], bar, a)
-    tma.async_copy_global_to_shared(b_desc, [64, 0], bar, b)
+    tma.async_load(a_desc, [0, 64], bar, a)
+    tma.async_load(b_desc, [64, 0], bar, b)
     mbarrier.wait(bar, 1)
     acc = warpgroup_mma(a, b, acc)
     mbarrier.invalidate(bar)

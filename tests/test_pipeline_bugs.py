@@ -76,8 +76,8 @@ def gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, acc_layou
             stage = (step0 + p) % STAGES
             bar_p = ready.index(stage)
             mbarrier.expect(bar_p, tile_bytes, pred=issue)  # BUG:no_init BUG:expect_bytes
-            tma.async_copy_global_to_shared(a_desc, [off_m, p * BK], bar_p, a_smem.index(stage), pred=issue)  # A_LOAD
-            tma.async_copy_global_to_shared(b_desc, [p * BK, off_n], bar_p, b_smem.index(stage), pred=issue)  # B_LOAD
+            tma.async_load(a_desc, [off_m, p * BK], bar_p, a_smem.index(stage), pred=issue)  # A_LOAD
+            tma.async_load(b_desc, [p * BK, off_n], bar_p, b_smem.index(stage), pred=issue)  # B_LOAD
         acc = gl.zeros([BM, BN], gl.float32, acc_layout)
         for k in range(k_tiles):
             step = step0 + k
@@ -101,8 +101,8 @@ def gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, acc_layou
                 issue = True
             bar = ready.index(refill)
             mbarrier.expect(bar, tile_bytes, pred=issue)
-            tma.async_copy_global_to_shared(a_desc, [off_m, ahead * BK], bar, a_smem.index(refill), pred=issue)  # BUG:refill_in_use BUG:prefetch_past_end
-            tma.async_copy_global_to_shared(b_desc, [ahead * BK, off_n], bar, b_smem.index(refill), pred=issue)
+            tma.async_load(a_desc, [off_m, ahead * BK], bar, a_smem.index(refill), pred=issue)  # BUG:refill_in_use BUG:prefetch_past_end
+            tma.async_load(b_desc, [ahead * BK, off_n], bar, b_smem.index(refill), pred=issue)
         if BUG != "no_mma_wait":
             acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         step0 += k_tiles
@@ -112,7 +112,7 @@ def gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, acc_layou
         c_smem.store(acc.to(c_desc.dtype))  # BUG:no_mma_wait BUG:no_store_wait
         if BUG != "no_fence":
             fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)  # BUG:no_fence
+        tma.async_store(c_desc, [off_m, off_n], c_smem)  # BUG:no_fence
     tma.store_wait(0)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))

@@ -150,7 +150,7 @@ def tma_store_kernel(desc, y_ptr, EARLY_WAIT: gl.constexpr):
     src = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)  # SRC
     src.store(gl.full([32, 32], 1.0, gl.float16, layout=L))
     fence_async_shared()
-    tma.async_copy_shared_to_global(desc, [0, 0], src)
+    tma.async_store(desc, [0, 0], src)
     if EARLY_WAIT >= 0:
         tma.store_wait(EARLY_WAIT)
     later = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)  # LATER

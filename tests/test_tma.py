@@ -41,12 +41,12 @@ def add_one_kernel(in_desc, out_desc, layout: gl.constexpr):
     mbarrier.init(bar, count=1)
     fence_async_shared()
     mbarrier.expect(bar, in_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(in_desc, [off_m, off_n], bar, smem)
+    tma.async_load(in_desc, [off_m, off_n], bar, smem)
     mbarrier.wait(bar, 0)
     x = smem.load(layout)
     smem.store(x + 1)
     fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc, [off_m, off_n], smem)
+    tma.async_store(out_desc, [off_m, off_n], smem)
     tma.store_wait(0)
     mbarrier.invalidate(bar)
 
@@ -65,7 +65,7 @@ def tile_kernel(desc, out_ptr, shape_ptr, layout: gl.constexpr, STAGES: gl.const
     m = gl.program_id(0) * BM
     for s in gl.static_range(STAGES):
         mbarrier.expect(bar, desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc, [m, 0], bar, bufs.index(s))
+        tma.async_load(desc, [m, 0], bar, bufs.index(s))
         mbarrier.wait(bar, phase)
         phase ^= 1
     x = bufs.index(STAGES - 1).load(layout)
@@ -82,7 +82,7 @@ def early_read_kernel(desc, layout: gl.constexpr):
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     mbarrier.expect(bar, desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc, [0, 0], bar, smem)  # LOAD
+    tma.async_load(desc, [0, 0], bar, smem)  # LOAD
     smem.load(layout)  # READ
     mbarrier.wait(bar, 0)
 
@@ -93,7 +93,7 @@ def bytes_kernel(desc, EXPECT: gl.constexpr):
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     mbarrier.expect(bar, EXPECT)  # EXPECT
-    tma.async_copy_global_to_shared(desc, [0, 0], bar, smem)  # LOAD
+    tma.async_load(desc, [0, 0], bar, smem)  # LOAD
     mbarrier.wait(bar, 0)  # WAIT
 
 
@@ -102,7 +102,7 @@ def overwrite_kernel(desc, layout: gl.constexpr, WAIT_FIRST: gl.constexpr):
     smem = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)
     smem.store(gl.zeros(desc.block_shape, desc.dtype, layout))
     fence_async_shared()
-    tma.async_copy_shared_to_global(desc, [0, 0], smem)  # STORE
+    tma.async_store(desc, [0, 0], smem)  # STORE
     if WAIT_FIRST:
         tma.store_wait(0)
     smem.store(gl.full(desc.block_shape, 2, desc.dtype, layout))  # OVERWRITE
@@ -115,7 +115,7 @@ def unfenced_kernel(desc, layout: gl.constexpr, FENCE: gl.constexpr):
     smem.store(gl.full(desc.block_shape, 3, desc.dtype, layout))  # GENERIC
     if FENCE:
         fence_async_shared()
-    tma.async_copy_shared_to_global(desc, [0, 0], smem)  # STORE
+    tma.async_store(desc, [0, 0], smem)  # STORE
     tma.store_wait(0)
 
 
@@ -124,7 +124,7 @@ def no_store_wait_kernel(desc, layout: gl.constexpr):
     smem = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)
     smem.store(gl.zeros(desc.block_shape, desc.dtype, layout))
     fence_async_shared()
-    tma.async_copy_shared_to_global(desc, [0, 0], smem)  # STORE
+    tma.async_store(desc, [0, 0], smem)  # STORE
 
 
 def _line(kernel, marker: str) -> int:
@@ -158,7 +158,7 @@ def test_descriptor_arguments_print_with_their_shape_and_strides():
     assert f"%in_desc0: {ty}, %in_desc_shape01: int32, %in_desc_shape12: int32, %in_desc_stride03: int64" in text
     assert re.search(r"async_tma_copy_global_to_shared %in_desc0, (%\d+, ){4}%\d+  // line \d+", text)
     assert re.search(r"async_tma_copy_shared_to_global %out_desc5, (%\d+, ){2}%\d+  // line \d+", text)
-    assert "async_tma_store_wait {pendings = 0}" in text
+    assert "async_tma_store_wait {pendings = 0, read_only = True}" in text
     assert re.search(r"mbarrier_expect %\d+, %\d+ \{bytes = 8192\}", text)
     assert ty.flat_arg_types() == (ty, ir.int32, ir.int32, ir.int64, ir.int64)
 
@@ -171,23 +171,23 @@ def test_descriptor_attributes_match_gluon():
 
     bt = block_type((64, 32), gl.float16)
     assert (bt.nbytes, bt.numel, bt.element_ty) == (4096, 2048, gl.float16)
-    assert tma.__name__ == "gluonkit.lang.nvidia.tma"
+    assert tma.__name__ == "gluonkit.language.nvidia.hopper.tma"
 
 
 _BAD_CASES = [
-    ("tma.async_copy_global_to_shared(d, [0, 0], bar, gl.allocate_shared_memory(gl.float16, [64, 64], "
+    ("tma.async_load(d, [0, 0], bar, gl.allocate_shared_memory(gl.float16, [64, 64], "
      "gl.SwizzledSharedLayout(1, 1, 1, [1, 0])))", "the descriptor's layout is"),
-    ("tma.async_copy_global_to_shared(d, [0, 0], bar, gl.allocate_shared_memory(gl.float16, [64, 128], "
+    ("tma.async_load(d, [0, 0], bar, gl.allocate_shared_memory(gl.float16, [64, 128], "
      "d.layout))", "but the descriptor's block is [64, 64]"),
-    ("tma.async_copy_global_to_shared(d, [0], bar, gl.allocate_shared_memory(gl.float16, [64, 64], d.layout))",
+    ("tma.async_load(d, [0], bar, gl.allocate_shared_memory(gl.float16, [64, 64], d.layout))",
      "one entry per dimension"),
-    ("tma.async_copy_global_to_shared(d, [0, 0.5], bar, gl.allocate_shared_memory(gl.float16, [64, 64], "
+    ("tma.async_load(d, [0, 0.5], bar, gl.allocate_shared_memory(gl.float16, [64, 64], "
      "d.layout))", "does not fit in int32"),
-    ("tma.async_copy_shared_to_global(bar, [0, 0], bar)", "must be a tensor descriptor"),
-    ("tma.async_copy_shared_to_global(d, [0, 0], gl.allocate_shared_memory(gl.float16, [128, 64], "
+    ("tma.async_store(bar, [0, 0], bar)", "must be a tensor descriptor"),
+    ("tma.async_store(d, [0, 0], gl.allocate_shared_memory(gl.float16, [128, 64], "
      "d.layout).slice(0, 64))", "index() the stage"),
     ("tma.store_wait(-1)", "non-negative"),
-    ("tma.async_copy_global_to_shared(d, [0, 0], gl.allocate_shared_memory(gl.int64, [2, 1], "
+    ("tma.async_load(d, [0, 0], gl.allocate_shared_memory(gl.int64, [2, 1], "
      "mbarrier.MBarrierLayout()), gl.allocate_shared_memory(gl.float16, [64, 64], d.layout))", "bars.index(i)"),
 ]
 

@@ -55,8 +55,8 @@ def issue_loads(a_desc, b_desc, a_smem, b_smem, ready, stage, pid_m, pid_n, k, p
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
     mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage), pred=pred)
-    tma.async_copy_global_to_shared(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage), pred=pred)
+    tma.async_load(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage), pred=pred)
+    tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage), pred=pred)
 
 
 @gluonkit.jit
@@ -81,7 +81,7 @@ def store_tile(c_desc, c_smem, out, off_m, off_n, EPILOGUE_SPLIT: gl.constexpr):
         tma.store_wait(0)
         c_smem.store(out)
         fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+        tma.async_store(c_desc, [off_m, off_n], c_smem)
     else:
         BM: gl.constexpr = c_desc.block_type.shape[0]
         halves = out.reshape([BM, 2, EPI_N]).permute(0, 2, 1)
@@ -89,11 +89,11 @@ def store_tile(c_desc, c_smem, out, off_m, off_n, EPILOGUE_SPLIT: gl.constexpr):
         tma.store_wait(0)
         c_smem.store(left)
         fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+        tma.async_store(c_desc, [off_m, off_n], c_smem)
         tma.store_wait(0)
         c_smem.store(right)
         fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n + EPI_N], c_smem)
+        tma.async_store(c_desc, [off_m, off_n + EPI_N], c_smem)
 
 
 @gluonkit.jit

@@ -41,8 +41,8 @@ def pipelined_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
     for s in gl.static_range(STAGES - 1):
         issue = s < k_tiles
         mbarrier.expect(ready.index(s), tile_bytes, pred=issue)
-        tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], ready.index(s), a_smem.index(s), pred=issue)
-        tma.async_copy_global_to_shared(b_desc, [s * BK, off_n], ready.index(s), b_smem.index(s), pred=issue)
+        tma.async_load(a_desc, [off_m, s * BK], ready.index(s), a_smem.index(s), pred=issue)
+        tma.async_load(b_desc, [s * BK, off_n], ready.index(s), b_smem.index(s), pred=issue)
     acc = gl.zeros([BM, BN], gl.float32, acc_layout)
     for k in range(k_tiles):
         stage = k % STAGES
@@ -56,9 +56,9 @@ def pipelined_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
         refill = ahead % STAGES
         issue = ahead < k_tiles
         mbarrier.expect(ready.index(refill), tile_bytes, pred=issue)
-        tma.async_copy_global_to_shared(a_desc, [off_m, ahead * BK], ready.index(refill), a_smem.index(refill),
+        tma.async_load(a_desc, [off_m, ahead * BK], ready.index(refill), a_smem.index(refill),
                                         pred=issue)
-        tma.async_copy_global_to_shared(b_desc, [ahead * BK, off_n], ready.index(refill), b_smem.index(refill),
+        tma.async_load(b_desc, [ahead * BK, off_n], ready.index(refill), b_smem.index(refill),
                                         pred=issue)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     for s in gl.static_range(STAGES):

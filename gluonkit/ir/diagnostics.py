@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-__all__ = ["Location", "CompilationError", "format_excerpt", "UNKNOWN_LOCATION"]
+__all__ = ["Location", "CompilationError", "UnsupportedFeatureError", "format_excerpt", "UNKNOWN_LOCATION"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,8 @@ class CompilationError(Exception):
             else:
                 parts.append(f"note: {text}")
         return "\n".join(parts)
+
+
+class UnsupportedFeatureError(CompilationError):
+    """A Gluon 3.9 name or option whose feature gluonkit does not support yet (see
+    :mod:`gluonkit.lang.unsupported`); here so that ``sync/`` can raise it too."""

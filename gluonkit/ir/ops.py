@@ -146,8 +146,9 @@ _CATALOGUE = [
     OpDef("async_tma_copy_shared_to_global", "desc, src, coord…", (), "", "none",
           "Starts copying the shared view src to the block of desc at coord (one bulk group); elements "
           "outside the tensor are not written. src must not change until a store_wait retires the group."),
-    OpDef("async_tma_store_wait", "", ("pendings",), "", "none",
-          "Waits until at most pendings shared-to-global copies still read their shared memory."),
+    OpDef("async_tma_store_wait", "", ("pendings", "read_only"), "", "none",
+          "Waits until at most pendings shared-to-global copies still read their shared memory (read_only) "
+          "or are still incomplete, their global writes included (not read_only)."),
     # -- control flow ----------------------------------------------------------------------
     OpDef("for", "lower, upper, step, init…", (), "body(iv, carried…) -> yield carried…", "carried…",
           "Counted loop with loop-carried values (runtime or constant bounds)."),

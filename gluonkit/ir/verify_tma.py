@@ -65,3 +65,5 @@ def _store_wait(op):
     n = op.attrs.get("pendings")
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         _fail(op, f"pendings must be a non-negative int, got {n!r}")
+    if not isinstance(op.attrs.get("read_only"), bool):
+        _fail(op, f"read_only must be a bool, got {op.attrs.get('read_only')!r}")

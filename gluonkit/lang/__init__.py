@@ -1,15 +1,21 @@
 """What users write: ``@jit``, ``constexpr``, dtypes, layouts and the tensor builtins.
 
 ``import gluonkit.lang as gl`` gives the Gluon-style namespace: ``gl.arange``, ``gl.load``,
-``gl.float16``, ``gl.BlockedLayout`` …  (May import :mod:`gluonkit.ir` and
-:mod:`gluonkit.layouts` only.)
+``gl.float16``, ``gl.BlockedLayout`` …  Every name of Gluon 3.9's
+``triton.experimental.gluon.language`` is here; those whose feature is not built yet are
+stubs from :mod:`.unsupported`.  ``gl.dtype``, ``gl.block_type``, ``gl.distributed_type``
+and ``gl.shared_memory_descriptor_type`` are gluonkit's IR types under Gluon's names.
+(May import :mod:`gluonkit.ir`, :mod:`gluonkit.layouts` and :mod:`gluonkit.sync` only.)
 """
 
 from .. import layouts as _layouts
 from ..ir.types import (
-    DType as dtype, PointerType as pointer_type, bfloat16, float8e4nv, float8e5, float16, float32,
+    BlockType as block_type, DType as dtype, PointerType as pointer_type, SharedMemoryDescType as
+    shared_memory_descriptor_type, TensorType as distributed_type, bfloat16, float8e4nv, float8e5, float16, float32,
     float64, int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
+from .arith import *  # noqa: F401,F403 - gl.add, gl.sub, gl.mul, gl.to_tensor, gl.broadcast
+from .arith import __all__ as _arith_names
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
 from .constexpr import constexpr
@@ -20,7 +26,9 @@ from .errors import (
 from .jit import JITFunction, jit, set_launcher
 from .tensor import tensor
 from .shared_memory import allocate_shared_memory, shared_memory_descriptor
-from ..sync import thread_barrier
+from ..sync import barrier, thread_barrier
+from . import extra, fpsan
+from .unsupported import GL, UnsupportedFeatureError, install
 
 # Layout classes, re-exported under Gluon's names.  The layout modules are written
 # alongside this package; names that do not exist yet are simply absent (a kernel using
@@ -43,5 +51,10 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
-    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
-] + list(_builtin_names) + _exported_layouts
+    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "block_type",
+    "distributed_type", "shared_memory_descriptor_type", "UnsupportedFeatureError", "extra", "fpsan",
+] + list(_arith_names) + list(_builtin_names) + _exported_layouts
+
+# Gluon 3.9 names whose feature is not built yet: stubs that say so when used.  Defining a
+# name above (a helper implementing it) replaces its stub.
+__all__ += install(globals(), GL)

@@ -20,6 +20,7 @@ from .errors import (
     TypeMismatchError,
 )
 from .tensor import tensor
+from .unsupported import UnsupportedFeatureError, is_unsupported, unsupported_message
 
 __all__ = ["CoreSemantic", "is_power_of_two"]
 
@@ -64,6 +65,8 @@ class CoreSemantic:
 
     def require_dtype(self, dtype, what: str = "dtype") -> DType:
         self.require_constexpr(dtype, what)
+        if is_unsupported(dtype):
+            self.error(unsupported_message(dtype), UnsupportedFeatureError)
         if not isinstance(dtype, DType):
             self.error(f"{what} must be a gl dtype such as gl.float32, got {dtype!r}", TypeMismatchError)
         return dtype

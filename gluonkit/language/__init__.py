@@ -7,4 +7,4 @@ path Gluon kernels use, so a kernel ports by rewriting ``triton.experimental.glu
 
 from ..lang import *  # noqa: F401,F403
 from ..lang import __all__  # noqa: F401
-from . import nvidia  # noqa: F401,E402
+from . import extra, fpsan, nvidia  # noqa: F401,E402

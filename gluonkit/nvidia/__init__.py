@@ -1,6 +1,7 @@
 """Host-side NVIDIA objects at the import paths of Gluon's ``triton.experimental.gluon.nvidia``:
-:mod:`gluonkit.nvidia.hopper` (``TensorDescriptor`` for TMA copies)."""
+:mod:`gluonkit.nvidia.hopper` and :mod:`gluonkit.nvidia.blackwell` (``TensorDescriptor``
+for TMA copies)."""
 
-from . import hopper
+from . import blackwell, hopper
 
-__all__ = ["hopper"]
+__all__ = ["hopper", "blackwell"]

@@ -13,7 +13,10 @@ hardware's limits, so mistakes surface as a ``ValueError`` naming the parameter 
 a ``CUDA_ERROR_INVALID_VALUE`` at launch.  Its base may be a torch CUDA tensor or a CuPy
 array (for compiled kernels) or a numpy array or torch CPU tensor (for the interpreter,
 ``GLUONKIT_INTERPRET=1``).  The 128-byte ``CUtensorMap`` is encoded only when a compiled
-kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).
+kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).  The constructor and
+``from_tensor`` take Gluon 3.9's parameters, with its defaults; ``TensorDescriptorIm2Col``
+(im2col mode) is not supported yet and raises
+:class:`~gluonkit.lang.unsupported.UnsupportedFeatureError`.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from typing import Any, Optional, Sequence
 
 from gluonkit import ir
 from gluonkit.layouts.linear import is_power_of_two
+from gluonkit.lang.unsupported import HOST_HOPPER, install
 from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
 from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
 BlockType = ir.BlockType  # re-exported: what desc.block_type answers
 
-__all__ = ["TensorDescriptor", "BlockType", "MAX_BLOCK_NUMEL"]
+__all__ = ["TensorDescriptor", "BlockType", "MAX_BLOCK_NUMEL"]  # + TensorDescriptorIm2Col, a stub (below)
 
 MAX_BLOCK_NUMEL = 2**20  # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL); blocks obey it too
 
@@ -40,7 +44,7 @@ class TensorDescriptor:
     ``base`` is the tensor whose memory is described (its address and dtype are used);
     ``shape`` and ``strides`` (in elements, Python order: last dimension fastest) describe
     the region, which may be a view of ``base`` with other extents; ``block_shape`` is the
-    tile one ``tma.async_copy_*`` moves and ``layout`` the :class:`NVMMASharedLayout` that
+    tile one ``tma.async_load`` / ``tma.async_store`` moves and ``layout`` the :class:`NVMMASharedLayout` that
     tile has in shared memory.  ``padding`` is what out-of-bounds elements read as:
     ``"zero"`` or ``"nan"`` (floating-point tensors only).  ``round_f32_to_tf32`` makes
     float32 loads round to tf32.
@@ -160,6 +164,11 @@ class TensorDescriptor:
         return self._padding
 
     @property
+    def mode(self) -> str:
+        """``"tiled"``: copies move whole blocks (Gluon's im2col mode is TensorDescriptorIm2Col)."""
+        return "tiled"
+
+    @property
     def round_f32_to_tf32(self) -> bool:
         return self._round_f32_to_tf32
 
@@ -255,3 +264,6 @@ def _element_strides(tensor: Any, itemsize: int) -> tuple[int, ...]:
 
 
 register_descriptor_class(TensorDescriptor)
+
+# Gluon 3.9's im2col descriptor (convolutions): not built yet, a stub that says so.
+__all__ += install(globals(), HOST_HOPPER)

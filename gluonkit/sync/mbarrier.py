@@ -6,11 +6,15 @@ arrivals have happened and every expected transaction byte (from ``expect`` plus
 copies, in later slices) has arrived; then the next phase starts with the same count.
 ``wait(bar, phase)`` blocks until the phase of parity ``phase`` has completed, so a
 pipeline flips ``phase`` each time it wraps around its stages.  ``arrive`` and ``expect``
-are one arrival per call (one thread of the program performs it), like Gluon's.
+are one arrival per call (one thread of the program performs it), like Gluon's.  The
+signatures are Gluon 3.9's; its ``from_cta`` (cluster routing) is accepted only with its
+one-CTA meaning (``None``, or ``0``, which routes from CTA 0 to every CTA of a one-CTA
+cluster: itself).
 """
 
 from __future__ import annotations
 
+from ..ir.diagnostics import UnsupportedFeatureError
 from ..ir.types import int32
 from ..layouts.barrier import MBarrierLayout
 from .builtin import barrier_type, builtin, descriptor_handle, predicate
@@ -29,27 +33,39 @@ def init(mbarrier, count, _semantic=None) -> None:
 
 
 @builtin
-def expect(mbarrier, bytes, pred=True, _semantic=None) -> None:  # noqa: A002 - Gluon's name
-    """Arrive once and expect ``bytes`` (a compile-time int) more transaction bytes this phase."""
+def expect(mbarrier, bytes_per_cta=None, pred=True, *, from_cta=None, _semantic=None) -> None:
+    """Arrive once and expect ``bytes_per_cta`` (a compile-time int) more transaction bytes this phase."""
     bar = barrier_type(_semantic, mbarrier)
-    nbytes = _semantic.require_int(bytes, "mbarrier.expect's bytes")
+    if bytes_per_cta is None:
+        _semantic.error("mbarrier.expect needs bytes_per_cta, the bytes the copies will bring, "
+                        "e.g. mbarrier.expect(bar, desc.block_type.nbytes)")
+    nbytes = _semantic.require_int(bytes_per_cta, "mbarrier.expect's bytes_per_cta")
     if nbytes < 0:
-        _semantic.error(f"mbarrier.expect's bytes must be non-negative, got {nbytes}")
+        _semantic.error(f"mbarrier.expect's bytes_per_cta must be non-negative, got {nbytes}")
+    _no_cluster_routing(_semantic, from_cta, "mbarrier.expect")
     p = predicate(_semantic, pred)
     if p is not None:
         _semantic.create("mbarrier_expect", [bar, p], [], {"bytes": nbytes})
 
 
 @builtin
-def arrive(mbarrier, count=1, pred=True, _semantic=None) -> None:
+def arrive(mbarrier, *, count=1, pred=True, from_cta=None, _semantic=None) -> None:
     """Arrive ``count`` (a compile-time int) times on ``mbarrier``."""
     bar = barrier_type(_semantic, mbarrier)
     count = _semantic.require_int(count, "mbarrier.arrive's count")
     if count < 1:
         _semantic.error(f"mbarrier.arrive's count must be at least 1, got {count}")
+    _no_cluster_routing(_semantic, from_cta, "mbarrier.arrive")
     p = predicate(_semantic, pred)
     if p is not None:
         _semantic.create("mbarrier_arrive", [bar, p], [], {"count": count})
+
+
+def _no_cluster_routing(sem, from_cta, what: str) -> None:
+    """``from_cta`` routes an arrival between the CTAs of a cluster; one CTA has only itself."""
+    if from_cta is not None and from_cta != 0:
+        sem.error(f"{what}'s from_cta routes arrivals between the CTAs of a cluster, which gluonkit does not "
+                  f"launch yet (one CTA per cluster: leave from_cta=None), got {from_cta!r}", UnsupportedFeatureError)
 
 
 @builtin

@@ -23,7 +23,10 @@ each copy in flight completes with probability 1/4, and a wait completes what it
   that no generic ``store`` to those bytes came after the last ``fence_async_shared``,
   and writes global memory when it completes; ``store_wait(n)`` retires the oldest until
   at most ``n`` remain (each copy is its own bulk group, as the lowering commits one per
-  copy).
+  copy).  ``store_wait(n, read_only=True)``, the default, only ends the copies' reads of
+  shared memory: their writes to global memory land later, at scheduler-chosen points (at
+  the latest when the kernel ends), so a kernel that reads them back, or signals another
+  program, without ``read_only=False`` can see the old values, as on the hardware.
 * The kernel may not return with copies in flight: the CTA's shared memory would go away
   under them (a store needs ``store_wait(0)``, a load a wait on its barrier).
 """
@@ -81,6 +84,7 @@ class _State:
     rng: random.Random
     loads: List["_Load"] = field(default_factory=list)  # not yet released by a wait
     stores: Deque["_Store"] = field(default_factory=deque)  # not yet retired by store_wait
+    writing: List["_Store"] = field(default_factory=list)  # retired read-only, global write pending
 
 
 def _tma(program) -> _State:
@@ -146,8 +150,12 @@ class _Store:
                                       lambda i: f"element {i} of the TMA store's in-bounds box")
             self.flushed = True
 
-    def retire(self) -> None:
-        self.flush()
+    def retire(self, read_only: bool) -> None:
+        """``store_wait`` passed it: its read of shared memory is over; its global write too
+        unless ``read_only`` (then it lands at a scheduler-chosen point, at the latest when
+        the kernel ends)."""
+        if not read_only:
+            self.flush()
         self.buffer.async_reads.remove(self.reader)
 
 
@@ -157,9 +165,10 @@ def _progress(program, op) -> None:
     for load in list(state.loads):
         if not load.landed and state.rng.random() < _COMPLETE_PROBABILITY:
             load.land()
-    for store in state.stores:
+    for store in list(state.stores) + state.writing:
         if not store.flushed and state.rng.random() < _COMPLETE_PROBABILITY:
             store.flush()
+    state.writing = [store for store in state.writing if not store.flushed]
 
 
 def _at_exit(program, op) -> None:
@@ -172,6 +181,8 @@ def _at_exit(program, op) -> None:
         load = state.loads[0]
         raise InterpreterError(f"the kernel returns while {load.what} is in flight (no mbarrier.wait observed its "
                                "completion); wait on its mbarrier before the kernel ends", load.loc)
+    for store in state.writing:  # the grid's end makes every global write visible
+        store.flush()
 
 
 def _coords(operands) -> List[int]:
@@ -217,7 +228,15 @@ def _shared_to_global(program, op, operands):
 
 @rule("async_tma_store_wait")
 def _store_wait(program, op, operands):
-    stores = _tma(program).stores
-    while len(stores) > op.attrs["pendings"]:
-        stores.popleft().retire()
+    state = _tma(program)
+    read_only = op.attrs["read_only"]
+    while len(state.stores) > op.attrs["pendings"]:
+        store = state.stores.popleft()
+        store.retire(read_only)
+        if not store.flushed:
+            state.writing.append(store)
+    if not read_only:  # wait_group N: at most N incomplete, counting earlier read-only retirements
+        for store in state.writing:
+            store.flush()
+        state.writing.clear()
     return []

@@ -9,15 +9,23 @@
   compile-time (the launch specializes on them), ``shape`` and ``strides`` are runtime
   int32 / int64 scalars (extra kernel parameters after the 128-byte tensor map, as in
   Triton);
-* ``async_copy_global_to_shared(desc, coord, barrier, result, pred=True)``: start copying
-  the block at element coordinates ``coord`` into ``result``; its bytes complete
-  transactions on ``barrier`` (so ``mbarrier.expect(barrier, desc.block_type.nbytes)``
+* ``async_load(desc, coord, barrier, result, pred=True, multicast=False, cache_policy=None)``:
+  start copying the block at element coordinates ``coord`` into ``result``; its bytes
+  complete transactions on ``barrier`` (so ``mbarrier.expect(barrier, desc.block_type.nbytes)``
   then ``mbarrier.wait`` make it safe to read); out-of-bounds elements read as zero;
-* ``async_copy_shared_to_global(desc, coord, src)``: start copying ``src`` to the block at
-  ``coord`` (elements outside the tensor are dropped); generic writes to ``src`` need
+* ``async_store(desc, coord, src, cache_policy=None)``: start copying ``src`` to the block
+  at ``coord`` (elements outside the tensor are dropped); generic writes to ``src`` need
   ``fence_async_shared()`` first;
-* ``store_wait(pendings)``: wait until at most ``pendings`` of those copies still read
-  shared memory, after which their buffers may be written again.
+* ``store_wait(pendings, read_only=True)``: wait until at most ``pendings`` of those copies
+  are still reading shared memory, after which their buffers may be written again
+  (``cp.async.bulk.wait_group.read``); with ``read_only=False`` until at most ``pendings``
+  are incomplete, their writes included (``cp.async.bulk.wait_group``), which a kernel
+  needs before it tells another CTA or device that the data is in global memory.
+
+The Triton 3.6 names ``async_copy_global_to_shared`` / ``async_copy_shared_to_global`` are
+errors that name their replacements, as in Gluon 3.9.  ``multicast=True`` (clusters) and a
+``cache_policy`` are not supported yet; the im2col, gather/scatter and reduction copies are
+stubs (:mod:`gluonkit.lang.unsupported`).
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ from ...ir.types import BlockType, DType, SharedMemoryDescType, TensorDescType, 
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from ..tensor import builtin, shape_args, tensor
+from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, removed
 
-__all__ = ["tensor_descriptor", "block_type", "async_copy_global_to_shared", "async_copy_shared_to_global",
-           "store_wait"]
+__all__ = ["tensor_descriptor", "tensor_descriptor_type", "block_type", "async_load", "async_store", "store_wait",
+           "async_copy_global_to_shared", "async_copy_shared_to_global", "async_copy_global_to_shared_im2col"]
 
 
 block_type = BlockType  # Gluon's spelling of the descriptor's block type
+tensor_descriptor_type = TensorDescType  # the type of a tensor_descriptor (its IR type)
 
 
 class tensor_descriptor:  # noqa: N801 - Gluon's spelling
@@ -108,32 +118,55 @@ def _coordinates(sem, desc: TensorDescType, coord) -> list:
     return out
 
 
+def _no_multicast_or_policy(sem, what: str, multicast=False, cache_policy=None) -> None:
+    if multicast:
+        sem.error(f"{what}(multicast=True) copies into the shared memory of several CTAs of a cluster, which "
+                  "gluonkit does not launch yet", UnsupportedFeatureError)
+    if cache_policy is not None:
+        sem.error(f"{what}'s cache_policy is not supported by gluonkit yet (cache_policy: cache policies; see "
+                  "docs/porting.rst): leave it None", UnsupportedFeatureError)
+
+
 @builtin
-def async_copy_global_to_shared(tensor_desc, coord, barrier, result, pred=True, _semantic=None) -> None:
+def async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, cache_policy=None, _semantic=None):
     """Start copying the block at ``coord`` into ``result``; it completes on ``barrier``."""
     sem = _semantic
-    desc = _descriptor(sem, tensor_desc, "async_copy_global_to_shared's tensor_desc")
-    smem = _shared(sem, desc, result, "async_copy_global_to_shared's result")
-    bar = barrier_type(sem, barrier, "async_copy_global_to_shared's barrier")
+    desc = _descriptor(sem, tensor_desc, "async_load's tensor_desc")
+    smem = _shared(sem, desc, result, "async_load's result")
+    bar = barrier_type(sem, barrier, "async_load's barrier")
     coords = _coordinates(sem, desc, coord)
+    _no_multicast_or_policy(sem, "async_load", sem.require_constexpr(multicast, "async_load's multicast"),
+                            cache_policy)
     p = predicate(sem, pred)
     if p is not None:
         sem.create("async_tma_copy_global_to_shared", [tensor_desc.handle, smem, bar, p] + coords, [])
 
 
 @builtin
-def async_copy_shared_to_global(tensor_desc, coord, src, _semantic=None) -> None:
+def async_store(tensor_desc, coord, src, cache_policy=None, _semantic=None):
     """Start copying ``src`` to the block at ``coord``; ``store_wait`` retires it."""
     sem = _semantic
-    desc = _descriptor(sem, tensor_desc, "async_copy_shared_to_global's tensor_desc")
-    smem = _shared(sem, desc, src, "async_copy_shared_to_global's src")
+    desc = _descriptor(sem, tensor_desc, "async_store's tensor_desc")
+    smem = _shared(sem, desc, src, "async_store's src")
+    _no_multicast_or_policy(sem, "async_store", cache_policy=cache_policy)
     sem.create("async_tma_copy_shared_to_global", [tensor_desc.handle, smem] + _coordinates(sem, desc, coord), [])
 
 
 @builtin
-def store_wait(pendings, _semantic=None) -> None:
-    """Wait until at most ``pendings`` (a compile-time int) shared-to-global copies are still reading."""
+def store_wait(pendings, read_only=True, _semantic=None) -> None:
+    """Wait until at most ``pendings`` (a compile-time int) async_store copies are still reading
+    shared memory (``read_only=True``) or still incomplete (``read_only=False``)."""
     n = _semantic.require_int(pendings, "store_wait's pendings")
     if n < 0:
         _semantic.error(f"store_wait's pendings must be non-negative, got {n}", ArgumentError)
-    _semantic.create("async_tma_store_wait", [], [], {"pendings": n})
+    read_only = _semantic.require_constexpr(read_only, "store_wait's read_only")
+    if not isinstance(read_only, bool):
+        _semantic.error(f"store_wait's read_only must be True or False, got {read_only!r}", ArgumentError)
+    _semantic.create("async_tma_store_wait", [], [], {"pendings": n, "read_only": read_only})
+
+
+async_copy_global_to_shared = removed("async_copy_global_to_shared", "async_load")
+async_copy_shared_to_global = removed("async_copy_shared_to_global", "async_store")
+async_copy_global_to_shared_im2col = removed("async_copy_global_to_shared_im2col", "async_load_im2col")
+
+__all__ += install(globals(), TMA) + install(globals(), BLACKWELL_TMA)

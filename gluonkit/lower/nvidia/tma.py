@@ -20,7 +20,8 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
   (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
-  pass at once).  It accesses no shared memory itself, but the barrier plan counts the
+  pass at once); with ``read_only=False`` ``cp.async.bulk.wait_group N``, which also waits
+  for the copies' global writes to complete.  It accesses no shared memory itself, but the barrier plan counts the
   reads of the copies it retires as pending from here, so a later write to those bytes by
   any thread waits at a ``bar.sync`` until thread 0 has seen the copies finish reading.
 """
@@ -115,4 +116,5 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("async_tma_store_wait")
 def _store_wait(ctx: KernelLowering, op: Operation) -> None:
-    _asm(ctx, f"cp.async.bulk.wait_group.read {op.attrs['pendings']};", [], [])
+    suffix = ".read" if op.attrs["read_only"] else ""
+    _asm(ctx, f"cp.async.bulk.wait_group{suffix} {op.attrs['pendings']};", [], [])

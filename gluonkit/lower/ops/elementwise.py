@@ -122,13 +122,12 @@ def _binary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
         pred = {"maximum": ">", "minimum": "<"}[fn]
         cmp = b.icmp_signed if signed else b.icmp_unsigned
         return lambda x, y: b.select(cmp(pred, x, y), x, y)
-    if fn == "umulhi":
+    if fn == "umulhi":  # Triton's mulhiui: the operands' bits as unsigned, whatever the dtype's sign
         ty = llvm_type(dtype)
         wide = lir.IntType(2 * ty.width)
-        extend = b.sext if signed else b.zext
 
         def mulhi(x, y):
-            product = b.mul(extend(x, wide), extend(y, wide))
+            product = b.mul(b.zext(x, wide), b.zext(y, wide))
             return b.trunc(b.lshr(product, wide(ty.width)), ty)
         return mulhi
     raise CompilationError(f"binary {fn} is not defined for {dtype}")

@@ -2,5 +2,7 @@
 :mod:`gluonkit.lang.nvidia.hopper`)."""
 
 from ....lang.nvidia.hopper import *  # noqa: F401,F403
-from ....lang.nvidia.hopper import __all__  # noqa: F401
-from . import mbarrier, tma  # noqa: F401,E402
+from ....lang.nvidia.hopper import __all__ as _names
+from . import cluster, mbarrier, tma  # noqa: E402 (the submodules, after the re-export)
+
+__all__ = list(_names) + ["cluster", "mbarrier", "tma"]

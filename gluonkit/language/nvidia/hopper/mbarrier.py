@@ -1,4 +1,4 @@
-"""``gluonkit.language.nvidia.hopper.mbarrier``: mbarriers (re-exported from :mod:`gluonkit.sync.mbarrier`)."""
+"""``gluonkit.language.nvidia.hopper.mbarrier``: mbarriers (re-exported from :mod:`gluonkit.lang.nvidia.mbarrier`)."""
 
-from ....sync.mbarrier import *  # noqa: F401,F403
-from ....sync.mbarrier import __all__  # noqa: F401
+from ....lang.nvidia.mbarrier import *  # noqa: F401,F403
+from ....lang.nvidia.mbarrier import __all__  # noqa: F401

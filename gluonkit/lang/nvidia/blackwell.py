@@ -1,0 +1,22 @@
+"""Gluon's Blackwell namespace: ``from gluonkit.lang.nvidia.blackwell import tcgen05_mma, TensorMemoryLayout, tma``.
+
+The names of ``triton.experimental.gluon.language.nvidia.blackwell``.  The tensor-memory
+layouts are :mod:`gluonkit.layouts.tmem`'s; Hopper's and Ampere's names come along as in
+Gluon; tensor memory, ``tcgen05`` and packed arithmetic are not built yet and are stubs
+(:mod:`gluonkit.lang.unsupported`).  ``tma`` is the one TMA module (with Blackwell's
+gather and scatter).
+"""
+
+from ...layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
+from . import clc  # noqa: F401 (an attribute; the user tree has a submodule of this name)
+from .hopper import (
+    CachePolicy, FractionalEvictionPolicy, async_copy, async_store, cluster, fence_async_shared, mbarrier, mma_v2,
+    tma,
+)
+from ..unsupported import BLACKWELL, install
+
+# ``clc`` and ``tma`` are left out of __all__: the user tree (gluonkit.language.nvidia.blackwell)
+# has its own submodules of those names.
+__all__ = ["TensorMemoryLayout", "TensorMemoryScalesLayout", "CachePolicy", "FractionalEvictionPolicy",
+           "async_copy", "async_store", "cluster", "fence_async_shared", "mbarrier", "mma_v2"]
+__all__ += install(globals(), BLACKWELL)

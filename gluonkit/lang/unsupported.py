@@ -1,0 +1,315 @@
+"""Gluon 3.9 names whose feature gluonkit has not built yet, and names Gluon removed.
+
+Every public name of Gluon's NVIDIA tree resolves in gluonkit (``tests/test_gluon_names.py``),
+so a ported kernel fails at the line that *uses* a missing feature, with a message saying
+so, rather than at its imports with an ``AttributeError``.  A stub made here:
+
+* called in a kernel, raises :class:`UnsupportedFeatureError` at the user's line:
+  ``"tcgen05_mma is not supported by gluonkit yet (tcgen05: Blackwell tensor memory and
+  tcgen05 MMAs; see docs/porting.rst)"``; called on the host, raises the same error;
+* as a class, raises the same when constructed (and a static method looked up on it is a
+  stub too); as a dtype, is refused with the same message where a dtype is required;
+* answers :func:`is_unsupported`.
+
+The tables below are the only place stubs are listed, one line per name.  A namespace
+module (``gluonkit.lang``, ``lang.nvidia.hopper`` …) ends with ``install(globals(), TABLE)``,
+which defines a stub only for names the module does not define itself: implementing a
+feature is defining its names in the namespace (and deleting their lines here).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Dict, List, Optional, Tuple
+
+from ..ir.diagnostics import CompilationError, UnsupportedFeatureError
+
+__all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_class", "removed", "is_unsupported",
+           "unsupported_message", "install"]
+
+
+# feature -> (what it is, the issue that builds it; None: not scheduled yet)
+FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
+    "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", None),
+    "clusters": ("CTA clusters, multicast and cluster-scope barriers", None),
+    "clc": ("Blackwell cluster launch control", None),
+    "warp_specialize": ("warp specialization", None),
+    "tma_gather": ("TMA gather and scatter", None),
+    "tma_im2col": ("TMA im2col copies", None),
+    "tma_reduce": ("TMA reductions (async_atomic_*)", None),
+    "device_descriptors": ("tensor descriptors made inside a kernel", None),
+    "async_copy": ("Ampere cp.async copies", None),
+    "atomics": ("atomic memory operations", None),
+    "inline_asm": ("inline PTX", None),
+    "scans": ("scans, histograms, gathers and map_elementwise", None),
+    "layout_queries": ("layout queries in kernels", None),
+    "frontend": ("aggregates, constexpr functions and cluster queries", None),
+    "coalesced_layout": ("CoalescedLayout", None),
+    "cache_policy": ("cache policies", None),
+    "packed_arith": ("packed two- and four-lane arithmetic", None),
+    "mma_v2": ("Ampere mma_v2", None),
+    "math": ("correctly rounded division and square root", None),
+    "hints": ("these compiler hints and checks", None),
+    "std": ("xor_sum and reduce_or", None),
+    "dtypes": ("AMD and pre-Hopper fp8 formats and void", None),
+    "fp4": ("fp4 conversions", None),
+    "dot_fma": ("dot_fma", None),
+    "type_classes": ("Gluon's value and type classes", None),
+    "fpsan": ("the floating-point sanitizer", None),
+    "libdevice": ("libdevice", None),
+    "compiler_api": ("Triton's compiler entry points", None),
+}
+
+
+def _message(name: str, feature: str) -> str:
+    what, issue = FEATURES[feature]
+    where = f"issue {issue}" if issue is not None else "see docs/porting.rst"
+    return f"{name} is not supported by gluonkit yet ({feature}: {what}; {where})"
+
+
+def _fail(message: str, _semantic) -> None:
+    if _semantic is not None:
+        _semantic.error(message, UnsupportedFeatureError)
+    raise UnsupportedFeatureError(message)
+
+
+def unsupported(name: str, feature: str):
+    """A kernel builtin ``name`` that raises :class:`UnsupportedFeatureError` when called."""
+    message = _message(name, feature)
+
+    def stub(*args, _semantic=None, **kwargs):
+        _fail(message, _semantic)
+
+    stub.__name__ = stub.__qualname__ = name.rsplit(".", 1)[-1]
+    stub.__doc__ = message
+    stub.__gluonkit_builtin__ = True
+    stub.__gluonkit_unsupported__ = message
+    return stub
+
+
+class _StubClassMeta(type):
+    """Looking up a public attribute on a stub class gives a stub (``Cls.from_tensor``)."""
+
+    def __getattr__(cls, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return unsupported(f"{cls.__name__}.{attr}", cls.__gluonkit_feature__)
+
+
+def unsupported_class(name: str, feature: str) -> type:
+    """A class ``name`` that raises :class:`UnsupportedFeatureError` when constructed."""
+    message = _message(name, feature)
+
+    def __new__(cls, *args, _semantic=None, **kwargs):
+        _fail(message, _semantic)
+
+    return _StubClassMeta(name, (), {"__new__": __new__, "__doc__": message, "__gluonkit_builtin__": True,
+                                     "__gluonkit_unsupported__": message, "__gluonkit_feature__": feature})
+
+
+class _StubDType:
+    """A dtype name gluonkit does not support: refused wherever a dtype is required."""
+
+    def __init__(self, name: str, feature: str):
+        self.name = name
+        self.__gluonkit_unsupported__ = _message(f"gl.{name}", feature)
+
+    def __repr__(self) -> str:
+        return f"gl.{self.name} (unsupported)"
+
+
+class _StubModule(types.ModuleType):
+    """A module whose every public attribute is a stub (``gl.extra.libdevice.exp``)."""
+
+    def __init__(self, name: str, feature: str):
+        super().__init__(name, _message(name, feature))
+        self.__gluonkit_unsupported__ = self.__doc__
+        self.__gluonkit_feature__ = feature
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return unsupported(f"{self.__name__}.{attr}", self.__gluonkit_feature__)
+
+
+def removed(name: str, replacement: str):
+    """A builtin Gluon removed: calling it is an error naming ``replacement``, as in Gluon 3.9."""
+    message = f"{name} has been removed; call {replacement} instead"
+
+    def stub(*args, _semantic=None, **kwargs):
+        if _semantic is not None:
+            _semantic.error(message)
+        raise CompilationError(message)
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = message
+    stub.__gluonkit_builtin__ = True
+    return stub
+
+
+def is_unsupported(obj) -> bool:
+    """Whether ``obj`` is a stub made here."""
+    return isinstance(obj, (types.FunctionType, _StubClassMeta, _StubDType, _StubModule)) and \
+        getattr(obj, "__gluonkit_unsupported__", None) is not None
+
+
+def unsupported_message(obj) -> str:
+    """The message of a stub (see :func:`is_unsupported`)."""
+    return obj.__gluonkit_unsupported__
+
+
+_MAKERS = {"fn": unsupported, "class": unsupported_class, "dtype": _StubDType, "module": _StubModule}
+
+
+def install(namespace: dict, table: Dict[str, Tuple[str, str]]) -> List[str]:
+    """Define a stub in ``namespace`` for each name of ``table`` it does not define; returns them.
+
+    ``table`` maps a name to ``(kind, feature)``, kind one of ``fn``, ``class``, ``dtype``,
+    ``module``.
+    """
+    added = []
+    for name, (kind, feature) in table.items():
+        if name not in namespace:
+            namespace[name] = _MAKERS[kind](name, feature)
+            added.append(name)
+    return added
+
+
+# ---------------------------------------------------------------------------- the stubs
+GL = {  # gluonkit.language
+    "CachePolicy": ("class", "cache_policy"),
+    "CoalescedLayout": ("class", "coalesced_layout"),  # layouts
+    "aggregate_replace": ("fn", "frontend"),  # frontend
+    "num_ctas": ("fn", "frontend"),  # frontend
+    "associative_scan": ("fn", "scans"),  # builtins
+    "cumsum": ("fn", "scans"),  # builtins
+    "cumprod": ("fn", "scans"),  # builtins
+    "histogram": ("fn", "scans"),  # builtins
+    "gather": ("fn", "scans"),  # builtins
+    "map_elementwise": ("fn", "scans"),  # builtins
+    "to_linear_layout": ("fn", "layout_queries"),  # builtins
+    "bank_conflicts": ("fn", "layout_queries"),  # builtins
+    "atomic_add": ("fn", "atomics"),  # asyncops
+    "atomic_and": ("fn", "atomics"),  # asyncops
+    "atomic_cas": ("fn", "atomics"),  # asyncops
+    "atomic_load": ("fn", "atomics"),  # asyncops
+    "atomic_max": ("fn", "atomics"),  # asyncops
+    "atomic_min": ("fn", "atomics"),  # asyncops
+    "atomic_or": ("fn", "atomics"),  # asyncops
+    "atomic_poll": ("fn", "atomics"),  # asyncops
+    "atomic_store": ("fn", "atomics"),  # asyncops
+    "atomic_xchg": ("fn", "atomics"),  # asyncops
+    "atomic_xor": ("fn", "atomics"),  # asyncops
+    "inline_asm_elementwise": ("fn", "inline_asm"),  # asyncops
+    "inline_asm": ("fn", "inline_asm"),  # asyncops
+    "warp_specialize": ("fn", "warp_specialize"),  # warpspec
+    "fdiv": ("fn", "math"),
+    "div_rn": ("fn", "math"),
+    "sqrt_rn": ("fn", "math"),
+    "device_assert": ("fn", "hints"),
+    "expect_zero": ("fn", "hints"),
+    "max_constancy": ("fn", "hints"),
+    "reduce_or": ("fn", "std"),
+    "xor_sum": ("fn", "std"),
+    "dot_fma": ("fn", "dot_fma"),
+    "fp4_to_fp": ("fn", "fp4"),
+    "float8e4b15": ("dtype", "dtypes"),
+    "float8e4b8": ("dtype", "dtypes"),
+    "float8e5b16": ("dtype", "dtypes"),
+    "void": ("dtype", "dtypes"),
+    "base_type": ("class", "type_classes"),
+    "base_value": ("class", "type_classes"),
+    "tuple": ("class", "type_classes"),
+    "tuple_type": ("class", "type_classes"),
+}
+
+TOP = {  # gluonkit
+    "aggregate": ("fn", "frontend"),  # frontend
+    "constexpr_function": ("fn", "frontend"),  # frontend
+    "must_use_result": ("fn", "frontend"),  # frontend
+    "GluonASTSource": ("class", "compiler_api"),
+}
+
+AMPERE = {  # gluonkit.language.nvidia.ampere (also re-exported by hopper, blackwell, rubin)
+    "CachePolicy": ("class", "cache_policy"),
+    "FractionalEvictionPolicy": ("class", "cache_policy"),
+    "mma_v2": ("fn", "mma_v2"),
+}
+
+ASYNC_COPY = {  # gluonkit.language.nvidia.ampere.async_copy (asyncops)
+    "async_load": ("fn", "async_copy"),
+    "mbarrier_arrive": ("fn", "async_copy"),
+    "commit_group": ("fn", "async_copy"),
+    "wait_group": ("fn", "async_copy"),
+}
+
+HOPPER = {  # gluonkit.language.nvidia.hopper
+    "async_store": ("fn", "clusters"),
+    "warpgroup_mma_accumulator_type": ("class", "type_classes"),
+}
+
+CLUSTER = {  # gluonkit.language.nvidia.hopper.cluster
+    "barrier": ("fn", "clusters"),
+}
+
+TMA = {  # gluonkit.language.nvidia.hopper.tma
+    "async_atomic_add": ("fn", "tma_reduce"),
+    "async_atomic_and": ("fn", "tma_reduce"),
+    "async_atomic_max": ("fn", "tma_reduce"),
+    "async_atomic_min": ("fn", "tma_reduce"),
+    "async_atomic_or": ("fn", "tma_reduce"),
+    "async_atomic_xor": ("fn", "tma_reduce"),
+    "async_load_im2col": ("fn", "tma_im2col"),
+    "tensor_descriptor_im2col": ("class", "tma_im2col"),
+    "tensor_descriptor_im2col_type": ("class", "tma_im2col"),
+    "make_tensor_descriptor": ("fn", "device_descriptors"),
+}
+
+BLACKWELL_TMA = {  # gluonkit.language.nvidia.blackwell.tma, besides hopper's
+    "async_gather": ("fn", "tma_gather"),
+    "async_scatter": ("fn", "tma_gather"),
+}
+
+BLACKWELL = {  # gluonkit.language.nvidia.blackwell (rubin re-exports them)
+    "allocate_tensor_memory": ("fn", "tcgen05"),
+    "tensor_memory_descriptor": ("class", "tcgen05"),
+    "tensor_memory_descriptor_type": ("class", "tcgen05"),
+    "tcgen05_commit": ("fn", "tcgen05"),
+    "tcgen05_copy": ("fn", "tcgen05"),
+    "tcgen05_mma": ("fn", "tcgen05"),
+    "tcgen05_mma_barrier_count": ("fn", "tcgen05"),
+    "tcgen05_mma_scaled": ("fn", "tcgen05"),
+    "add2": ("fn", "packed_arith"),
+    "sub2": ("fn", "packed_arith"),
+    "mul2": ("fn", "packed_arith"),
+    "fma2": ("fn", "packed_arith"),
+    "min2": ("fn", "packed_arith"),
+    "max2": ("fn", "packed_arith"),
+}
+
+RUBIN = {  # gluonkit.language.nvidia.rubin, besides blackwell's
+    "add4": ("fn", "packed_arith"),
+    "sub4": ("fn", "packed_arith"),
+    "mul4": ("fn", "packed_arith"),
+    "fma4": ("fn", "packed_arith"),
+}
+
+CLC = {  # gluonkit.language.nvidia.blackwell.clc
+    "try_cancel": ("fn", "clc"),
+    "load_result": ("fn", "clc"),
+    "clc_result": ("class", "clc"),
+    "clc_result_type": ("class", "clc"),
+}
+
+FPSAN = {  # gluonkit.language.fpsan
+    "embed": ("fn", "fpsan"),
+    "unembed": ("fn", "fpsan"),
+}
+
+EXTRA = {  # gluonkit.language.extra
+    "libdevice": ("module", "libdevice"),
+}
+
+HOST_HOPPER = {  # gluonkit.nvidia.hopper
+    "TensorDescriptorIm2Col": ("class", "tma_im2col"),
+}
