@@ -12,6 +12,7 @@ raise :class:`InterpreterError` at the user's source line.
 
 from . import control, creation, debug, elementwise, memory_ops, reduce, shapes, shared_memory  # noqa: F401  (register rules)
 from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
+from . import atomics, inline_asm  # noqa: F401  (register the atomics' and inline assembly's rules)
 from .dtypes import numpy_dtype
 from .engine import RULES, run_grid, run_program
 from .errors import InterpreterError

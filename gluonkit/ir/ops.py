@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
-__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "op_def"]
+__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "ATOMIC_FNS", "MEMORY_SEMANTICS",
+           "MEMORY_SCOPES", "op_def"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ BINARY_FNS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr
 UNARY_FNS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
              "cos", "floor", "ceil", "erf")
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+ATOMIC_FNS = ("add", "and", "or", "xor", "max", "min", "xchg")
+MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
+MEMORY_SCOPES = ("cta", "gpu", "sys")
 
 _CATALOGUE = [
     # -- values ---------------------------------------------------------------------------
@@ -94,6 +98,16 @@ _CATALOGUE = [
           "Global memory load; masked-off elements take ``other`` (undefined without it)."),
     OpDef("store", "ptr, value [, mask]", ("cache_modifier", "eviction_policy", "has_mask"), "", "none",
           "Global memory store of the elements where mask is true."),
+    # -- atomics and inline assembly -------------------------------------------------------
+    OpDef("atomic_rmw", "ptr, val [, mask]", ("fn", "sem", "scope", "has_mask"), "", "like val",
+          f"Atomic read-modify-write of global memory, once per element where mask is true; fn is one of "
+          f"{', '.join(ATOMIC_FNS)} (max/min signed or unsigned by type); returns the old values. sem is one of "
+          f"{', '.join(MEMORY_SEMANTICS)}, scope one of {', '.join(MEMORY_SCOPES)}."),
+    OpDef("atomic_cas", "ptr, cmp, val", ("sem", "scope"), "", "like val",
+          "Atomic compare-and-swap: where memory holds cmp it becomes val; returns the old values."),
+    OpDef("inline_asm_elementwise", "args…", ("asm", "constraints", "is_pure", "pack"), "", "n tensors or scalars",
+          "Runs the PTX text asm on pack elements of every argument at a time (LLVM inline-asm constraints); "
+          "the results have the arguments' shape and layout."),
     # -- shared memory ---------------------------------------------------------------------
     OpDef("local_alloc", "[value]", (), "", "!smem",
           "Allocates a shared-memory buffer of the result type (a static region of the kernel's "

@@ -12,6 +12,9 @@ from ..ir.types import (
 )
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
+from .atomics import *  # noqa: F401,F403 - gl.atomic_*
+from .atomics import __all__ as _atomic_names
+from .inline_asm import inline_asm_elementwise
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -44,4 +47,4 @@ __all__ = [
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
-] + list(_builtin_names) + _exported_layouts
+] + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + _exported_layouts

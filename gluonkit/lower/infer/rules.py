@@ -170,3 +170,9 @@ def _while(op: Operation, c: Constraints) -> None:
     forwarded = before.terminator.operands[1:]
     for i, result in enumerate(op.results):
         c.unify([forwarded[i], after.args[i], result], op)
+
+
+@infer_rule("atomic_rmw", "atomic_cas", "inline_asm_elementwise")
+def _elementwise_memory(op: Operation, c: Constraints) -> None:
+    """Atomics and inline assembly are element-wise: operands and results share one layout."""
+    c.unify(op.operands + op.results, op)

@@ -49,7 +49,7 @@ from ...ir import Block, Function, Operation, SharedMemoryDescType, Value
 from ...ir.memdesc import stage_strides
 from ...layouts.conversion import plan_conversion
 from ..llvm_types import byte_size, llvm_type
-from .scratch_use import converts_through_scratch, warp_axis_bits
+from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
 from .smem import SharedPlan
 
 __all__ = ["READ", "WRITE", "ASYNC_WRITE", "BarrierPlan", "plan_barriers", "conflicts"]
@@ -187,7 +187,7 @@ class _Analysis:
         if op.name == "reduce":  # partials cross warps through scratch memory
             src = op.operands[0].type
             return bool(warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape))))
-        return False
+        return atomic_broadcasts_through_scratch(self.func, op)
 
     # ------------------------------------------------------------ transfer
     def _op(self, op: Operation, state: _State) -> _State:
