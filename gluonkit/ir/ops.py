@@ -162,6 +162,18 @@ _CATALOGUE = [
           "outside the tensor are not written. src must not change until a store_wait retires the group."),
     OpDef("async_tma_store_wait", "", ("pendings",), "", "none",
           "Waits until at most pendings shared-to-global copies still read their shared memory."),
+    # -- cp.async (Ampere asynchronous copies) ------------------------------------------------
+    OpDef("async_copy_global_to_shared", "smem, ptr [, mask]",
+          ("cache_modifier", "eviction_policy", "volatile", "has_mask"), "", "none",
+          "Each thread starts copying its elements of the pointer tensor into the shared view smem (same shape); "
+          "masked-off elements are written as zero. The copy joins the thread's open group."),
+    OpDef("async_commit_group", "", (), "", "none",
+          "Closes the executing threads' open group of async_copy_global_to_shared copies."),
+    OpDef("async_wait_group", "", ("num_outstanding",), "", "none",
+          "Waits until at most num_outstanding committed copy groups of each thread are in flight."),
+    OpDef("async_copy_mbarrier_arrive", "bar", ("increment_count",), "", "none",
+          "Every thread arrives on the mbarrier once its earlier copies have landed; with increment_count the "
+          "arrival is pre-counted (the phase's expected count is unchanged)."),
     # -- control flow ----------------------------------------------------------------------
     OpDef("for", "lower, upper, step, init…", (), "body(iv, carried…) -> yield carried…", "carried…",
           "Counted loop with loop-carried values (runtime or constant bounds)."),

@@ -1,6 +1,6 @@
 """``gluonkit.language.nvidia``: the NVIDIA hardware units, one subpackage per architecture
-as in Gluon (:mod:`.hopper`)."""
+as in Gluon (:mod:`.ampere`, :mod:`.hopper`)."""
 
-from . import hopper
+from . import ampere, hopper
 
-__all__ = ["hopper"]
+__all__ = ["ampere", "hopper"]

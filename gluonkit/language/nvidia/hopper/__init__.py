@@ -3,4 +3,4 @@
 
 from ....lang.nvidia.hopper import *  # noqa: F401,F403
 from ....lang.nvidia.hopper import __all__  # noqa: F401
-from . import mbarrier, tma  # noqa: F401,E402
+from . import async_copy, mbarrier, tma  # noqa: F401,E402
