@@ -14,7 +14,7 @@ from ...ir import CompilationError, Function, Operation, TensorType
 from ...layouts.linear import LinearLayout
 
 __all__ = ["REGISTER_ONLY_CONVERSIONS", "converts_through_scratch", "moves_along_axis", "warp_axis_bits",
-           "atomic_broadcasts_through_scratch"]
+           "atomic_broadcasts_through_scratch", "is_used"]
 
 # plan_conversion kinds that move data in registers or by warp shuffles only.
 REGISTER_ONLY_CONVERSIONS = ("identical", "register_permutation", "warp_shuffle")
@@ -51,11 +51,15 @@ def atomic_broadcasts_through_scratch(func: Function, op: Operation) -> bool:
     one thread updates for the whole program), so only one thread performed the atomic."""
     if op.name not in ("atomic_rmw", "atomic_cas"):
         return False
-    result = op.results[0]
-    if not any(result is v for o in func.walk() for v in o.operands):
+    if not is_used(func, op.results[0]):
         return False
-    ty = result.type
+    ty = op.results[0].type
     if not isinstance(ty, TensorType):
         return func.num_warps * 32 > 1
     ll = ty.layout.to_linear_layout(list(ty.shape))
     return any(not any(b) for d in ("lane", "warp") for b in ll.bases.get(d, []))
+
+
+def is_used(func: Function, value) -> bool:
+    """Whether any op of ``func`` takes ``value`` as an operand."""
+    return any(value is v for o in func.walk() for v in o.operands)

@@ -15,6 +15,7 @@ unsigned opposite one.
 
 from __future__ import annotations
 
+import math
 from typing import List, Optional
 
 import llvmlite.ir as lir
@@ -23,7 +24,7 @@ from ...ir import Operation, TensorType, element_type
 from ..context import KernelLowering
 from ..llvm_types import I1, I32, llvm_type
 from ..memplan import scratch
-from ..memplan.scratch_use import atomic_broadcasts_through_scratch
+from ..memplan.scratch_use import atomic_broadcasts_through_scratch, is_used
 from ..registry import lowering
 
 __all__ = []
@@ -95,11 +96,11 @@ def _perform(ctx, op, fn, dtype, pointer, values, pred, returns):
     words = [_as_bits(ctx, v, bits) for v in values]
     if fn in ("max", "min") and dtype.is_floating():
         negative = b.icmp_signed("<", words[0], lir.IntType(bits)(0))
-        signed = _instruction(op, fn, f"s{bits}", True)
-        unsigned = _instruction(op, "min" if fn == "max" else "max", f"u{bits}", True)
-        old_pos = _atom(ctx, signed, bits, pointer, words, b.and_(pred, b.not_(negative)), True)
-        old_neg = _atom(ctx, unsigned, bits, pointer, words, b.and_(pred, negative), True)
-        old = b.select(negative, old_neg, old_pos)
+        signed = _instruction(op, fn, f"s{bits}", returns)
+        unsigned = _instruction(op, "min" if fn == "max" else "max", f"u{bits}", returns)
+        old_pos = _atom(ctx, signed, bits, pointer, words, b.and_(pred, b.not_(negative)), returns)
+        old_neg = _atom(ctx, unsigned, bits, pointer, words, b.and_(pred, negative), returns)
+        old = b.select(negative, old_neg, old_pos) if returns else None
     else:
         old = _atom(ctx, _instruction(op, fn, _ptx_type(fn, dtype), returns), bits, pointer, words, pred, returns)
     if not returns:
@@ -122,8 +123,8 @@ def _lower(ctx: KernelLowering, op: Operation, fn: str, n_values: int) -> None:
     pointers = registers(op.operands[0])
     values = [registers(v) for v in op.operands[1:1 + n_values]]
     masks = registers(op.operands[-1]) if op.attrs.get("has_mask") else None
-    used = any(op.results[0] is v for o in ctx.func.walk() for v in o.operands)
-    returns = used or op.attrs["sem"] in ("acquire", "acq_rel") or (fn in ("max", "min") and dtype.is_floating())
+    used = is_used(ctx.func, op.results[0])
+    returns = used or op.attrs["sem"] in ("acquire", "acq_rel")
     reg_bits, owner = _replication(ctx, ty)
     old: List[Optional[lir.Value]] = [None] * count
     for r in range(count):
@@ -147,11 +148,8 @@ def _broadcast(ctx: KernelLowering, op: Operation, old, owner) -> List[lir.Value
     elem = llvm_type(ty)
     bits = element_type(ty).primitive_bitwidth
     if isinstance(ty, TensorType):
-        shape = list(ty.shape)
-        offsets = [scratch.row_major_offset(ctx, coords, shape) for coords in ctx.element_coordinates(ty)]
-        numel = 1
-        for s in shape:
-            numel *= s
+        offsets = [scratch.row_major_offset(ctx, coords, ty.shape) for coords in ctx.element_coordinates(ty)]
+        numel = math.prod(ty.shape)
     else:
         offsets, numel = [I32(0)], 1
     scratch.reserve(ctx, numel * max(1, bits // 8))
