@@ -16,7 +16,7 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError, TypeMismatchError
+from gluonkit.lang import ArgumentError, ShapeMismatchError, TypeMismatchError
 from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
 
@@ -92,6 +92,15 @@ def fire_and_forget_kernel(ptr, h_ptr, layout: gl.constexpr):
     gl.atomic_add(ptr + offs, 1.0, sem="relaxed")
     gl.atomic_add(h_ptr + offs, 1.0, sem="release", scope="cta")
     gl.atomic_max(ptr + offs, -1.0, sem="relaxed", scope="sys")
+
+
+@gluonkit.jit
+def load_store_kernel(src_ptr, dst_ptr, flag_ptr, n, layout: gl.constexpr):
+    offs = gl.arange(0, 64, layout)
+    v = gl.atomic_load(src_ptr + offs, mask=offs < n)
+    gl.atomic_store(dst_ptr + offs, v, sem="relaxed", scope="cta")
+    f = gl.atomic_load(flag_ptr, sem="relaxed")
+    gl.atomic_store(flag_ptr, f + 1)
 
 
 BLOCKED = gl.BlockedLayout([2], [32], [4], [0])
@@ -197,6 +206,16 @@ def test_masked_off_elements_touch_no_memory():
     np.testing.assert_array_equal(memory, np.arange(n))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, np.int64])
+def test_atomic_loads_and_stores_move_values_and_zero_masked_elements(dtype):
+    src = np.random.default_rng(8).integers(-100, 100, 64).astype(dtype)
+    dst = np.full(64, 7, dtype)
+    flag = np.array([3], np.int32)
+    _interpret(load_store_kernel, (4,), src, dst, flag, 50, layout=REPLICATED)
+    np.testing.assert_array_equal(dst, np.where(np.arange(64) < 50, src, 0))
+    assert flag[0] == 3 + 4  # each program loads the flag and stores it plus one, in turn
+
+
 # ------------------------------------------------------------------------- signatures
 def test_signatures_match_gluon():
     for name in ("atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_xchg"):
@@ -206,12 +225,19 @@ def test_signatures_match_gluon():
             ("scope", None)], name
     cas = list(inspect.signature(gl.atomic_cas).parameters)
     assert cas[:5] == ["pointer", "cmp", "val", "sem", "scope"]
+    assert list(inspect.signature(gl.atomic_load).parameters)[:4] == ["pointer", "mask", "sem", "scope"]
+    assert list(inspect.signature(gl.atomic_store).parameters)[:5] == ["pointer", "val", "mask", "sem", "scope"]
 
 
 def test_defaults_are_acq_rel_at_gpu_scope():
     func = scalar_kernel.build_ir([gl.pointer_type(gl.int32), gl.pointer_type(gl.int32)])
     op = next(o for o in func.walk() if o.name == "atomic_rmw")
     assert (op.attrs["fn"], op.attrs["sem"], op.attrs["scope"]) == ("add", "acq_rel", "gpu")
+    p32 = gl.pointer_type(gl.int32)
+    func = load_store_kernel.build_ir([p32, p32, p32, gl.int32], {"layout": BLOCKED})
+    orderings = [(o.name, o.attrs["sem"], o.attrs["scope"]) for o in func.walk() if o.name in ("atomic_load", "atomic_store")]
+    assert orderings == [("atomic_load", "acquire", "gpu"), ("atomic_store", "relaxed", "cta"),
+                         ("atomic_load", "relaxed", "gpu"), ("atomic_store", "release", "gpu")]
 
 
 # ----------------------------------------------------------------------------- errors
@@ -230,6 +256,10 @@ def bad_kernel(p, h, b, CASE: gl.constexpr):
         gl.atomic_or(h + offs, 1.0)  # BITWISE_FLOAT
     elif CASE == "mask":
         gl.atomic_add(p + offs, 1, mask=offs)  # MASK
+    elif CASE == "load_release":
+        gl.atomic_load(p + offs, sem="release")  # LOAD_RELEASE
+    elif CASE == "store_acquire":
+        gl.atomic_store(p + offs, 1, sem="acquire")  # STORE_ACQUIRE
     else:
         gl.atomic_add(b + offs, 1)  # INT8
 
@@ -241,6 +271,9 @@ def bad_kernel(p, h, b, CASE: gl.constexpr):
     ("scalar_pointer", "SCALAR_POINTER", ShapeMismatchError, "the pointer is a scalar"),
     ("bitwise_float", "BITWISE_FLOAT", TypeMismatchError, "needs integer elements"),
     ("mask", "MASK", TypeMismatchError, "must be boolean"),
+    ("load_release", "LOAD_RELEASE", ArgumentError, "memory semantic 'release' is not supported; use one of "
+                                                    "('acquire', 'relaxed')"),
+    ("store_acquire", "STORE_ACQUIRE", ArgumentError, "use one of ('release', 'relaxed')"),
     ("int8", "INT8", TypeMismatchError, "32- and 64-bit integers"),
 ])
 def test_bad_atomics_name_the_line_and_the_fix(case, marker, error, fragment):
@@ -276,6 +309,17 @@ def test_ptx_has_atom_with_the_semantics_scope_and_type(target):
     assert "atom.acq_rel.gpu.global.exch.b32" in ptx
     ptx = _ptx(cas_kernel, "*i32", "*i32", target=target, BLOCK=128, layout=REPLICATED)
     assert "atom.acq_rel.gpu.global.cas.b32" in ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_loads_and_stores_carry_their_ordering(target):
+    ptx = _ptx(load_store_kernel, "*i8", "*i8", "*i32", "i32", target=target, layout=REPLICATED)
+    assert re.search(r"@%p\d+ ld\.acquire\.gpu\.global\.u8 %rs\d+", ptx)
+    assert re.search(r"@%p\d+ st\.relaxed\.cta\.global\.u8 \[ %rd\d+ \+ 0 \], %rs\d+;", ptx)
+    assert "ld.relaxed.gpu.global.b32" in ptx and "st.release.gpu.global.b32" in ptx
+    ptx = _ptx(load_store_kernel, "*fp64", "*fp64", "*i32", "i32", target=target, layout=REPLICATED)
+    assert "ld.acquire.gpu.global.b64" in ptx and "st.relaxed.cta.global.b64" in ptx
 
 
 @needs_ptxas

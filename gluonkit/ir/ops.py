@@ -105,6 +105,10 @@ _CATALOGUE = [
           f"{', '.join(MEMORY_SEMANTICS)}, scope one of {', '.join(MEMORY_SCOPES)}."),
     OpDef("atomic_cas", "ptr, cmp, val", ("sem", "scope"), "", "like val",
           "Atomic compare-and-swap: where memory holds cmp it becomes val; returns the old values."),
+    OpDef("atomic_load", "ptr [, mask]", ("sem", "scope", "has_mask"), "", "tensor or scalar of ptr's element type",
+          "Atomic (untorn) load of the elements where mask is true, with sem acquire or relaxed."),
+    OpDef("atomic_store", "ptr, val [, mask]", ("sem", "scope", "has_mask"), "", "none",
+          "Atomic (untorn) store of the elements where mask is true, with sem release or relaxed."),
     OpDef("inline_asm_elementwise", "args…", ("asm", "constraints", "is_pure", "pack"), "", "n tensors or scalars",
           "Runs the PTX text asm on pack elements of every argument at a time (LLVM inline-asm constraints); "
           "the results have the arguments' shape and layout."),

@@ -1,10 +1,13 @@
-"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``) and ``inline_asm_elementwise``.
+"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``, ``atomic_load``, ``atomic_store``) and
+``inline_asm_elementwise``.
 
 Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
 module).  Atomics are element-wise over a pointer tensor: pointer, value(s) and mask share
 one shape and layout, the value type is the pointee type, and the element types are those
 PTX ``atom`` supports for the operation (32- and 64-bit integers and floats; 16-bit floats
-for ``add`` only; bitwise operations on integers only).
+for ``add`` only; bitwise operations on integers only).  Atomic loads and stores take any
+integer or float element (``int1`` as a byte) and the orderings a plain load or store can
+have (``acquire``/``release`` or ``relaxed``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from .ops import ATOMIC_FNS, MEMORY_SCOPES, MEMORY_SEMANTICS
 from .types import DType, PointerType, TensorType, element_type, int1
 from .verifier import _same_shape_and_layout, rule
 
-__all__ = ["atomic_element_error"]
+__all__ = ["atomic_element_error", "LOAD_SEMANTICS", "STORE_SEMANTICS"]
+
+LOAD_SEMANTICS = ("acquire", "relaxed")
+STORE_SEMANTICS = ("release", "relaxed")
 
 
 def _fail(op: Operation, message: str) -> None:
@@ -47,14 +53,14 @@ def _sem_scope(op: Operation) -> None:
         _fail(op, f"scope must be one of {MEMORY_SCOPES}, got {op.attrs.get('scope')!r}")
 
 
-def _pointer_and_values(op: Operation, values) -> DType:
-    if len(op.results) != 1 or op.regions:
-        _fail(op, "has one result and no regions")
+def _pointer_and_values(op: Operation, values, n_results: int = 1) -> DType:
+    if len(op.results) != n_results or op.regions:
+        _fail(op, f"has {n_results} result(s) and no regions")
     _same_shape_and_layout(op, list(op.operands) + op.results, "pointer, values, mask and result")
     ptr = element_type(op.operands[0].type)
     if not isinstance(ptr, PointerType):
         _fail(op, f"first operand must be a pointer, got {ptr}")
-    for v in list(values) + [op.results[0]]:
+    for v in list(values) + op.results:
         if element_type(v.type) != ptr.element:
             _fail(op, f"values and result must have the pointee type {ptr.element}, got {element_type(v.type)}")
     return ptr.element
@@ -84,6 +90,30 @@ def _atomic_cas(op):
     elem = _pointer_and_values(op, op.operands[1:])
     if not isinstance(elem, DType) or elem.primitive_bitwidth not in (16, 32, 64) or elem == int1:
         _fail(op, f"atomic_cas supports 16-, 32- and 64-bit elements, got {elem}")
+
+
+def _load_store(op: Operation, n_values: int, orderings) -> None:
+    n = 1 + n_values + bool(op.attrs.get("has_mask"))
+    if len(op.operands) != n:
+        _fail(op, f"expects {n} operands, got {len(op.operands)}")
+    _sem_scope(op)
+    if op.attrs["sem"] not in orderings:
+        _fail(op, f"sem must be one of {orderings}, got {op.attrs['sem']!r}")
+    elem = _pointer_and_values(op, op.operands[1:1 + n_values], 1 - n_values)
+    if not isinstance(elem, DType) or elem.primitive_bitwidth not in (1, 8, 16, 32, 64):
+        _fail(op, f"atomic loads and stores need integer or float elements, got {elem}")
+    if op.attrs.get("has_mask") and element_type(op.operands[-1].type) != int1:
+        _fail(op, f"the mask must be int1, got {element_type(op.operands[-1].type)}")
+
+
+@rule("atomic_load")
+def _atomic_load(op):
+    _load_store(op, 0, LOAD_SEMANTICS)
+
+
+@rule("atomic_store")
+def _atomic_store(op):
+    _load_store(op, 1, STORE_SEMANTICS)
 
 
 @rule("inline_asm_elementwise")

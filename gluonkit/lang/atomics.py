@@ -1,4 +1,5 @@
-"""Global-memory atomics: ``gl.atomic_add`` … ``gl.atomic_xchg`` and ``gl.atomic_cas``.
+"""Global-memory atomics: ``gl.atomic_add`` … ``gl.atomic_xchg``, ``gl.atomic_cas``,
+``gl.atomic_load`` and ``gl.atomic_store``.
 
 Gluon 3.9 takes these from Triton with the same parameters: ``(pointer, val, mask=None,
 sem=None, scope=None)`` (``atomic_cas(pointer, cmp, val, sem=None, scope=None)`` has no
@@ -7,26 +8,29 @@ mask).  ``sem`` defaults to ``"acq_rel"`` and may be ``"relaxed"``, ``"acquire"`
 ``"sys"``.  Pointer, value and mask broadcast together (the pointer's shape may not grow);
 the value is converted to the pointee type.  Each returns the values memory held before.
 Every element is updated exactly once, even where the layout holds it in several threads.
+``atomic_load(pointer, mask=None, sem=None, scope=None)`` (``sem`` ``"acquire"`` by default,
+or ``"relaxed"``) and ``atomic_store(pointer, val, mask=None, sem=None, scope=None)``
+(``"release"`` by default, or ``"relaxed"``) are untorn loads and stores with that ordering.
 """
 
 from __future__ import annotations
 
 from ..ir.ops import MEMORY_SCOPES, MEMORY_SEMANTICS
 from ..ir.types import PointerType, int1
-from ..ir.verify_atomics import atomic_element_error
+from ..ir.verify_atomics import LOAD_SEMANTICS, STORE_SEMANTICS, atomic_element_error
 from .constexpr import unwrap
 from .errors import ArgumentError, ShapeMismatchError, TypeMismatchError
 from .tensor import builtin, tensor
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_xchg",
-           "atomic_cas"]
+           "atomic_cas", "atomic_load", "atomic_store"]
 
 
-def _ordering(sem, what: str, order, scope):
-    order = unwrap(order) or "acq_rel"
+def _ordering(sem, what: str, order, scope, default: str = "acq_rel", allowed=MEMORY_SEMANTICS):
+    order = unwrap(order) or default
     scope = unwrap(scope) or "gpu"
-    if order not in MEMORY_SEMANTICS:
-        sem.error(f"{what}: memory semantic {order!r} is not supported; use one of {MEMORY_SEMANTICS}", ArgumentError)
+    if order not in allowed:
+        sem.error(f"{what}: memory semantic {order!r} is not supported; use one of {allowed}", ArgumentError)
     if scope not in MEMORY_SCOPES:
         sem.error(f"{what}: memory scope {scope!r} is not supported; use one of {MEMORY_SCOPES}", ArgumentError)
     return {"sem": order, "scope": scope}
@@ -99,3 +103,30 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
     if elem == int1 or elem.primitive_bitwidth not in (16, 32, 64):
         _semantic.error(f"atomic_cas supports 16-, 32- and 64-bit elements, got {elem}", TypeMismatchError)
     return _semantic.create1("atomic_cas", [ptr, cmp, val], val.type, attrs)
+
+
+def _load_store_element(sem, what: str, ptr) -> None:
+    elem = ptr.dtype.element
+    if not (elem.is_int() or elem.is_floating() or elem.is_bool()):
+        sem.error(f"{what} needs integer or float elements, got {elem}", TypeMismatchError)
+
+
+@builtin
+def atomic_load(pointer, mask=None, sem=None, scope=None, _semantic=None):
+    """Untorn load of ``*pointer`` where ``mask`` holds (``sem`` ``"acquire"`` or ``"relaxed"``)."""
+    attrs = _ordering(_semantic, "atomic_load", sem, scope, "acquire", LOAD_SEMANTICS)
+    ptr, _, mask = _operands(_semantic, "atomic_load", pointer, [], mask)
+    _load_store_element(_semantic, "atomic_load", ptr)
+    attrs["has_mask"] = mask is not None
+    operands = [ptr] + ([mask] if mask is not None else [])
+    return _semantic.create1("atomic_load", operands, _semantic.retype(ptr, ptr.dtype.element), attrs)
+
+
+@builtin
+def atomic_store(pointer, val, mask=None, sem=None, scope=None, _semantic=None):
+    """Untorn store of ``val`` to ``*pointer`` where ``mask`` holds (``sem`` ``"release"`` or ``"relaxed"``)."""
+    attrs = _ordering(_semantic, "atomic_store", sem, scope, "release", STORE_SEMANTICS)
+    ptr, (val,), mask = _operands(_semantic, "atomic_store", pointer, [val], mask)
+    _load_store_element(_semantic, "atomic_store", ptr)
+    attrs["has_mask"] = mask is not None
+    _semantic.create("atomic_store", [ptr, val] + ([mask] if mask is not None else []), [], attrs)

@@ -172,7 +172,7 @@ def _while(op: Operation, c: Constraints) -> None:
         c.unify([forwarded[i], after.args[i], result], op)
 
 
-@infer_rule("atomic_rmw", "atomic_cas", "inline_asm_elementwise")
+@infer_rule("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store", "inline_asm_elementwise")
 def _elementwise_memory(op: Operation, c: Constraints) -> None:
     """Atomics and inline assembly are element-wise: operands and results share one layout."""
     c.unify(op.operands + op.results, op)

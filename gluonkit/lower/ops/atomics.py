@@ -1,4 +1,5 @@
-"""Lowering of ``atomic_rmw`` and ``atomic_cas`` to PTX ``atom`` / ``red``.
+"""Lowering of the atomics: ``atomic_rmw`` / ``atomic_cas`` to PTX ``atom`` / ``red``,
+``atomic_load`` / ``atomic_store`` to ``ld`` / ``st`` with ``.{sem}.{scope}``.
 
 Each element is updated by exactly one thread, once: a layout that holds an element in
 several registers, lanes or warps (a zero basis) leaves the work to the copy whose
@@ -10,7 +11,9 @@ writes them to scratch shared memory and every thread reads its copies after a
 result is unused and ``sem`` is ``relaxed`` or ``release`` the instruction is ``red``,
 which returns nothing.  Float ``max``/``min`` have no PTX instruction: as in Triton,
 non-negative values use the signed-integer operation on the bits and negative values the
-unsigned opposite one.
+unsigned opposite one.  An atomic load runs in every thread (masked-off elements read 0);
+an atomic store, like the read-modify-writes, in one thread per element; 8-bit and ``int1``
+elements travel as bytes in 16-bit registers.
 """
 
 from __future__ import annotations
@@ -174,3 +177,78 @@ def _atomic_rmw(ctx: KernelLowering, op: Operation) -> None:
 @lowering("atomic_cas")
 def _atomic_cas(ctx: KernelLowering, op: Operation) -> None:
     _lower(ctx, op, "cas", 2)
+
+
+def _memory_bits(dtype) -> int:
+    return 8 if dtype.primitive_bitwidth in (1, 8) else dtype.primitive_bitwidth
+
+
+def _to_word(ctx: KernelLowering, value: lir.Value, dtype) -> lir.Value:
+    """``value`` as the integer register a ``st`` of its element writes (bytes widened to 16 bits)."""
+    bits = dtype.primitive_bitwidth
+    word = _as_bits(ctx, value, bits)
+    return ctx.builder.zext(word, lir.IntType(16)) if bits < 16 else word
+
+
+def _from_word(ctx: KernelLowering, word: lir.Value, dtype) -> lir.Value:
+    b = ctx.builder
+    bits = dtype.primitive_bitwidth
+    if bits == 1:
+        return b.icmp_unsigned("!=", word, word.type(0))
+    if bits < 16:
+        word = b.trunc(word, lir.IntType(bits))
+    target = llvm_type(dtype)
+    return word if word.type == target else b.bitcast(word, target)
+
+
+@lowering("atomic_load")
+def _atomic_load(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.builder
+    ty = op.results[0].type
+    dtype = element_type(ty)
+    count = ctx.num_registers(ty) if isinstance(ty, TensorType) else 1
+
+    def registers(v):
+        x = ctx.get(v)
+        return x if isinstance(x, list) else [x] * count
+
+    pointers = registers(op.operands[0])
+    masks = registers(op.operands[1]) if op.attrs.get("has_mask") else None
+    mem_bits = _memory_bits(dtype)
+    reg_bits = max(16, mem_bits)
+    kind = "u8" if mem_bits == 8 else f"b{mem_bits}"
+    text = (f"mov.b{reg_bits} $0, 0;\n@$2 ld.{op.attrs['sem']}.{op.attrs['scope']}.global.{kind} $0, [ $1 + 0 ];")
+    fn_ty = lir.FunctionType(lir.IntType(reg_bits), [pointers[0].type, I1])
+    loaded = []
+    for r in range(count):
+        pred = masks[r] if masks is not None else I1(1)
+        word = b.asm(fn_ty, text, f"=&{_CONSTRAINT[reg_bits]},l,b,~{{memory}}", [pointers[r], pred], side_effect=True)
+        loaded.append(_from_word(ctx, word, dtype))
+    ctx.set(op.results[0], loaded if isinstance(ty, TensorType) else loaded[0])
+
+
+@lowering("atomic_store")
+def _atomic_store(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.builder
+    ptr_ty = op.operands[0].type
+    dtype = element_type(ptr_ty).element
+    count = ctx.num_registers(ptr_ty) if isinstance(ptr_ty, TensorType) else 1
+
+    def registers(v):
+        x = ctx.get(v)
+        return x if isinstance(x, list) else [x] * count
+
+    pointers, values = registers(op.operands[0]), registers(op.operands[1])
+    masks = registers(op.operands[2]) if op.attrs.get("has_mask") else None
+    mem_bits = _memory_bits(dtype)
+    kind = "u8" if mem_bits == 8 else f"b{mem_bits}"
+    text = f"@$2 st.{op.attrs['sem']}.{op.attrs['scope']}.global.{kind} [ $0 + 0 ], $1;"
+    reg_bits, owner = _replication(ctx, ptr_ty)
+    for r in range(count):
+        if r & reg_bits:
+            continue
+        word = _to_word(ctx, values[r], dtype)
+        pred = owner if masks is None else b.and_(owner, masks[r])
+        fn_ty = lir.FunctionType(lir.VoidType(), [pointers[r].type, word.type, I1])
+        b.asm(fn_ty, text, f"l,{_CONSTRAINT[max(16, mem_bits)]},b,~{{memory}}", [pointers[r], word, pred],
+              side_effect=True)
