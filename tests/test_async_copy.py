@@ -94,6 +94,12 @@ def hazard_kernel(x_ptr, out_ptr, CASE: gl.constexpr, layout: gl.constexpr):
     elif CASE == "overwrite":
         async_copy.commit_group()
         smem.store(gl.zeros([32, 64], gl.float32, layout))  # OVERWRITE
+    elif CASE == "barrier_early":
+        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(bar, count=128)
+        async_copy.mbarrier_arrive(bar, increment_count=False)
+        gl.store(out_ptr + rows * 64 + cols, smem.load(layout))  # READ_BEFORE_BARRIER
+        mbarrier.wait(bar, 0)
     elif CASE == "noinc_count":
         bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         mbarrier.init(bar, count=1)
@@ -126,6 +132,7 @@ def test_copies_completed_through_an_mbarrier_are_readable_after_its_wait(increm
     ("wait_one", "READ_EARLY", "reads"),
     ("no_commit", "READ_UNCOMMITTED", "reads"),
     ("overwrite", "OVERWRITE", "overwrites"),
+    ("barrier_early", "READ_BEFORE_BARRIER", "reads"),
 ])
 def test_touching_the_destination_before_its_wait_names_both_lines(case, marker, fragment):
     x = np.random.default_rng(5).standard_normal((32, 64)).astype(np.float32)

@@ -309,6 +309,8 @@ def test_ptx_has_atom_with_the_semantics_scope_and_type(target):
     assert "atom.acq_rel.gpu.global.exch.b32" in ptx
     ptx = _ptx(cas_kernel, "*i32", "*i32", target=target, BLOCK=128, layout=REPLICATED)
     assert "atom.acq_rel.gpu.global.cas.b32" in ptx
+    ptx = _ptx(cas_kernel, "*i64", "*i64", target=target, BLOCK=128, layout=REPLICATED)
+    assert "atom.acq_rel.gpu.global.cas.b64" in ptx
 
 
 @needs_ptxas

@@ -6,8 +6,9 @@ Distributed tensors are held as per-thread register files in their layouts
 (:mod:`.memory`), and every IR op has one rule (:data:`RULES`), grouped by op family:
 :mod:`.creation`, :mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shapes`,
 :mod:`.reduce`, :mod:`.control`, :mod:`.debug`, :mod:`.shared_memory` (per-program
-shared buffers and views), :mod:`.nvidia.mbarrier` (barrier phases; deadlocks), :mod:`.nvidia.tma`, :mod:`.nvidia.wgmma`, :mod:`.nvidia.async_copy` (cp.async), :mod:`.atomics`,
-:mod:`.inline_asm`.  Faults the hardware would not catch
+shared buffers and views), :mod:`.nvidia.mbarrier` (barrier phases; deadlocks), :mod:`.nvidia.tma`, :mod:`.nvidia.wgmma`,
+:mod:`gluonkit.interpret.nvidia.async_copy` (cp.async), :mod:`gluonkit.interpret.atomics`,
+:mod:`gluonkit.interpret.inline_asm`.  Faults the hardware would not catch
 raise :class:`InterpreterError` at the user's source line.
 """
 

@@ -1,7 +1,7 @@
 """Which layout conversions, reductions and atomics go through scratch shared memory.
 
 Those ops execute ``bar.sync 0`` in every thread (between writing scratch and reading it
-back).  Their lowering rules (:mod:`.layout_ops`, :mod:`.reduce`, :mod:`.atomics`) and the barrier planner
+back).  Their lowering rules (:mod:`.layout_ops`, :mod:`.reduce`, :mod:`gluonkit.lower.ops.atomics`) and the barrier planner
 (:mod:`.barrier_plan`), which counts on those barriers, decide it with the functions here,
 so the two cannot disagree.
 """
