@@ -347,3 +347,21 @@ def test_replicated_elements_are_updated_by_one_thread_and_broadcast(target):
     assert ptx.index("st.shared.b32") < ptx.index("bar.sync 0") < ptx.index("ld.shared.b32")
     ptx = _ptx(scalar_kernel, "*i32", "*i32", target=target)
     assert ptx.count("atom.acq_rel.gpu.global.add.u32") == 1 and "bar.sync 0" in ptx
+
+
+# -------------------------------------------------------------------- interpreter faults
+@gluonkit.jit
+def overrun_kernel(ptr, layout: gl.constexpr):
+    offs = gl.arange(0, 128, layout)
+    gl.atomic_add(ptr + offs, 1)  # OVERRUN
+
+
+def test_an_atomic_past_the_end_names_the_line_the_element_and_the_array():
+    from gluonkit.interpret import InterpreterError
+
+    with pytest.raises(InterpreterError) as err:
+        _interpret(overrun_kernel, (1,), np.zeros(100, np.int32), layout=BLOCKED)
+    text = str(err.value)
+    assert "out-of-bounds" in text and "pointer element (100) in program (0, 0, 0)" in text
+    assert "element index 100 of an array of 100 elements" in text
+    assert f":{_line(overrun_kernel, 'OVERRUN')}" in text
