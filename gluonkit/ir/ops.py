@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
-__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "op_def"]
+__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "ATOMIC_FNS", "MEMORY_SEMANTICS",
+           "MEMORY_SCOPES", "op_def"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ BINARY_FNS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr
 UNARY_FNS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
              "cos", "floor", "ceil", "erf")
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+ATOMIC_FNS = ("add", "and", "or", "xor", "max", "min", "xchg")
+MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
+MEMORY_SCOPES = ("cta", "gpu", "sys")
 
 _CATALOGUE = [
     # -- values ---------------------------------------------------------------------------
@@ -94,6 +98,20 @@ _CATALOGUE = [
           "Global memory load; masked-off elements take ``other`` (undefined without it)."),
     OpDef("store", "ptr, value [, mask]", ("cache_modifier", "eviction_policy", "has_mask"), "", "none",
           "Global memory store of the elements where mask is true."),
+    # -- atomics and inline assembly -------------------------------------------------------
+    OpDef("atomic_rmw", "ptr, val [, mask]", ("fn", "sem", "scope", "has_mask"), "", "like val",
+          f"Atomic read-modify-write of global memory, once per element where mask is true; fn is one of "
+          f"{', '.join(ATOMIC_FNS)} (max/min signed or unsigned by type); returns the old values. sem is one of "
+          f"{', '.join(MEMORY_SEMANTICS)}, scope one of {', '.join(MEMORY_SCOPES)}."),
+    OpDef("atomic_cas", "ptr, cmp, val", ("sem", "scope"), "", "like val",
+          "Atomic compare-and-swap: where memory holds cmp it becomes val; returns the old values."),
+    OpDef("atomic_load", "ptr [, mask]", ("sem", "scope", "has_mask"), "", "tensor or scalar of ptr's element type",
+          "Atomic (untorn) load of the elements where mask is true, with sem acquire or relaxed."),
+    OpDef("atomic_store", "ptr, val [, mask]", ("sem", "scope", "has_mask"), "", "none",
+          "Atomic (untorn) store of the elements where mask is true, with sem release or relaxed."),
+    OpDef("inline_asm_elementwise", "args…", ("asm", "constraints", "is_pure", "pack"), "", "n tensors or scalars",
+          "Runs the PTX text asm on pack elements of every argument at a time (LLVM inline-asm constraints); "
+          "the results have the arguments' shape and layout."),
     # -- shared memory ---------------------------------------------------------------------
     OpDef("local_alloc", "[value]", (), "", "!smem",
           "Allocates a shared-memory buffer of the result type (a static region of the kernel's "
@@ -149,6 +167,18 @@ _CATALOGUE = [
     OpDef("async_tma_store_wait", "", ("pendings", "read_only"), "", "none",
           "Waits until at most pendings shared-to-global copies still read their shared memory (read_only) "
           "or are still incomplete, their global writes included (not read_only)."),
+    # -- cp.async (Ampere asynchronous copies) ------------------------------------------------
+    OpDef("async_copy_global_to_shared", "smem, ptr [, mask]",
+          ("cache_modifier", "eviction_policy", "volatile", "has_mask"), "", "none",
+          "Each thread starts copying its elements of the pointer tensor into the shared view smem (same shape); "
+          "masked-off elements are written as zero. The copy joins the thread's open group."),
+    OpDef("async_commit_group", "", (), "", "none",
+          "Closes the executing threads' open group of async_copy_global_to_shared copies."),
+    OpDef("async_wait_group", "", ("num_outstanding",), "", "none",
+          "Waits until at most num_outstanding committed copy groups of each thread are in flight."),
+    OpDef("async_copy_mbarrier_arrive", "bar", ("increment_count",), "", "none",
+          "Every thread arrives on the mbarrier once its earlier copies have landed; with increment_count the "
+          "arrival is pre-counted (the phase's expected count is unchanged)."),
     # -- control flow ----------------------------------------------------------------------
     OpDef("for", "lower, upper, step, init…", (), "body(iv, carried…) -> yield carried…", "carried…",
           "Counted loop with loop-carried values (runtime or constant bounds)."),

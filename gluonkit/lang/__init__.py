@@ -18,6 +18,9 @@ from .arith import *  # noqa: F401,F403 - gl.add, gl.sub, gl.mul, gl.to_tensor, 
 from .arith import __all__ as _arith_names
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
+from .atomics import *  # noqa: F401,F403 - gl.atomic_*
+from .atomics import __all__ as _atomic_names
+from .asm_elementwise import inline_asm_elementwise
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -53,7 +56,7 @@ __all__ = [
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "block_type",
     "distributed_type", "shared_memory_descriptor_type", "UnsupportedFeatureError", "extra", "fpsan",
-] + list(_arith_names) + list(_builtin_names) + _exported_layouts
+] + list(_arith_names) + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + _exported_layouts
 
 # Gluon 3.9 names whose feature is not built yet: stubs that say so when used.  Defining a
 # name above (a helper implementing it) replaces its stub.

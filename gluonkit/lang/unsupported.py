@@ -30,31 +30,30 @@ __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_cl
 
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)
 FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
-    "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", None),
-    "clusters": ("CTA clusters, multicast and cluster-scope barriers", None),
-    "clc": ("Blackwell cluster launch control", None),
-    "warp_specialize": ("warp specialization", None),
-    "tma_gather": ("TMA gather and scatter", None),
-    "tma_im2col": ("TMA im2col copies", None),
-    "tma_reduce": ("TMA reductions (async_atomic_*)", None),
-    "device_descriptors": ("tensor descriptors made inside a kernel", None),
-    "async_copy": ("Ampere cp.async copies", None),
-    "atomics": ("atomic memory operations", None),
-    "inline_asm": ("inline PTX", None),
-    "scans": ("scans, histograms, gathers and map_elementwise", None),
-    "layout_queries": ("layout queries in kernels", None),
-    "frontend": ("aggregates, constexpr functions and cluster queries", None),
-    "coalesced_layout": ("CoalescedLayout", None),
-    "cache_policy": ("cache policies", None),
-    "packed_arith": ("packed two- and four-lane arithmetic", None),
-    "mma_v2": ("Ampere mma_v2", None),
-    "math": ("correctly rounded division and square root", None),
-    "hints": ("these compiler hints and checks", None),
-    "std": ("xor_sum and reduce_or", None),
+    "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", 12),
+    "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
+    "clc": ("Blackwell cluster launch control", 12),
+    "warp_specialize": ("warp specialization", 11),
+    "tma_gather": ("TMA gather and scatter", 12),
+    "tma_im2col": ("TMA im2col copies", 10),
+    "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
+    "device_descriptors": ("tensor descriptors made inside a kernel", 10),
+    "atomics": ("atomic memory operations", 10),
+    "inline_asm": ("inline PTX", 10),
+    "scans": ("scans, histograms, gathers and map_elementwise", 10),
+    "layout_queries": ("layout queries in kernels", 10),
+    "frontend": ("aggregates, constexpr functions and cluster queries", 10),
+    "coalesced_layout": ("CoalescedLayout", 10),
+    "cache_policy": ("cache policies", 10),
+    "packed_arith": ("packed two- and four-lane arithmetic", 10),
+    "mma_v2": ("Ampere mma_v2", 10),
+    "math": ("correctly rounded division and square root", 10),
+    "hints": ("these compiler hints and checks", 10),
+    "std": ("xor_sum and reduce_or", 10),
     "dtypes": ("AMD and pre-Hopper fp8 formats and void", None),
-    "fp4": ("fp4 conversions", None),
-    "dot_fma": ("dot_fma", None),
-    "type_classes": ("Gluon's value and type classes", None),
+    "fp4": ("fp4 conversions", 12),
+    "dot_fma": ("dot_fma", 10),
+    "type_classes": ("Gluon's value and type classes", 10),
     "fpsan": ("the floating-point sanitizer", None),
     "libdevice": ("libdevice", None),
     "compiler_api": ("Triton's compiler entry points", None),
@@ -63,7 +62,7 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
 
 def _message(name: str, feature: str) -> str:
     what, issue = FEATURES[feature]
-    where = f"issue {issue}" if issue is not None else "see docs/porting.rst"
+    where = (f"issue {issue}; " if issue is not None else "") + "see docs/porting.rst"
     return f"{name} is not supported by gluonkit yet ({feature}: {what}; {where})"
 
 
@@ -189,18 +188,7 @@ GL = {  # gluonkit.language
     "map_elementwise": ("fn", "scans"),  # builtins
     "to_linear_layout": ("fn", "layout_queries"),  # builtins
     "bank_conflicts": ("fn", "layout_queries"),  # builtins
-    "atomic_add": ("fn", "atomics"),  # asyncops
-    "atomic_and": ("fn", "atomics"),  # asyncops
-    "atomic_cas": ("fn", "atomics"),  # asyncops
-    "atomic_load": ("fn", "atomics"),  # asyncops
-    "atomic_max": ("fn", "atomics"),  # asyncops
-    "atomic_min": ("fn", "atomics"),  # asyncops
-    "atomic_or": ("fn", "atomics"),  # asyncops
     "atomic_poll": ("fn", "atomics"),  # asyncops
-    "atomic_store": ("fn", "atomics"),  # asyncops
-    "atomic_xchg": ("fn", "atomics"),  # asyncops
-    "atomic_xor": ("fn", "atomics"),  # asyncops
-    "inline_asm_elementwise": ("fn", "inline_asm"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
     "warp_specialize": ("fn", "warp_specialize"),  # warpspec
     "fdiv": ("fn", "math"),
@@ -234,13 +222,6 @@ AMPERE = {  # gluonkit.language.nvidia.ampere (also re-exported by hopper, black
     "CachePolicy": ("class", "cache_policy"),
     "FractionalEvictionPolicy": ("class", "cache_policy"),
     "mma_v2": ("fn", "mma_v2"),
-}
-
-ASYNC_COPY = {  # gluonkit.language.nvidia.ampere.async_copy (asyncops)
-    "async_load": ("fn", "async_copy"),
-    "mbarrier_arrive": ("fn", "async_copy"),
-    "commit_group": ("fn", "async_copy"),
-    "wait_group": ("fn", "async_copy"),
 }
 
 HOPPER = {  # gluonkit.language.nvidia.hopper

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..ir import CompilationError, Function
 from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
-from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
+from .ops import atomics, inline_asm  # noqa: F401  (register the atomics' and inline assembly's rules)
+from .nvidia import async_copy, mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
 from .walk import lower_block

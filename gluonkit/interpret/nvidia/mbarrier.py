@@ -43,7 +43,7 @@ from ..engine import rule
 from ..errors import InterpreterError
 from ..shared_memory import SharedRef, element_addresses, note_fence
 
-__all__ = ["BarrierState", "barrier_state", "complete_tx", "issue_tx"]
+__all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "issue_tx"]
 
 
 @dataclass
@@ -91,7 +91,7 @@ def _ledger(state: BarrierState, phase: int) -> None:
         state.ledger_phase, state.expected, state.issued = phase, 0, 0
 
 
-def _arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
+def arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
     phase = state.arrivals // state.count
     unobserved = [c for c in state.copies if c.issued_in < phase]
@@ -184,7 +184,7 @@ def _mbarrier_expect(program, op, operands):
     ref, pred = operands
     if bool(pred):
         state = barrier_state(ref, op)
-        _arrive(state, 1, op, op.attrs["bytes"])
+        arrive(state, 1, op, op.attrs["bytes"])
         state.expect_loc = op.loc
     return []
 
@@ -193,7 +193,7 @@ def _mbarrier_expect(program, op, operands):
 def _mbarrier_arrive(program, op, operands):
     ref, pred = operands
     if bool(pred):
-        _arrive(barrier_state(ref, op), op.attrs["count"], op)
+        arrive(barrier_state(ref, op), op.attrs["count"], op)
     return []
 
 

@@ -170,3 +170,20 @@ def _while(op: Operation, c: Constraints) -> None:
     forwarded = before.terminator.operands[1:]
     for i, result in enumerate(op.results):
         c.unify([forwarded[i], after.args[i], result], op)
+
+
+@infer_rule("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store", "inline_asm_elementwise")
+def _elementwise_memory(op: Operation, c: Constraints) -> None:
+    """Atomics and inline assembly are element-wise: operands and results share one layout."""
+    c.unify(op.operands + op.results, op)
+
+
+@infer_rule("async_copy_global_to_shared")
+def _async_copy(op: Operation, c: Constraints) -> None:
+    """The pointers and the mask of a cp.async share one layout; shared memory is addressed by element."""
+    c.unify(op.operands[1:], op)
+
+
+@infer_rule("async_commit_group", "async_wait_group", "async_copy_mbarrier_arrive")
+def _no_tensors(op: Operation, c: Constraints) -> None:
+    """No tensor operands or results."""

@@ -15,12 +15,13 @@ whose allocation cannot be traced (a block argument or region result) covers eve
 **Kinds.**
 
 * READ: ``local_load``; the shared operands of ``warpgroup_mma``; the source of a TMA store;
-  the mbarrier ops ``expect``/``arrive``/``wait`` and the mbarrier of a TMA load (atomic
+  the mbarrier ops ``expect``/``arrive``/``wait``, ``async_copy_mbarrier_arrive`` and the mbarrier of a TMA load (atomic
   mbarrier operations do not conflict with each other, and reads never do).
 * WRITE: ``local_alloc`` with a value, ``local_store``, ``mbarrier_init``/``invalidate``.
-* ASYNC_WRITE: the destination of a TMA load.  It waits for pending reads and writes of
-  its range (other threads may still use the old data), but does not become pending: the
-  data's visibility is ordered by the mbarrier wait, not by ``bar.sync``.
+* ASYNC_WRITE: the destination of a TMA load or of a cp.async copy.  It waits for pending
+  reads and writes of its range (other threads may still use the old data), but does not
+  become pending: a TMA load's visibility is ordered by the mbarrier wait, not by
+  ``bar.sync``; a cp.async copy's by its ``async_wait_group`` (below).
 
 Two accesses conflict when their ranges overlap and one is a WRITE, or the new one is an
 ASYNC_WRITE.  An op whose access conflicts with a pending one gets a barrier, which clears
@@ -33,6 +34,15 @@ not end the read.  They are also tracked as in flight, with the number of younge
 issued since; ``warpgroup_mma_wait(N)``, a synchronous ``warpgroup_mma`` (``wait 0``) and
 ``async_tma_store_wait(N)`` retire the groups with at least N younger ones, making their
 reads pending again, so the next conflicting write waits at a barrier after the wait.
+
+**Asynchronous writes.**  A cp.async copy (``async_copy_global_to_shared``) writes its
+bytes when it lands, so it is tracked as in flight, as a write, from its issue; it belongs
+to no group until ``async_commit_group`` closes the open group, after which it counts
+younger groups like the reads above.  ``async_wait_group(N)`` retires the committed groups
+with at least N younger ones: each thread's own copies have landed, and their writes
+become pending, so a later read of the range by other threads waits at a ``bar.sync``
+after the wait.  (A copy completed through ``async_copy_mbarrier_arrive`` is made visible
+by the mbarrier wait instead, which needs no ``bar.sync``.)
 
 **Control flow.**  After an ``if``, the union of both branches' states; a loop's body is
 analysed until its entry state (the state before the loop joined with the state at the end
@@ -49,13 +59,13 @@ from ...ir import Block, Function, Operation, SharedMemoryDescType, Value
 from ...ir.memdesc import stage_strides
 from ...layouts.conversion import plan_conversion
 from ..llvm_types import byte_size, llvm_type
-from .scratch_use import converts_through_scratch, warp_axis_bits
+from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
 from .smem import SharedPlan
 
 __all__ = ["READ", "WRITE", "ASYNC_WRITE", "BarrierPlan", "plan_barriers", "conflicts"]
 
 READ, WRITE, ASYNC_WRITE = "read", "write", "async_write"
-_WGMMA, _TMA_STORE = "wgmma", "tma_store"  # kinds of asynchronous read groups
+_WGMMA, _TMA_STORE, _CP_ASYNC = "wgmma", "tma_store", "cp_async"  # kinds of asynchronous groups
 
 Range = Tuple[int, int]  # [lo, hi) bytes of global_smem
 
@@ -69,12 +79,14 @@ class _Pending:
 
 @dataclass(frozen=True)
 class _InFlight:
-    """An asynchronous read of ``[lo, hi)`` by a ``group`` with ``younger`` groups issued after it."""
+    """An asynchronous access (``kind`` READ or WRITE) of ``[lo, hi)`` by a ``group`` with ``younger``
+    groups issued after it (-1: a cp.async copy not yet committed to a group)."""
 
     lo: int
     hi: int
     group: str
     younger: int
+    kind: str = READ
 
 
 @dataclass(frozen=True)
@@ -115,12 +127,14 @@ class _Analysis:
         ends = [r.offset + r.nbytes for r in shared.regions.values()]
         self.everything: Range = (0, max(ends or [0]))
         # Younger-group counts saturate here: any wait retires a group with this many.
-        self.cap = {_WGMMA: 0, _TMA_STORE: 0}
+        self.cap = {_WGMMA: 0, _TMA_STORE: 0, _CP_ASYNC: 0}
         for op in func.walk():
             if op.name == "warpgroup_mma_wait":
                 self.cap[_WGMMA] = max(self.cap[_WGMMA], op.attrs["num_outstanding"])
             elif op.name == "async_tma_store_wait":
                 self.cap[_TMA_STORE] = max(self.cap[_TMA_STORE], op.attrs["pendings"])
+            elif op.name == "async_wait_group":
+                self.cap[_CP_ASYNC] = max(self.cap[_CP_ASYNC], op.attrs["num_outstanding"])
 
     def run(self) -> BarrierPlan:
         self._block(self.func.body, _State())
@@ -163,7 +177,7 @@ class _Analysis:
             return [(WRITE, self._bytes(op.results[0]))] if operands else []
         if name == "local_store" or name in ("mbarrier_init", "mbarrier_invalidate"):
             return [(WRITE, self._bytes(operands[0]))]
-        if name in ("local_load", "mbarrier_expect", "mbarrier_arrive", "mbarrier_wait"):
+        if name in ("local_load", "mbarrier_expect", "mbarrier_arrive", "mbarrier_wait", "async_copy_mbarrier_arrive"):
             return [(READ, self._bytes(operands[0]))]
         if name == "warpgroup_mma":
             shared = [v for v in operands[:2] if isinstance(v.type, SharedMemoryDescType)]
@@ -172,6 +186,8 @@ class _Analysis:
             return [(ASYNC_WRITE, self._bytes(operands[1])), (READ, self._bytes(operands[2]))]
         if name == "async_tma_copy_shared_to_global":
             return [(READ, self._bytes(operands[1]))]
+        if name == "async_copy_global_to_shared":
+            return [(ASYNC_WRITE, self._bytes(operands[0]))]
         return []
 
     def _emits_full_barrier(self, op: Operation) -> bool:
@@ -187,7 +203,7 @@ class _Analysis:
         if op.name == "reduce":  # partials cross warps through scratch memory
             src = op.operands[0].type
             return bool(warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape))))
-        return False
+        return atomic_broadcasts_through_scratch(self.func, op)
 
     # ------------------------------------------------------------ transfer
     def _op(self, op: Operation, state: _State) -> _State:
@@ -222,19 +238,29 @@ class _Analysis:
             pending, in_flight = self._retire(pending, in_flight, _WGMMA, op.attrs["num_outstanding"])
         elif op.name == "async_tma_store_wait":
             pending, in_flight = self._retire(pending, in_flight, _TMA_STORE, op.attrs["pendings"])
+        elif op.name == "async_copy_global_to_shared":
+            in_flight = in_flight | {_InFlight(*rng, _CP_ASYNC, -1, WRITE) for _, rng in accesses}
+        elif op.name == "async_commit_group":
+            in_flight = self._age(in_flight, _CP_ASYNC)
+        elif op.name == "async_wait_group":
+            pending, in_flight = self._retire(pending, in_flight, _CP_ASYNC, op.attrs["num_outstanding"])
         return _State(pending, in_flight)
 
     def _issue(self, in_flight: FrozenSet[_InFlight], group: str, ranges: Iterable[Range]) -> FrozenSet[_InFlight]:
         """A new ``group`` of asynchronous reads: every earlier one of that group gets one younger."""
+        return self._age(in_flight, group) | {_InFlight(*rng, group, 0) for rng in ranges}
+
+    def _age(self, in_flight: FrozenSet[_InFlight], group: str) -> FrozenSet[_InFlight]:
+        """A new ``group`` starts: every access of that group in flight gets one more younger group."""
         cap = self.cap[group]
-        aged = {f if f.group != group else _InFlight(f.lo, f.hi, group, min(f.younger + 1, cap)) for f in in_flight}
-        return frozenset(aged | {_InFlight(*rng, group, 0) for rng in ranges})
+        return frozenset(f if f.group != group else _InFlight(f.lo, f.hi, group, min(f.younger + 1, cap), f.kind)
+                         for f in in_flight)
 
     @staticmethod
     def _retire(pending, in_flight, group: str, outstanding: int):
-        """A wait leaving ``outstanding`` groups: older reads end now, so they become pending."""
+        """A wait leaving ``outstanding`` groups: older accesses end now, so they become pending."""
         done = {f for f in in_flight if f.group == group and f.younger >= outstanding}
-        return pending | {_Pending(f.lo, f.hi, READ) for f in done}, in_flight - done
+        return pending | {_Pending(f.lo, f.hi, f.kind) for f in done}, in_flight - done
 
     def _block(self, block: Block, state: _State) -> _State:
         for op in block.ops:

@@ -22,9 +22,10 @@ regions' ``yield``/``condition``).
   makes the allocation live over the whole loop;
 * an asynchronous use keeps the buffer busy after its op: the source of a TMA store, the
   destination and mbarrier of a TMA load, the shared operands of an asynchronous
-  ``warpgroup_mma``.  Such a use lasts until a wait that retires *every* group of its kind
-  (``async_tma_store_wait(0)``; ``warpgroup_mma_wait(0)`` or a synchronous
-  ``warpgroup_mma``) that surely runs after it: later in the use's block or in a block
+  ``warpgroup_mma``, the destination of a cp.async copy.  Such a use lasts until a wait that
+  retires *every* group of its kind (``async_tma_store_wait(0)``; ``warpgroup_mma_wait(0)`` or
+  a synchronous ``warpgroup_mma``; ``async_wait_group(0)``, which counts on the copies having
+  been committed) that surely runs after it: later in the use's block or in a block
   around it (a wait nested in an ``if`` or loop of its own may not run).  Without one (and always for
   TMA loads, whose completion is an mbarrier phase this analysis does not follow) it lasts
   to the end of the function.  This is deliberately simple and conservative.
@@ -48,7 +49,7 @@ from ...layouts.barrier import MBarrierLayout
 __all__ = ["Lifetime", "buffer_lifetimes"]
 
 _TERMINATORS = ("yield", "condition")
-_WGMMA, _TMA_STORE, _TMA_LOAD = "wgmma", "tma_store", "tma_load"
+_WGMMA, _TMA_STORE, _TMA_LOAD, _CP_ASYNC = "wgmma", "tma_store", "tma_load", "cp_async"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ def _async_uses(op: Operation) -> List[Tuple[int, str]]:
         return [(1, _TMA_LOAD), (2, _TMA_LOAD)]
     if op.name == "warpgroup_mma" and op.attrs["is_async"]:
         return [(0, _WGMMA), (1, _WGMMA)]
+    if op.name == "async_copy_global_to_shared":
+        return [(0, _CP_ASYNC)]
     return []
 
 
@@ -90,6 +93,8 @@ def _retires_all(op: Operation, group: str) -> bool:
             op.name == "warpgroup_mma" and not op.attrs["is_async"])
     if group == _TMA_STORE:
         return op.name == "async_tma_store_wait" and op.attrs["pendings"] == 0
+    if group == _CP_ASYNC:
+        return op.name == "async_wait_group" and op.attrs["num_outstanding"] == 0
     return False
 
 

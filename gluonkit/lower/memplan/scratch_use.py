@@ -1,7 +1,7 @@
-"""Which layout conversions and reductions go through scratch shared memory.
+"""Which layout conversions, reductions and atomics go through scratch shared memory.
 
 Those ops execute ``bar.sync 0`` in every thread (between writing scratch and reading it
-back).  Their lowering rules (:mod:`.layout_ops`, :mod:`.reduce`) and the barrier planner
+back).  Their lowering rules (:mod:`.layout_ops`, :mod:`.reduce`, :mod:`gluonkit.lower.ops.atomics`) and the barrier planner
 (:mod:`.barrier_plan`), which counts on those barriers, decide it with the functions here,
 so the two cannot disagree.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import List
 
-from ...ir import CompilationError, Operation
+from ...ir import CompilationError, Function, Operation, TensorType
 from ...layouts.linear import LinearLayout
 
-__all__ = ["REGISTER_ONLY_CONVERSIONS", "converts_through_scratch", "moves_along_axis", "warp_axis_bits"]
+__all__ = ["REGISTER_ONLY_CONVERSIONS", "converts_through_scratch", "moves_along_axis", "warp_axis_bits",
+           "atomic_broadcasts_through_scratch", "is_used"]
 
 # plan_conversion kinds that move data in registers or by warp shuffles only.
 REGISTER_ONLY_CONVERSIONS = ("identical", "register_permutation", "warp_shuffle")
@@ -42,3 +43,23 @@ def warp_axis_bits(op: Operation, layout: LinearLayout) -> List[int]:
     axis = op.attrs["axis"]
     return [bit for bit, basis in enumerate(layout.bases.get("warp", []))
             if moves_along_axis(op, basis, axis, "warp")]
+
+
+def atomic_broadcasts_through_scratch(func: Function, op: Operation) -> bool:
+    """Whether an atomic's old values go to other threads through scratch memory: its result is
+    used and the layout holds an element in several threads (or the pointer is a scalar, which
+    one thread updates for the whole program), so only one thread performed the atomic."""
+    if op.name not in ("atomic_rmw", "atomic_cas"):
+        return False
+    if not is_used(func, op.results[0]):
+        return False
+    ty = op.results[0].type
+    if not isinstance(ty, TensorType):
+        return func.num_warps * 32 > 1
+    ll = ty.layout.to_linear_layout(list(ty.shape))
+    return any(not any(b) for d in ("lane", "warp") for b in ll.bases.get(d, []))
+
+
+def is_used(func: Function, value) -> bool:
+    """Whether any op of ``func`` takes ``value`` as an operand."""
+    return any(value is v for o in func.walk() for v in o.operands)
