@@ -21,6 +21,7 @@ from .jit import JITFunction, jit, set_launcher
 from .tensor import tensor
 from .shared_memory import allocate_shared_memory, shared_memory_descriptor
 from ..sync import thread_barrier
+from .warp_specialize import warp_specialize
 
 # Layout classes, re-exported under Gluon's names.  The layout modules are written
 # alongside this package; names that do not exist yet are simply absent (a kernel using
@@ -43,5 +44,5 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
-    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
+    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "warp_specialize",
 ] + list(_builtin_names) + _exported_layouts

@@ -6,7 +6,8 @@ for, and where it was initialized.  A phase completes when both reach zero; the 
 phase then expects ``count`` arrivals again.  ``wait(bar, p)`` returns once the phase of
 parity ``p`` has completed, i.e. when the current phase's parity is not ``p``.
 
-One program runs as one sequential agent here.  TMA loads (:mod:`.tma`) complete
+One program (or one warp-specialize partition, :mod:`..partitions`) runs as one sequential
+agent here; a partition whose wait cannot return yet hands over to the others.  TMA loads (:mod:`.tma`) complete
 transactions on their barrier asynchronously, at points a seeded scheduler picks, so the
 barrier's actual phase depends on the seed.  Every check is therefore made against what
 the program's order alone determines, and holds whichever way the copies land:
@@ -204,6 +205,23 @@ def _mbarrier_wait(program, op, operands):
         return []
     state = barrier_state(ref, op)
     parity = int(phase) & 1
+    if _wait_done(state, parity, op):
+        return []
+    if program.blocker is None:
+        raise InterpreterError(
+            f"deadlock: mbarrier.wait for the phase of parity {parity} of the mbarrier initialized at line "
+            f"{state.init_loc.line}, which can never complete: {state.outstanding()}, and nothing else is "
+            f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
+            op.loc)
+    # In a warp-specialize partition: other partitions may still arrive; hand over until the phase completes.
+    program.blocker(lambda: _wait_done(state, parity, op),
+                    lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
+                             f"at line {state.init_loc.line}: {state.outstanding()}{_bytes_note(state)}"))
+    return []
+
+
+def _wait_done(state: BarrierState, parity: int, op) -> bool:
+    """Whether a wait for ``parity`` may return now (landing the copies it needs); False: it must block."""
     # The phase this wait may observe for sure: the oldest one with a load no wait has observed.
     target = min((c.issued_in for c in state.copies), default=state.completed)
     if target & 1 != parity:
@@ -217,23 +235,19 @@ def _mbarrier_wait(program, op, operands):
                 "flips each time the barrier completes a phase: pass the parity of the phase whose copies you need "
                 "(for a ring of STAGES barriers, (step // STAGES) & 1)", op.loc)
         state.observed = max(state.observed, target)
-        return []
+        return True
     for copy in [c for c in state.copies if c.issued_in == target]:  # its loads land before the wait could block
         if state.completed > target:
             break
         if not copy.landed:
             copy.land()
     if state.completed <= target:
-        raise InterpreterError(
-            f"deadlock: mbarrier.wait for the phase of parity {parity} of the mbarrier initialized at line "
-            f"{state.init_loc.line}, which can never complete: {state.outstanding()}, and nothing else is "
-            f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
-            op.loc)
+        return False
     state.observed = max(state.observed, target + 1)
     for copy in [c for c in state.copies if c.landed and c.issued_in < state.completed]:
         copy.release()
         state.copies.remove(copy)
-    return []
+    return True
 
 
 def _bytes_note(state: BarrierState) -> str:
