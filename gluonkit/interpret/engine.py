@@ -87,6 +87,7 @@ class Program:
         self.func = func
         self.schedule = schedule  # how warp-specialize partitions interleave (None: no partitions)
         self.blocker: Optional[Callable] = None  # in a partition: blocker(ready, describe) hands over until ready()
+        self.partition_name: Optional[str] = None  # in a partition: "the default partition", "worker partition 0" …
         self.pid = pid
         self.grid = grid
         self.memory = memory

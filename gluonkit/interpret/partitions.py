@@ -162,6 +162,7 @@ def _warp_specialize(program, op, operands):
     for index, (region, warps) in enumerate(zip(op.regions, op.attrs["num_warps"])):
         view = copy.copy(program)  # shares the values (env) and memory; own async state and warps
         view.num_warps = warps
+        view.partition_name = _partition_name(index)
         view.async_state, view.progress, view.at_exit = {}, {}, {}
         tasks.append(_Task(index, _partition_name(index), view, region))
     scheduler = _Scheduler(schedule, tasks, op)

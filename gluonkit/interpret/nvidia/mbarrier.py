@@ -37,7 +37,7 @@ recorded so TMA stores can check that generic writes were fenced.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ...ir.diagnostics import Location
 from ..engine import rule
@@ -65,10 +65,22 @@ class BarrierState:
     ledger_phase: int = 0  # the phase that ``expected`` and ``issued`` describe
     expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
     issued: int = 0  # bytes of the TMA loads issued into that phase
+    arrivers: Dict[str, int] = field(default_factory=dict)  # who arrived so far (a partition's name) -> last line
 
     def outstanding(self) -> str:
-        return (f"{self.pending} of its {self.count} arrival(s) and {self.tx} transaction byte(s) are still "
-                f"missing in its current phase (parity {self.parity})")
+        if self.tx >= 0:
+            tx = f"{self.tx} transaction byte(s)"
+        else:  # copies landed on a phase whose expect never came
+            tx = f"no transaction bytes (its copies brought {-self.tx} byte(s) that no mbarrier.expect announced)"
+        return f"{self.pending} of its {self.count} arrival(s) and {tx} are still missing in its current phase " \
+               f"(parity {self.parity})"
+
+    def arrived(self) -> str:
+        """Who has arrived on the barrier so far, for deadlock reports."""
+        if not self.arrivers:
+            return "nothing has arrived on it yet"
+        return "arrivals so far came from " + ", ".join(f"{who} (last at line {line})"
+                                                        for who, line in self.arrivers.items())
 
 
 def _where(ref: SharedRef, op, operand: int = 0) -> int:
@@ -92,8 +104,9 @@ def _ledger(state: BarrierState, phase: int) -> None:
         state.ledger_phase, state.expected, state.issued = phase, 0, 0
 
 
-def _arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
+def _arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
+    state.arrivers[program.partition_name or "the program"] = op.loc.line
     phase = state.arrivals // state.count
     unobserved = [c for c in state.copies if c.issued_in < phase]
     if unobserved:
@@ -185,7 +198,7 @@ def _mbarrier_expect(program, op, operands):
     ref, pred = operands
     if bool(pred):
         state = barrier_state(ref, op)
-        _arrive(state, 1, op, op.attrs["bytes"])
+        _arrive(program, state, 1, op, op.attrs["bytes"])
         state.expect_loc = op.loc
     return []
 
@@ -194,7 +207,7 @@ def _mbarrier_expect(program, op, operands):
 def _mbarrier_arrive(program, op, operands):
     ref, pred = operands
     if bool(pred):
-        _arrive(barrier_state(ref, op), op.attrs["count"], op)
+        _arrive(program, barrier_state(ref, op), op.attrs["count"], op)
     return []
 
 
@@ -216,7 +229,8 @@ def _mbarrier_wait(program, op, operands):
     # In a warp-specialize partition: other partitions may still arrive; hand over until the phase completes.
     program.blocker(lambda: _wait_done(state, parity, op),
                     lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
-                             f"at line {state.init_loc.line}: {state.outstanding()}{_bytes_note(state)}"))
+                             f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
+                             f"{_bytes_note(state)}"))
     return []
 
 
