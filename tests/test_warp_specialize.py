@@ -336,9 +336,11 @@ def test_register_budgets_become_setmaxnreg_per_warpgroup():
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N)),
                             (_store_partition, (out, 3.0, N))], [1, 4], [24, 240])
 
-    func = kernel.build_ir([F32P], {"N": 128}, 4, {})
-    ptx = compile_function(func, "sm_90a").asm["ptx"]
+    compiled = compile_function(kernel._build([F32P], {"N": 128}, 4, {}), "sm_90a")
+    ptx = compiled.asm["ptx"]
     assert ".maxntid 384" in ptx and ".maxnreg 168" in ptx
+    report = compiled.metadata["partitions"]
+    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in report] == [(0, 4, 248), (4, 1, 24), (8, 4, 240)]
     for text in ("setmaxnreg.inc.sync.aligned.u32 248;", "setmaxnreg.dec.sync.aligned.u32 24;",
                  "setmaxnreg.inc.sync.aligned.u32 240;"):
         assert text in ptx

@@ -36,7 +36,7 @@ from .shared_memory import SharedPointer
 from ..registry import lowering
 from ..walk import lower_block
 
-__all__ = ["prepare", "finish"]
+__all__ = ["prepare", "finish", "partition_report"]
 
 FORK_BARRIER = 1
 FIRST_WORKER_BARRIER = 2
@@ -129,6 +129,19 @@ def finish(ctx: KernelLowering) -> None:
     """End the worker chain once the whole kernel is lowered (the workers' last join, then return)."""
     if ctx.warp_specialization is not None:
         ctx.warp_specialization.chain.ret_void()
+
+
+def partition_report(ctx: KernelLowering) -> list:
+    """For the compiled kernel's metadata: each partition's warps and register budget (empty without partitions)."""
+    ws = ctx.warp_specialization
+    if ws is None:
+        return []
+    plan, report = ws.plan, []
+    for i, (first, count) in enumerate(zip(plan.starts, plan.num_warps)):
+        regs = plan.default_regs if i == 0 else plan.group_regs[first // WARPGROUP]
+        report.append({"partition": "default" if i == 0 else f"worker {i - 1}", "first_warp": first,
+                       "num_warps": count, "registers": regs if regs is not None else plan.initial_regs})
+    return report
 
 
 def _fork_join(builder: lir.IRBuilder, threads: int) -> None:
