@@ -377,3 +377,52 @@ def test_producer_consumer_on_the_gpu_matches_numpy(M, N, programs):
     torch.cuda.synchronize()
     ref = producer_consumer.reference(x.cpu().numpy())
     assert np.abs(y.cpu().numpy() - ref).max() < 1e-5
+
+
+@gluonkit.jit
+def _row_sums(x_ptr, out_ptr, N: gl.constexpr):
+    """Sums of the rows of an N x N tile: a reduction across warps and a layout conversion (scratch memory)."""
+    layout: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, gl.num_warps()], [1, 0])
+    out_layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    rows = gl.arange(0, N, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, N, gl.SliceLayout(0, layout))
+    x = gl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    sums = gl.convert_layout(gl.sum(x, axis=1), out_layout)
+    gl.store(out_ptr + gl.arange(0, N, out_layout), sums)
+
+
+@gluonkit.jit
+def scratch_kernel(x_ptr, y_ptr, out_ptr, out2_ptr, N: gl.constexpr):
+    gl.warp_specialize([(_row_sums, (x_ptr, out_ptr, N)), (_row_sums, (y_ptr, out2_ptr, N))], [4])
+
+
+def _scratch_kernel_ir():
+    return scratch_kernel._build([F32P] * 4, {"N": 64}, 4, {})
+
+
+def test_partitions_reduce_across_their_own_warps_in_the_interpreter():
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal((2, 64, 64)).astype(np.float32)
+    out, out2 = np.full(64, np.nan, np.float32), np.full(64, np.nan, np.float32)
+    func = _scratch_kernel_ir()
+    infer_layouts(func)
+    memory = Memory()
+    run_grid(func, (1,), [memory.register(a) for a in (x, y, out, out2)], memory)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out2, y.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_partitions_get_their_own_scratch_and_named_barriers(target):
+    compiled = compile_function(_scratch_kernel_ir(), target)
+    ptx = compiled.asm["ptx"]
+    assert compiled.metadata["num_threads"] == 256
+    assert "bar.sync 0, 128;" in ptx and "bar.sync 2, 128;" in ptx and "bar.sync 0;" not in ptx
+    alone = compile_function(single_row_sums._build([F32P] * 2, {"N": 64}, 4, {}), target).metadata["shared"]
+    assert alone > 0 and compiled.metadata["shared"] == 2 * alone  # each partition's scratch after the other's
+
+
+@gluonkit.jit
+def single_row_sums(x_ptr, out_ptr, N: gl.constexpr):
+    _row_sums(x_ptr, out_ptr, N)
