@@ -426,3 +426,39 @@ def test_partitions_get_their_own_scratch_and_named_barriers(target):
 @gluonkit.jit
 def single_row_sums(x_ptr, out_ptr, N: gl.constexpr):
     _row_sums(x_ptr, out_ptr, N)
+
+
+@gluonkit.jit
+def _overwrite(buf, N: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    buf.store(gl.full([N], 2.0, gl.float32, layout))  # CASE:race_write
+
+
+@gluonkit.jit
+def _read_back(buf, out, N: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    gl.store(out + gl.arange(0, N, layout), buf.load(layout))  # CASE:race_read
+
+
+@gluonkit.jit
+def race_kernel(out, N: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    buf = gl.allocate_shared_memory(gl.float32, [N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    buf.store(gl.full([N], 1.0, gl.float32, layout))
+    gl.warp_specialize([(_read_back, (buf, out, N)), (_overwrite, (buf, N))], [1])
+
+
+@pytest.mark.parametrize("policy", ["forward", "reverse"])
+def test_an_unsynchronized_write_and_read_in_two_partitions_is_a_race(monkeypatch, policy):
+    """Forward order reads first (the write is reported); reverse order writes first (the read is)."""
+    func = race_kernel.build_ir([F32P], {"N": 128}, 4, {})
+    out = np.zeros(128, np.float32)
+    memory = Memory()
+    monkeypatch.setattr("gluonkit.interpret.engine.schedules_for", lambda f: [Schedule(policy)])
+    with pytest.raises(InterpreterError) as info:
+        run_grid(func, (1,), [memory.register(out)], memory)
+    err, text = info.value, str(info.value)
+    write, read = _marked_line(_overwrite, "CASE:race_write"), _marked_line(_read_back, "CASE:race_read")
+    assert "race" in text and "nothing orders the two" in text
+    first, second = (read, write) if policy == "forward" else (write, read)
+    assert err.loc.line == second and f"at line {first}" in text

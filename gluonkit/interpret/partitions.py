@@ -9,7 +9,8 @@ waiting on a phase that has completed since.
 
 When every unfinished partition waits on a phase that cannot complete, that is a
 deadlock: the error lists what each partition waits on (barrier, parity, line, what the
-barrier still expects).  Partitions share the program's values and memory; each has its
+barrier still expects).  Shared-memory accesses of different partitions that no mbarrier
+phase orders are races (:mod:`.happens_before`).  Partitions share the program's values and memory; each has its
 own asynchronous state (TMA store groups, wgmma groups: per-thread state on the GPU),
 checked when the partitions have all ended, and its own ``num_warps`` for layouts.
 """
@@ -24,6 +25,7 @@ from typing import Callable, List, Optional
 from ..ir.core import Operation
 from .engine import rule
 from .errors import InterpreterError
+from .happens_before import Clocks, enter
 from .schedules import Schedule
 
 __all__ = []
@@ -54,6 +56,7 @@ class _Scheduler:
 
     def __init__(self, schedule: Schedule, tasks: List[_Task], op: Operation):
         self.schedule, self.tasks, self.op = schedule, tasks, op
+        self.clocks = Clocks([t.name for t in tasks])  # happens-before between the partitions
         self.rng = random.Random(f"partitions/{schedule.seed}")
         self.cond = threading.Condition()
         self.current: Optional[_Task] = None
@@ -80,6 +83,7 @@ class _Scheduler:
     # ----------------------------------------------------------- task threads
     def _body(self, task: _Task) -> None:
         try:
+            enter(self.clocks, task.index)
             self._await_turn(task)
             task.result = task.program.run_block(task.block, [])
             with self.cond:

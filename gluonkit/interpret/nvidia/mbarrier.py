@@ -42,6 +42,7 @@ from typing import Dict, List, Optional
 from ...ir.diagnostics import Location
 from ..engine import rule
 from ..errors import InterpreterError
+from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
 
 __all__ = ["BarrierState", "barrier_state", "complete_tx", "issue_tx"]
@@ -107,6 +108,7 @@ def _ledger(state: BarrierState, phase: int) -> None:
 def _arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
     state.arrivers[program.partition_name or "the program"] = op.loc.line
+    release(state, state.arrivals // state.count)
     phase = state.arrivals // state.count
     unobserved = [c for c in state.copies if c.issued_in < phase]
     if unobserved:
@@ -219,6 +221,7 @@ def _mbarrier_wait(program, op, operands):
     state = barrier_state(ref, op)
     parity = int(phase) & 1
     if _wait_done(state, parity, op):
+        acquire(state)
         return []
     if program.blocker is None:
         raise InterpreterError(
@@ -231,6 +234,7 @@ def _mbarrier_wait(program, op, operands):
                     lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
                              f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
                              f"{_bytes_note(state)}"))
+    acquire(state)
     return []
 
 

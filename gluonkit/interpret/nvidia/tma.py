@@ -42,6 +42,7 @@ from ...ir.types import DType, SharedMemoryDescType
 from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
+from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
 from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
 
@@ -195,7 +196,9 @@ def _global_to_shared(program, op, operands):
         if (other.mask & mask).any():
             raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
                                    f"writing it; {other.fix}", op.loc)
+    on_access(ref.buffer, np.flatnonzero(mask), op, write=True)  # between partitions: written at issue
     load.issued_in = issue_tx(barrier, ty.nbytes, op)
+    release(barrier, load.issued_in)  # its bytes complete that phase: the write happens before it
     ref.buffer.async_writes.append(load.writer)
     barrier.copies.append(load)
     _tma(program).loads.append(load)
