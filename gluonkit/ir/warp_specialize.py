@@ -31,8 +31,8 @@ from .diagnostics import CompilationError
 from .types import PointerType, SharedMemoryDescType, TensorDescType, TensorType, DType
 from .verifier import rule
 
-__all__ = ["PartitionPlan", "plan_partitions", "enclosing_partition", "partition_num_warps", "kernel_warps",
-           "REGISTER_FILE", "MIN_REGS", "MAX_REGS"]
+__all__ = ["PartitionPlan", "plan_partitions", "op_plan", "enclosing_partition", "partition_num_warps",
+           "kernel_warps", "REGISTER_FILE", "MIN_REGS", "MAX_REGS", "WARPGROUP"]
 
 REGISTER_FILE = 65536  # 32-bit registers per SM available to one CTA
 MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range (multiples of 8)
@@ -98,8 +98,6 @@ def plan_partitions(default_warps: int, worker_warps: Sequence[int],
             g = warp // WARPGROUP
             group_regs[g] = max(group_regs[g] or 0, r)
     default_groups = default_warps // WARPGROUP
-    for g in range(default_groups, groups):  # a warpgroup of padding only cannot exist; be safe anyway
-        group_regs[g] = group_regs[g] or MIN_REGS
     worker_total = sum(32 * WARPGROUP * r for r in group_regs[default_groups:])
     default_regs = min(MAX_REGS, (REGISTER_FILE - worker_total) // (32 * default_warps) // 8 * 8)
     if default_regs < MIN_REGS:
