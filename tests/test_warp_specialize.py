@@ -462,3 +462,45 @@ def test_an_unsynchronized_write_and_read_in_two_partitions_is_a_race(monkeypatc
     assert "race" in text and "nothing orders the two" in text
     first, second = (read, write) if policy == "forward" else (write, read)
     assert err.loc.line == second and f"at line {first}" in text
+
+
+@gluonkit.jit
+def _synced_store(out, value, N: gl.constexpr):
+    _store_partition(out, value, N)
+    gl.thread_barrier()
+
+
+@gluonkit.jit
+def configurable_kernel(out, WORKERS: gl.constexpr, REGS: gl.constexpr):
+    N: gl.constexpr = 128
+    if len(WORKERS) == 1:
+        gl.warp_specialize([(_synced_store, (out, 0.0, N)), (_synced_store, (out + N, 1.0, N))], WORKERS, REGS)
+    if len(WORKERS) == 3:
+        gl.warp_specialize([(_synced_store, (out, 0.0, N)), (_synced_store, (out + N, 1.0, N)),
+                            (_synced_store, (out + 2 * N, 2.0, N)), (_synced_store, (out + 3 * N, 3.0, N))],
+                           WORKERS, REGS)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("num_warps, workers, regs", [
+    (4, [2], None),                # a 2-warp worker, no budgets
+    (8, [4], [40]),                # a whole-warpgroup worker beside 8 default warps
+    (4, [1, 1, 2], [24, 32, 24]),  # three workers sharing one warpgroup (its budget: the largest)
+    (1, [1], None),                # a one-warp kernel with a one-warp worker
+])
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_partition_configurations_assemble_and_run(num_warps, workers, regs, target):
+    constexprs = {"WORKERS": tuple(workers), "REGS": None if regs is None else tuple(regs)}
+    compiled = compile_function(configurable_kernel._build([F32P], constexprs, num_warps, {}), target)
+    plan = plan_partitions(num_warps, workers, regs)
+    assert compiled.metadata["num_threads"] == plan.num_threads
+    assert "cubin" in compiled.asm and compiled.metadata["spill_stores"] == 0
+    ptx = compiled.asm["ptx"]
+    for i, count in enumerate(workers):
+        assert f"bar.sync {2 + i}, {32 * count};" in ptx  # each worker's own named barrier
+    out = np.full(128 * (len(workers) + 1), np.nan, np.float32)
+    memory = Memory()
+    func = configurable_kernel._build([F32P], constexprs, num_warps, {})
+    infer_layouts(func)
+    run_grid(func, (1,), [memory.register(out)], memory)
+    np.testing.assert_array_equal(out, np.repeat(np.arange(len(workers) + 1, dtype=np.float32), 128))

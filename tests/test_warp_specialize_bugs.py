@@ -55,7 +55,8 @@ def _computer(y_desc, bufs, out, ready, empty, my_tiles, STAGES: gl.constexpr, B
         out.store(x * x + 1.0)
         fence_async_shared()
         tma.async_copy_shared_to_global(y_desc, [tile * BM, 0], out)
-    tma.store_wait(0)
+    if BUG != "no_final_store_wait":
+        tma.store_wait(0)
 
 
 @gluonkit.jit
@@ -149,3 +150,11 @@ def test_releasing_a_stage_before_reading_it_is_a_race(monkeypatch):
         assert f"line {read_line}" in text and "the default partition" in text
     else:
         assert f"the TMA load issued at line {load_line} may still be writing it" in text
+
+
+def test_a_partition_ending_with_a_store_in_flight_is_reported(monkeypatch):
+    with pytest.raises(InterpreterError) as info:
+        _run("no_final_store_wait", monkeypatch)
+    text = str(info.value)
+    assert "the default partition ends while the TMA store issued at line" in text
+    assert "call tma.store_wait(0) before the default partition ends" in text

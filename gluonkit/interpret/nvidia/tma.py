@@ -165,14 +165,17 @@ def _progress(program, op) -> None:
 
 def _at_exit(program, op) -> None:
     state = program.async_state["tma"]
+    # A warp-specialize partition is checked when it ends, the kernel when it returns.
+    ends = f"{program.partition_name} ends" if program.partition_name else "the kernel returns"
+    end = f"{program.partition_name} ends" if program.partition_name else "the kernel ends"
     if state.stores:
         store = state.stores[0]
-        raise InterpreterError(f"the kernel returns while {store.what} may still be reading shared memory; call "
-                               "tma.store_wait(0) before the kernel ends", store.loc)
+        raise InterpreterError(f"{ends} while {store.what} may still be reading shared memory; call "
+                               f"tma.store_wait(0) before {end}", store.loc)
     if state.loads:
         load = state.loads[0]
-        raise InterpreterError(f"the kernel returns while {load.what} is in flight (no mbarrier.wait observed its "
-                               "completion); wait on its mbarrier before the kernel ends", load.loc)
+        raise InterpreterError(f"{ends} while {load.what} is in flight (no mbarrier.wait observed its "
+                               f"completion); wait on its mbarrier before {end}", load.loc)
 
 
 def _coords(operands) -> List[int]:
