@@ -68,6 +68,11 @@ def _returns_value(out, value, N: gl.constexpr):
 
 
 @gluonkit.jit
+def _returns_buffer(out, value, N: gl.constexpr):
+    return gl.allocate_shared_memory(gl.float32, [N], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+
+
+@gluonkit.jit
 def _takes_tensor(out, x, N: gl.constexpr):
     pass
 
@@ -108,6 +113,8 @@ def errors_kernel(out, CASE: gl.constexpr):
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_nested, (out, 2.0, N))], [1])  # CASE:nested_call
     if CASE == "worker_returns":
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_returns_value, (out, 2.0, N))], [1])  # CASE:worker_returns
+    if CASE == "returns_buffer":
+        gl.warp_specialize([(_returns_buffer, (out, 1.0, N)), (_store_partition, (out, 2.0, N))], [1])  # CASE:returns_buffer
     if CASE == "warps_not_pow2":
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N))], [3])  # CASE:warps_not_pow2
     if CASE == "in_loop":
@@ -129,6 +136,7 @@ def errors_kernel(out, CASE: gl.constexpr):
     ("register_file", ArgumentError, "do not fit in the 65536-register file"),
     ("worker_returns", TypeMismatchError, "workers return nothing"),
     ("warps_not_pow2", ArgumentError, "must be a power of two"),
+    ("returns_buffer", TypeMismatchError, "returns a shared memory descriptor"),
     ("in_loop", CompilationError, "must be at the top level of the kernel"),
 ])
 def test_mistakes_are_reported_at_the_users_line(case, error, fragment):

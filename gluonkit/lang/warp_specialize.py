@@ -76,7 +76,7 @@ def _results(sem, value):
         return [], lambda results: None
     if isinstance(value, tensor):
         return [value.handle], lambda results: tensor(results[0])
-    if isinstance(value, tuple):
+    if isinstance(value, (tuple, list)):
         parts = [_results(sem, v) for v in value]
         handles = [h for hs, _ in parts for h in hs]
 
@@ -85,12 +85,15 @@ def _results(sem, value):
             for hs, build in parts:
                 out.append(build(results[at:at + len(hs)]))
                 at += len(hs)
-            return tuple(out)
+            return type(value)(out)
 
         return handles, rebuild
     if isinstance(value, shared_memory_descriptor):
         sem.error("the default partition returns a shared memory descriptor; allocate it before warp_specialize "
                   "and pass it in instead", TypeMismatchError)
+    if hasattr(value, "handle"):
+        sem.error(f"the default partition returns {value!r}; it can return tensors, compile-time values and "
+                  "tuples of these", TypeMismatchError)
     return [], lambda results: value  # a compile-time value passes through
 
 
