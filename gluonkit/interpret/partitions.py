@@ -9,10 +9,11 @@ waiting on a phase that has completed since.
 
 When every unfinished partition waits on a phase that cannot complete, that is a
 deadlock: the error lists what each partition waits on (barrier, parity, line, what the
-barrier still expects).  Shared-memory accesses of different partitions that no mbarrier
-phase orders are races (:mod:`.happens_before`).  Partitions share the program's values and memory; each has its
-own asynchronous state (TMA store groups, wgmma groups: per-thread state on the GPU),
-checked when the partitions have all ended, and its own ``num_warps`` for layouts.
+barrier still expects, who has arrived on it).  Shared-memory accesses of different
+partitions that no mbarrier phase orders are races (:mod:`.happens_before`).  Partitions
+share the program's values and memory; each has its own asynchronous state (TMA store
+groups, wgmma groups: per-thread state on the GPU), checked when the partitions have all
+ended, and its own ``num_warps`` for layouts.
 """
 
 from __future__ import annotations
