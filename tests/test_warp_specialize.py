@@ -331,7 +331,7 @@ def test_producer_consumer_lowers_and_ptxas_accepts_it(target):
     assert ".maxntid 256" in ptx and ".maxnreg 256" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24;" in ptx
     assert "shfl.sync.idx.b32" in ptx
-    assert ptx.count("bar.sync 1, 256;") == 4  # fork and join, on both sides
+    assert ptx.count("barrier.sync 1, 256;") == 4  # fork and join, on both sides (not aligned: two call sites)
     assert "bar.sync 0, 128;" in ptx  # thread_barrier in the compute partition: its 128 threads only
     assert "bar.sync 0;" not in ptx  # no CTA-wide barrier: the worker warps would never reach it
     assert "cubin" in compiled.asm and compiled.metadata["spill_stores"] == 0

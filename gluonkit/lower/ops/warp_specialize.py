@@ -10,7 +10,7 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
   partitions in them.
 * **Fork and join.**  ``warp_specialize`` ops sit at the kernel's top level, so every one
   is reached once, in order, by the kernel's warps; the worker chain visits them in the
-  same order.  At each, all threads meet at named barrier 1 (``bar.sync 1, threads``: the
+  same order.  At each, all threads meet at named barrier 1 (``barrier.sync 1, threads``: the
   fork, after which shared memory the body wrote before is visible to the workers); the
   kernel's warps run the default partition inline and the other warps branch on their warp
   id to their partition (padding warps to none); all meet at barrier 1 again (the join).
@@ -145,7 +145,8 @@ def partition_report(ctx: KernelLowering) -> list:
 
 
 def _fork_join(builder: lir.IRBuilder, threads: int) -> None:
-    _asm(builder, f"bar.sync {FORK_BARRIER}, {threads};")
+    # Not ``bar.sync`` (= ``barrier.sync.aligned``): the two sides reach it from different instructions.
+    _asm(builder, f"barrier.sync {FORK_BARRIER}, {threads};")
 
 
 def _captures(ctx: KernelLowering, op: Operation) -> List[Value]:
