@@ -136,6 +136,7 @@ def test_refilling_a_stage_before_it_is_freed_is_reported(monkeypatch):
         _run("no_empty_wait", monkeypatch)
     err = info.value
     assert err.loc.line in (_line(_loader, "BUG:no_empty_wait"), _line(_loader, "LOAD")), str(err)
+    assert "race" in str(err) or "before refilling it" in str(err)
 
 
 def test_releasing_a_stage_before_reading_it_is_a_race(monkeypatch):

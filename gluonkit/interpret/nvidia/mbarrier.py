@@ -116,7 +116,7 @@ def _arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> No
             f"{op.name}: arrives on the next phase of the mbarrier initialized at line {state.init_loc.line}, but no "
             f"mbarrier.wait has observed the phase that {unobserved[0].what} completes, so that copy may still be "
             "in flight and the arrival may count towards its phase; wait for that phase (mbarrier.wait(bar, "
-            "phase)) before arming the barrier again", op.loc)
+            f"phase)) before arming the barrier again{_partition_hint(program)}", op.loc)
     if count > state.pending:
         raise InterpreterError(
             f"{op.name}: arrives {count} time(s) but the mbarrier (initialized at line {state.init_loc.line} "
@@ -127,6 +127,13 @@ def _arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> No
     state.arrivals += count
     state.pending -= count
     _maybe_complete(state, op.loc)
+
+
+def _partition_hint(program) -> str:
+    if program.partition_name is None:
+        return ""
+    return (f" (in {program.partition_name}, usually: wait until the partition that consumes the stage has "
+            "released it, e.g. on an 'empty' mbarrier, before refilling it)")
 
 
 def issue_tx(state: BarrierState, nbytes: int, op) -> int:
