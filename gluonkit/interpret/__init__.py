@@ -6,13 +6,13 @@ Distributed tensors are held as per-thread register files in their layouts
 (:mod:`.memory`), and every IR op has one rule (:data:`RULES`), grouped by op family:
 :mod:`.creation`, :mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shapes`,
 :mod:`.reduce`, :mod:`.control`, :mod:`.debug`, :mod:`.shared_memory` (per-program
-shared buffers and views), :mod:`.nvidia.mbarrier` (barrier phases; deadlocks), :mod:`.nvidia.tma`, :mod:`.nvidia.wgmma`,
-:mod:`gluonkit.interpret.nvidia.async_copy` (cp.async), :mod:`gluonkit.interpret.atomics`,
-:mod:`gluonkit.interpret.inline_asm`.  Faults the hardware would not catch
+shared buffers and views), :mod:`.nvidia.mbarrier` (barrier phases; deadlocks), :mod:`.partitions` (warp-specialize
+partitions as cooperating tasks, under the schedules of :mod:`.schedules`), :mod:`.nvidia.tma`, :mod:`.nvidia.wgmma`,
+:mod:`.nvidia.async_copy` (cp.async), :mod:`.atomics`, :mod:`.inline_asm`.  Faults the hardware would not catch
 raise :class:`InterpreterError` at the user's source line.
 """
 
-from . import control, creation, debug, elementwise, memory_ops, reduce, shapes, shared_memory  # noqa: F401  (register rules)
+from . import control, creation, debug, elementwise, memory_ops, partitions, reduce, shapes, shared_memory  # noqa: F401  (register rules)
 from .nvidia import async_copy, mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from . import atomics, inline_asm  # noqa: F401  (register the atomics' and inline assembly's rules)
 from .dtypes import numpy_dtype

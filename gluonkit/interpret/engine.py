@@ -7,12 +7,13 @@ live in their own modules (:mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shape
 :mod:`.reduce`, :mod:`.control`, :mod:`.debug`), which register their rules on import.
 
 Program instances run one after another in grid order (axis 0 fastest), each from a fresh
-environment; they share only the :class:`~.memory.Memory`.
+environment; they share only the :class:`~.memory.Memory`.  A program with warp-specialize
+partitions runs once per schedule (:mod:`.schedules`), memory restored between the runs.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ..ir.types import TensorDescType, TensorType
 from .dtypes import from_python
 from .errors import InterpreterError
 from .memory import Memory
+from .schedules import Schedule, schedules_for
 from .values import Placement, placement
 
 __all__ = ["rule", "RULES", "Program", "Pending", "run_grid", "run_program"]
@@ -80,8 +82,12 @@ class Program:
     returns (to report operations still in flight).
     """
 
-    def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory):
+    def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory,
+                 schedule: Optional[Schedule] = None):
         self.func = func
+        self.schedule = schedule  # how warp-specialize partitions interleave (None: no partitions)
+        self.blocker: Optional[Callable] = None  # in a partition: blocker(ready, describe) hands over until ready()
+        self.partition_name: Optional[str] = None  # in a partition: "the default partition", "worker partition 0" …
         self.pid = pid
         self.grid = grid
         self.memory = memory
@@ -148,7 +154,26 @@ def _bind_args(func: Function, args: Sequence[object]) -> List[object]:
 def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory) -> None:
     """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`)."""
     grid = _normalize_grid(grid)
-    Program(func, tuple(pid), grid, memory).run_kernel(_bind_args(func, args))
+    _run_schedules(func, tuple(pid), grid, _bind_args(func, args), memory)
+
+
+def _run_schedules(func: Function, pid, grid, values, memory: Memory) -> None:
+    """Run one program under each of its schedules, restoring memory between runs."""
+    plans = schedules_for(func)
+    for i, schedule in enumerate(plans):
+        last = i == len(plans) - 1
+        saved = None if last else [a.data.copy() for a in memory.allocations]
+        try:
+            Program(func, pid, grid, memory, schedule).run_kernel(values)
+        except InterpreterError as e:
+            if schedule is not None:
+                e.notes.append((f"found under the {schedule} of warp-specialize partitions (of {len(plans)} tried; "
+                                "GLUONKIT_INTERPRET_SCHEDULES sets how many)", None))
+                e.args = (e._format(),)
+            raise
+        if saved is not None:
+            for allocation, data in zip(memory.allocations, saved):
+                allocation.data[:] = data
 
 
 def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> None:
@@ -164,5 +189,5 @@ def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> No
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                Program(func, (x, y, z), grid, memory).run_kernel(values)
+                _run_schedules(func, (x, y, z), grid, values, memory)
 

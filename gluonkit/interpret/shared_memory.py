@@ -13,6 +13,8 @@ in-flight op still reads (writing them is reported) and :class:`AsyncWrite` for 
 in-flight copy may still write (reading or writing them is reported).  Generic-proxy
 writes (``store``) are stamped with a clock tick, so an async-proxy reader (a TMA store)
 can tell whether a ``fence_async_shared`` came after them (:func:`unfenced_write`).
+Inside warp-specialize partitions every load and store is also checked for races with the
+other partitions (:mod:`.happens_before`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..ir.types import SharedMemoryDescType
 from .dtypes import numpy_dtype
 from .engine import rule
 from .errors import InterpreterError
+from .happens_before import on_access
 from .values import element_text, from_logical, to_logical
 
 __all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addresses", "byte_mask", "note_fence",
@@ -118,6 +121,7 @@ def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     item = ty.element.itemsize
     index = _bytes_of(addresses, item)
     _check_async_writes(ref.buffer, index, op, "reads")
+    on_access(ref.buffer, index, op, write=False)
     unwritten = ~ref.buffer.written[index].all(axis=1)
     if unwritten.any():
         k = int(np.flatnonzero(unwritten)[0])
@@ -153,6 +157,7 @@ def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> N
             raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {reader.what} is still "
                                    f"reading it; {reader.fix}", op.loc)
     _check_async_writes(ref.buffer, index, op, "overwrites")
+    on_access(ref.buffer, index, op, write=True)
     buffer = ref.buffer
     buffer.data[index] = raw.reshape(-1, item)
     buffer.written[index] = True

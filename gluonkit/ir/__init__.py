@@ -20,3 +20,4 @@ from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rule
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)
 from . import verify_atomics  # noqa: F401,E402  (registers the atomic and inline-asm rules)
 from . import verify_async_copy  # noqa: F401,E402  (registers the cp.async rules)
+from . import warp_specialize  # noqa: F401,E402  (registers the warp_specialize rule)

@@ -147,6 +147,12 @@ _CATALOGUE = [
           "(TMA, wgmma, tcgen05)."),
     OpDef("thread_barrier", "", (), "", "none",
           "Every thread of the program reaches it before any continues (``bar.sync 0``)."),
+    OpDef("warp_specialize", "", ("num_warps", "num_regs"),
+          "default() -> yield v…; worker_i() -> yield", "v…",
+          "Runs its regions at the same time on disjoint warps: region 0 (the default partition) on the "
+          "kernel's warps, region i on num_warps[i] more warps with a register budget of num_regs[i - 1] "
+          "(None: no budgets); workers see only shared memory, barriers, descriptors and scalars from outside. "
+          "The results are what the default partition yields."),
     # -- tensor cores ----------------------------------------------------------------------
     OpDef("warpgroup_mma", "a, b, acc, use_acc", ("precision", "max_num_imprecise_acc", "is_async"), "",
           "tensor like acc",

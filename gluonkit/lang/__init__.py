@@ -32,6 +32,7 @@ from .shared_memory import allocate_shared_memory, shared_memory_descriptor
 from ..sync import barrier, thread_barrier
 from . import extra, fpsan
 from .unsupported import GL, UnsupportedFeatureError, install
+from .warp_specialize import warp_specialize
 
 # Layout classes, re-exported under Gluon's names.  The layout modules are written
 # alongside this package; names that do not exist yet are simply absent (a kernel using
@@ -54,7 +55,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
-    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "block_type",
+    "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "warp_specialize", "block_type",
     "distributed_type", "shared_memory_descriptor_type", "UnsupportedFeatureError", "extra", "fpsan",
 ] + list(_arith_names) + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + _exported_layouts
 

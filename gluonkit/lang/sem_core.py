@@ -36,6 +36,7 @@ class CoreSemantic:
         self.builder = builder
         self.num_warps = num_warps
         self.call_jit = None  # set by the code generator: (jit_fn, args) -> value (inlining)
+        self.partition_warps = None  # inside a warp_specialize partition: its warp count (lang/warp_specialize.py)
 
     # ------------------------------------------------------------------ basics
     def error(self, message: str, cls=CompilationError):

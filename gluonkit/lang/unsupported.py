@@ -33,7 +33,6 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", 12),
     "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
     "clc": ("Blackwell cluster launch control", 12),
-    "warp_specialize": ("warp specialization", 11),
     "tma_gather": ("TMA gather and scatter", 12),
     "tma_im2col": ("TMA im2col copies", 10),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
@@ -190,7 +189,6 @@ GL = {  # gluonkit.language
     "bank_conflicts": ("fn", "layout_queries"),  # builtins
     "atomic_poll": ("fn", "atomics"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
-    "warp_specialize": ("fn", "warp_specialize"),  # warpspec
     "fdiv": ("fn", "math"),
     "div_rn": ("fn", "math"),
     "sqrt_rn": ("fn", "math"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..ir import CompilationError, Function
 from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
-from .ops import atomics, inline_asm  # noqa: F401  (register the atomics' and inline assembly's rules)
+from .ops import atomics, inline_asm, warp_specialize  # noqa: F401  (register the atomics' and inline assembly's rules)
 from .nvidia import async_copy, mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
@@ -28,9 +28,11 @@ def lower_to_llvm(func: Function, target: Target) -> KernelLowering:
     the target's limit.
     """
     ctx = KernelLowering(func, target)
+    warp_specialize.prepare(ctx)
     terminator = lower_block(ctx, func.body)
     if terminator is not None:
         raise CompilationError("a kernel body must end with return, not with " + terminator.name, terminator.loc)
+    warp_specialize.finish(ctx)
     ctx.shared_bytes = check_budget(func, ctx.shared_plan, ctx.scratch_bytes, target.max_shared_memory_per_block,
                                     target.arch)
     return ctx

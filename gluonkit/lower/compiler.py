@@ -3,7 +3,8 @@
 :func:`compile_function` takes an IR function (possibly with ``AutoLayout`` values) and
 returns a :class:`CompiledKernel` whose ``asm`` holds every stage (``ir``, ``llir``,
 ``ptx`` and, when ptxas is found, ``cubin``) and whose ``metadata`` says what a launch
-needs (threads, dynamic shared memory) and what ptxas reported (registers, spills).
+needs (threads, dynamic shared memory), what ptxas reported (registers, spills) and, for
+warp-specialized kernels, each partition's warps and register budget (``partitions``).
 ``GLUONKIT_DUMP_DIR`` writes every stage to files named after the kernel.
 """
 
@@ -15,6 +16,7 @@ from typing import Dict, Optional
 
 from ..ir import Function, print_function, verify
 from .codegen import lower_to_llvm
+from .ops.warp_specialize import partition_report
 from .infer.solve import infer_layouts
 from .backend.nvptx import emit_ptx
 from .backend.ptxas import ResourceUsage, assemble, find_ptxas
@@ -45,9 +47,10 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
     kernel.asm.update(ir=ir_text, llir=llir, ptx=ptx)
     kernel.metadata.update(
         num_warps=func.num_warps,
-        num_threads=32 * func.num_warps,
+        num_threads=ctx_module.num_threads,
         shared=ctx_module.shared_bytes,
         arg_types=[a.type for a in func.args],
+        partitions=partition_report(ctx_module),
     )
     if assemble_cubin is None:
         assemble_cubin = find_ptxas() is not None

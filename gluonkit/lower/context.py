@@ -14,6 +14,7 @@ import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
 
 from ..ir import Function, TensorDescType, TensorType, Value, int1
+from ..ir.warp_specialize import kernel_warps
 from ..layouts.linear import LinearLayout
 from .axis_info import AxisInfo, analyze_axis_info
 from .memplan.barriers import plan_barriers
@@ -73,6 +74,12 @@ class KernelLowering:
         self.shared_bytes = 0  # all dynamic shared memory, set when lowering ends
         self.scratch_used = False  # whether an op before the current one used scratch memory
         self.barrier_plan = plan_barriers(func, self.shared_plan)  # where buffer accesses need bar.sync
+        # The named barrier ``bar.sync`` uses in the code being lowered: (id, threads), threads None for the whole
+        # CTA.  Warp specialization (ops/warp_specialize.py) gives each partition its own, and moves scratch
+        # memory (``scratch_offset`` bytes after the usual start) so that partitions never share it.
+        self.sync_group: Tuple[int, object] = (0, None)
+        self.scratch_offset = 0
+        self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""
@@ -82,7 +89,8 @@ class KernelLowering:
 
     @property
     def num_threads(self) -> int:
-        return 32 * self.func.num_warps
+        """The CTA's threads: the kernel's warps and those of its warp-specialize partitions."""
+        return 32 * kernel_warps(self.func)
 
     # -------------------------------------------------------------------- values
     def get(self, value: Value):

@@ -187,5 +187,5 @@ def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
     loaded = module.get_kernel(func.name)
     shared = int(compiled.metadata.get("shared", 0))
     loaded.set_dynamic_shared_memory(shared)
-    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (32 * num_warps, 1, 1), shared,
+    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (compiled.metadata["num_threads"], 1, 1), shared,
                           driver.current_device())

@@ -199,5 +199,5 @@ def _mbarrier_arrive(program, op, operands):
                 f"{program.num_warps} warps), but the mbarrier initialized at line {barrier.init_loc.line} expects "
                 f"only {barrier.pending} more in this phase; initialize it with count={threads} (times the arrivals "
                 "per phase) or pass increment_count=True", op.loc)
-        arrive(barrier, threads, op)
+        arrive(program, barrier, threads, op)
     return []

@@ -6,7 +6,8 @@ for, and where it was initialized.  A phase completes when both reach zero; the 
 phase then expects ``count`` arrivals again.  ``wait(bar, p)`` returns once the phase of
 parity ``p`` has completed, i.e. when the current phase's parity is not ``p``.
 
-One program runs as one sequential agent here.  TMA loads (:mod:`.tma`) complete
+One program (or one warp-specialize partition, :mod:`..partitions`) runs as one sequential
+agent here; a partition whose wait cannot return yet hands over to the others.  TMA loads (:mod:`.tma`) complete
 transactions on their barrier asynchronously, at points a seeded scheduler picks, so the
 barrier's actual phase depends on the seed.  Every check is therefore made against what
 the program's order alone determines, and holds whichever way the copies land:
@@ -36,11 +37,12 @@ recorded so TMA stores can check that generic writes were fenced.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ...ir.diagnostics import Location
 from ..engine import rule
 from ..errors import InterpreterError
+from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
 
 __all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "issue_tx"]
@@ -64,10 +66,22 @@ class BarrierState:
     ledger_phase: int = 0  # the phase that ``expected`` and ``issued`` describe
     expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
     issued: int = 0  # bytes of the TMA loads issued into that phase
+    arrivers: Dict[str, int] = field(default_factory=dict)  # who arrived so far (a partition's name) -> last line
 
     def outstanding(self) -> str:
-        return (f"{self.pending} of its {self.count} arrival(s) and {self.tx} transaction byte(s) are still "
-                f"missing in its current phase (parity {self.parity})")
+        if self.tx >= 0:
+            tx = f"{self.tx} transaction byte(s)"
+        else:  # copies landed on a phase whose expect never came
+            tx = f"no transaction bytes (its copies brought {-self.tx} byte(s) that no mbarrier.expect announced)"
+        return f"{self.pending} of its {self.count} arrival(s) and {tx} are still missing in its current phase " \
+               f"(parity {self.parity})"
+
+    def arrived(self) -> str:
+        """Who has arrived on the barrier so far, for deadlock reports."""
+        if not self.arrivers:
+            return "nothing has arrived on it yet"
+        return "arrivals so far came from " + ", ".join(f"{who} (last at line {line})"
+                                                        for who, line in self.arrivers.items())
 
 
 def _where(ref: SharedRef, op, operand: int = 0) -> int:
@@ -91,8 +105,10 @@ def _ledger(state: BarrierState, phase: int) -> None:
         state.ledger_phase, state.expected, state.issued = phase, 0, 0
 
 
-def arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
+def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
+    state.arrivers[program.partition_name or "the program"] = op.loc.line
+    release(state, state.arrivals // state.count)
     phase = state.arrivals // state.count
     unobserved = [c for c in state.copies if c.issued_in < phase]
     if unobserved:
@@ -100,7 +116,7 @@ def arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
             f"{op.name}: arrives on the next phase of the mbarrier initialized at line {state.init_loc.line}, but no "
             f"mbarrier.wait has observed the phase that {unobserved[0].what} completes, so that copy may still be "
             "in flight and the arrival may count towards its phase; wait for that phase (mbarrier.wait(bar, "
-            "phase)) before arming the barrier again", op.loc)
+            f"phase)) before arming the barrier again{_partition_hint(program)}", op.loc)
     if count > state.pending:
         raise InterpreterError(
             f"{op.name}: arrives {count} time(s) but the mbarrier (initialized at line {state.init_loc.line} "
@@ -111,6 +127,13 @@ def arrive(state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     state.arrivals += count
     state.pending -= count
     _maybe_complete(state, op.loc)
+
+
+def _partition_hint(program) -> str:
+    if program.partition_name is None:
+        return ""
+    return (f" (in {program.partition_name}, usually: wait until the partition that consumes the stage has "
+            "released it, e.g. on an 'empty' mbarrier, before refilling it)")
 
 
 def issue_tx(state: BarrierState, nbytes: int, op) -> int:
@@ -184,7 +207,7 @@ def _mbarrier_expect(program, op, operands):
     ref, pred = operands
     if bool(pred):
         state = barrier_state(ref, op)
-        arrive(state, 1, op, op.attrs["bytes"])
+        arrive(program, state, 1, op, op.attrs["bytes"])
         state.expect_loc = op.loc
     return []
 
@@ -193,7 +216,7 @@ def _mbarrier_expect(program, op, operands):
 def _mbarrier_arrive(program, op, operands):
     ref, pred = operands
     if bool(pred):
-        arrive(barrier_state(ref, op), op.attrs["count"], op)
+        arrive(program, barrier_state(ref, op), op.attrs["count"], op)
     return []
 
 
@@ -204,6 +227,26 @@ def _mbarrier_wait(program, op, operands):
         return []
     state = barrier_state(ref, op)
     parity = int(phase) & 1
+    if _wait_done(state, parity, op):
+        acquire(state)
+        return []
+    if program.blocker is None:
+        raise InterpreterError(
+            f"deadlock: mbarrier.wait for the phase of parity {parity} of the mbarrier initialized at line "
+            f"{state.init_loc.line}, which can never complete: {state.outstanding()}, and nothing else is "
+            f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
+            op.loc)
+    # In a warp-specialize partition: other partitions may still arrive; hand over until the phase completes.
+    program.blocker(lambda: _wait_done(state, parity, op),
+                    lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
+                             f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
+                             f"{_bytes_note(state)}"))
+    acquire(state)
+    return []
+
+
+def _wait_done(state: BarrierState, parity: int, op) -> bool:
+    """Whether a wait for ``parity`` may return now (landing the copies it needs); False: it must block."""
     # The phase this wait may observe for sure: the oldest one with a load no wait has observed.
     target = min((c.issued_in for c in state.copies), default=state.completed)
     if target & 1 != parity:
@@ -217,23 +260,19 @@ def _mbarrier_wait(program, op, operands):
                 "flips each time the barrier completes a phase: pass the parity of the phase whose copies you need "
                 "(for a ring of STAGES barriers, (step // STAGES) & 1)", op.loc)
         state.observed = max(state.observed, target)
-        return []
+        return True
     for copy in [c for c in state.copies if c.issued_in == target]:  # its loads land before the wait could block
         if state.completed > target:
             break
         if not copy.landed:
             copy.land()
     if state.completed <= target:
-        raise InterpreterError(
-            f"deadlock: mbarrier.wait for the phase of parity {parity} of the mbarrier initialized at line "
-            f"{state.init_loc.line}, which can never complete: {state.outstanding()}, and nothing else is "
-            f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
-            op.loc)
+        return False
     state.observed = max(state.observed, target + 1)
     for copy in [c for c in state.copies if c.landed and c.issued_in < state.completed]:
         copy.release()
         state.copies.remove(copy)
-    return []
+    return True
 
 
 def _bytes_note(state: BarrierState) -> str:

@@ -45,6 +45,7 @@ from ...ir.types import DType, SharedMemoryDescType
 from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
+from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
 from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
 
@@ -173,14 +174,17 @@ def _progress(program, op) -> None:
 
 def _at_exit(program, op) -> None:
     state = program.async_state["tma"]
+    # A warp-specialize partition is checked when it ends, the kernel when it returns.
+    ends = f"{program.partition_name} ends" if program.partition_name else "the kernel returns"
+    end = f"{program.partition_name} ends" if program.partition_name else "the kernel ends"
     if state.stores:
         store = state.stores[0]
-        raise InterpreterError(f"the kernel returns while {store.what} may still be reading shared memory; call "
-                               "tma.store_wait(0) before the kernel ends", store.loc)
+        raise InterpreterError(f"{ends} while {store.what} may still be reading shared memory; call "
+                               f"tma.store_wait(0) before {end}", store.loc)
     if state.loads:
         load = state.loads[0]
-        raise InterpreterError(f"the kernel returns while {load.what} is in flight (no mbarrier.wait observed its "
-                               "completion); wait on its mbarrier before the kernel ends", load.loc)
+        raise InterpreterError(f"{ends} while {load.what} is in flight (no mbarrier.wait observed its "
+                               f"completion); wait on its mbarrier before {end}", load.loc)
     for store in state.writing:  # the grid's end makes every global write visible
         store.flush()
 
@@ -206,7 +210,9 @@ def _global_to_shared(program, op, operands):
         if (other.mask & mask).any():
             raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
                                    f"writing it; {other.fix}", op.loc)
+    on_access(ref.buffer, np.flatnonzero(mask), op, write=True)  # between partitions: written at issue
     load.issued_in = issue_tx(barrier, ty.nbytes, op)
+    release(barrier, load.issued_in)  # its bytes complete that phase: the write happens before it
     ref.buffer.async_writes.append(load.writer)
     barrier.copies.append(load)
     _tma(program).loads.append(load)

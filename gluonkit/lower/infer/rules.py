@@ -160,6 +160,13 @@ def _if(op: Operation, c: Constraints) -> None:
         c.unify([result, then.terminator.operands[i], other.terminator.operands[i]], op)
 
 
+@infer_rule("warp_specialize")
+def _warp_specialize(op: Operation, c: Constraints) -> None:
+    """Each result is what the default partition yields; partitions are otherwise inferred apart."""
+    for result, value in zip(op.results, op.regions[0].terminator.operands):
+        c.unify([result, value], op)
+
+
 @infer_rule("while")
 def _while(op: Operation, c: Constraints) -> None:
     """Inits, before-arguments and after-yields are one position's values; so are the

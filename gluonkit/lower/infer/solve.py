@@ -6,7 +6,8 @@ propagation forwards and backwards through element-wise ops, slices for
 more programs compile with a predictable result:
 
 1. Values nothing pins get a **default layout** — Triton's default blocked layout for the
-   group's shape and the kernel's ``num_warps`` (:func:`~.infer_derive.default_blocked_layout`)
+   group's shape and the ``num_warps`` of the code it is in (the kernel's, or its warp-specialize
+   partition's) (:func:`~.infer_derive.default_blocked_layout`)
    — where Gluon stops with "Failed to infer return type".  Groups are defaulted from the
    highest rank down, so the 1-D operands of ``x[:, None] + y[None, :]`` become slices of
    the 2-D default rather than unrelated 1-D layouts.
@@ -24,7 +25,8 @@ layouts to fixed point; unpinned groups get defaults; every relation is checked;
 
 from __future__ import annotations
 
-from ...ir import Function, TensorType
+from ...ir import Block, Function, TensorType
+from ...ir.warp_specialize import partition_num_warps
 from ...layouts.distributed import AutoLayout
 from . import derive as derive
 from .constraints import Constraints, LayoutConflictError, LayoutInferenceError, Pin, Relation, conflict_error
@@ -98,10 +100,16 @@ def _apply_defaults(c: Constraints, num_warps: int) -> None:
             return
         members = max(groups.values(), key=lambda vs: vs[0].type.rank)
         shape = tuple(max(v.type.shape[i] for v in members) for i in range(members[0].type.rank))
-        layout = derive.default_blocked_layout(shape, num_warps)
+        layout = derive.default_blocked_layout(shape, _warps_of(members[0], num_warps))
         why = "the default layout (nothing pins this value; pin it with set_auto_layout)"
         c.pin(members[0], Pin(layout, shape, members[0].loc, why))
         _propagate(c)
+
+
+def _warps_of(value, kernel_num_warps: int) -> int:
+    """The warps that execute the code making ``value`` (a warp-specialize partition's, or the kernel's)."""
+    op = value.owner.parent_op if isinstance(value.owner, Block) else value.owner
+    return kernel_num_warps if op is None else partition_num_warps(op, kernel_num_warps)
 
 
 def _check(c: Constraints, rel: Relation) -> None:

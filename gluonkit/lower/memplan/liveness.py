@@ -34,8 +34,9 @@ regions' ``yield``/``condition``).
   before its memory is used for anything else.  An invalidated mbarrier ends at its last
   use (invalidating it while a TMA still signals it would be the program's error).
 
-The order is the program order of a single thread of control; ops whose regions run
-concurrently (warp specialization) would need their partitions' lifetimes kept apart.
+The order is the program order of a single thread of control.  The partitions of a
+``warp_specialize`` run at the same time, so an allocation made inside one is live over the
+whole ``warp_specialize`` op: no two partitions' buffers share bytes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ...ir import Block, Function, Operation, SharedMemoryDescType
+from ...ir.warp_specialize import enclosing_partition
 from ...layouts.barrier import MBarrierLayout
 
 __all__ = ["Lifetime", "buffer_lifetimes"]
@@ -169,6 +171,9 @@ class _Liveness:
             start, end = spans[uid]
             if isinstance(alloc.results[0].type.layout, MBarrierLayout) and uid not in invalidated:
                 end = self.end_of_function
+            partition = enclosing_partition(alloc)
+            if partition is not None:  # partitions run concurrently (module docstring)
+                start, end = min(start, self.pos[id(partition[0])]), max(end, self.last[id(partition[0])])
             lifetimes[uid] = Lifetime(alloc, start, end)
         return lifetimes
 

@@ -24,8 +24,14 @@ SHARED = 3
 
 
 def barrier(ctx: KernelLowering) -> None:
-    """``bar.sync 0``: every thread of the block reaches it before any continues."""
-    ctx.builder.asm(lir.FunctionType(lir.VoidType(), []), "bar.sync 0;", "~{memory}", [], side_effect=True)
+    """``bar.sync 0``: every thread of the block reaches it before any continues.
+
+    Inside warp-specialized code it is the named barrier of the threads running that code
+    (``ctx.sync_group``: ``bar.sync id, threads``).
+    """
+    barrier_id, threads = ctx.sync_group
+    text = f"bar.sync {barrier_id};" if threads is None else f"bar.sync {barrier_id}, {threads};"
+    ctx.builder.asm(lir.FunctionType(lir.VoidType(), []), text, "~{memory}", [], side_effect=True)
 
 
 def begin_use(ctx: KernelLowering, op) -> None:
@@ -67,7 +73,7 @@ def shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
 def scratch_pointer(ctx: KernelLowering, element: lir.Type, offset: lir.Value) -> lir.Value:
     """Address of element ``offset`` of a scratch array of ``element``s (after the buffers)."""
     base = _shared_base(ctx)
-    start = ctx.shared_plan.scratch_start
+    start = ctx.shared_plan.scratch_start + ctx.scratch_offset
     if start:
         base = ctx.builder.gep(base, [I32(start)], source_etype=I8)
     return ctx.builder.gep(base, [offset], source_etype=element)

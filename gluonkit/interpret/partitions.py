@@ -1,0 +1,188 @@
+"""The ``warp_specialize`` rule: partitions run as cooperating tasks of one program.
+
+Each partition runs its region in a Python thread, but only one runs at a time: a baton
+passes between them at explicit points, so every run is deterministic for its schedule
+(:mod:`.schedules`).  A partition hands the baton over when its ``mbarrier.wait`` cannot
+return yet (the program's ``blocker``), when it ends, and — under a random schedule —
+before any op.  The next partition is one that can run: not finished, and not waiting, or
+waiting on a phase that has completed since.
+
+When every unfinished partition waits on a phase that cannot complete, that is a
+deadlock: the error lists what each partition waits on (barrier, parity, line, what the
+barrier still expects, who has arrived on it).  Shared-memory accesses of different
+partitions that no mbarrier phase orders are races (:mod:`.happens_before`).  Partitions
+share the program's values and memory; each has its own asynchronous state (TMA store
+groups, wgmma groups: per-thread state on the GPU), checked when the partitions have all
+ended, and its own ``num_warps`` for layouts.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+from typing import Callable, List, Optional
+
+from ..ir.core import Operation
+from .engine import rule
+from .errors import InterpreterError
+from .happens_before import Clocks, enter
+from .schedules import Schedule
+
+__all__ = []
+
+_SWITCH_PROBABILITY = 0.25
+_STACK_BYTES = 64 << 20  # partitions interpret nested regions recursively
+
+
+class _Abort(BaseException):
+    """Unwinds a partition's thread when another one failed."""
+
+
+class _Task:
+    """One partition: its program view, region, and what it waits on."""
+
+    def __init__(self, index: int, name: str, program, block):
+        self.index, self.name, self.program, self.block = index, name, program, block
+        self.ready: Optional[Callable[[], bool]] = None  # set while blocked
+        self.describe: Optional[Callable[[], str]] = None
+        self.wait_loc = None
+        self.current_op: Optional[Operation] = None  # the op it is about to execute
+        self.done = False
+        self.result: List[object] = []
+
+
+class _Scheduler:
+    """Passes the baton between the tasks according to ``schedule`` (module docstring)."""
+
+    def __init__(self, schedule: Schedule, tasks: List[_Task], op: Operation):
+        self.schedule, self.tasks, self.op = schedule, tasks, op
+        self.clocks = Clocks([t.name for t in tasks])  # happens-before between the partitions
+        self.rng = random.Random(f"partitions/{schedule.seed}")
+        self.cond = threading.Condition()
+        self.current: Optional[_Task] = None
+        self.error: Optional[BaseException] = None
+
+    # ------------------------------------------------------------ main thread
+    def run(self) -> None:
+        old = threading.stack_size(_STACK_BYTES)
+        try:
+            threads = [threading.Thread(target=self._body, args=(t,), daemon=True) for t in self.tasks]
+        finally:
+            threading.stack_size(old)
+        with self.cond:
+            self.current = self.tasks[-1] if self.schedule.policy == "reverse" else self.tasks[0]
+            for thread in threads:
+                thread.start()
+            while self.error is None and not all(t.done for t in self.tasks):
+                self.cond.wait()
+        for thread in threads:
+            thread.join()
+        if self.error is not None:
+            raise self.error
+
+    # ----------------------------------------------------------- task threads
+    def _body(self, task: _Task) -> None:
+        try:
+            enter(self.clocks, task.index)
+            self._await_turn(task)
+            task.result = task.program.run_block(task.block, [])
+            with self.cond:
+                task.done = True
+                self._hand_over(task)
+        except _Abort:
+            pass
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            with self.cond:
+                if self.error is None:
+                    self.error = e
+                self.cond.notify_all()
+
+    def _await_turn(self, task: _Task) -> None:
+        with self.cond:
+            while self.current is not task and self.error is None:
+                self.cond.wait()
+            if self.error is not None:
+                raise _Abort()
+
+    def _runnable(self) -> List[_Task]:
+        return [t for t in self.tasks if not t.done and (t.ready is None or t.ready())]
+
+    def _hand_over(self, task: _Task, candidates: Optional[List[_Task]] = None) -> None:
+        """Give the baton to the next runnable task after ``task`` (holding the lock)."""
+        runnable = self._runnable() if candidates is None else candidates
+        if not runnable:
+            if not all(t.done for t in self.tasks):
+                self.error = self._deadlock()
+            self.cond.notify_all()
+            return
+        n = len(self.tasks)
+        if self.schedule.policy == "random":
+            chosen = self.rng.choice(runnable)
+        else:
+            step = -1 if self.schedule.policy == "reverse" else 1
+            order = [self.tasks[(task.index + step * k) % n] for k in range(1, n + 1)]
+            chosen = next(t for t in order if t in runnable)
+        self.current = chosen
+        self.cond.notify_all()
+
+    def block(self, task: _Task, ready: Callable[[], bool], describe: Callable[[], str], loc) -> None:
+        """``task`` cannot go on until ``ready()``: let others run meanwhile."""
+        task.ready, task.describe, task.wait_loc = ready, describe, loc
+        with self.cond:
+            self._hand_over(task)
+        self._await_turn(task)
+        task.ready = task.describe = task.wait_loc = None
+
+    def point(self, task: _Task) -> None:
+        """Before an op: under a random schedule, maybe let another partition run first."""
+        if self.schedule.policy != "random" or self.rng.random() >= _SWITCH_PROBABILITY:
+            return
+        with self.cond:
+            self._hand_over(task, [t for t in self._runnable() if t is not task] or [task])
+        self._await_turn(task)
+
+    def _deadlock(self) -> InterpreterError:
+        waiting = [t for t in self.tasks if not t.done]
+        first = waiting[0]
+        notes = [(f"{t.name} waits here: {t.describe()}", t.wait_loc) for t in waiting[1:]]
+        ended = [t.name for t in self.tasks if t.done]
+        if ended:
+            notes.append((f"{', '.join(ended)} already ended, so they cannot arrive any more", None))
+        return InterpreterError(
+            f"deadlock: every partition of the warp_specialize at line {self.op.loc.line} that has not ended waits on "
+            f"an mbarrier phase that cannot complete; {first.name} waits here: {first.describe()}. Check the "
+            "parities (they flip each time a phase completes), the arrival counts given to mbarrier.init, and that "
+            "the partition meant to arrive does so", first.wait_loc, notes)
+
+
+def _partition_name(index: int) -> str:
+    return "the default partition" if index == 0 else f"worker partition {index - 1}"
+
+
+@rule("warp_specialize")
+def _warp_specialize(program, op, operands):
+    schedule = program.schedule or Schedule("forward")
+    tasks: List[_Task] = []
+    for index, (region, warps) in enumerate(zip(op.regions, op.attrs["num_warps"])):
+        view = copy.copy(program)  # shares the values (env) and memory; own async state and warps
+        view.num_warps = warps
+        view.partition_name = _partition_name(index)
+        view.async_state, view.progress, view.at_exit = {}, {}, {}
+        tasks.append(_Task(index, _partition_name(index), view, region))
+    scheduler = _Scheduler(schedule, tasks, op)
+    for task in tasks:
+        task.program.blocker = (lambda ready, describe, t=task:
+                                scheduler.block(t, ready, describe, t.current_op.loc))
+        task.program.progress["partitions"] = lambda prog, inner, t=task: _before_op(scheduler, t, inner)
+    scheduler.run()
+    for task in tasks:
+        for finish in list(task.program.at_exit.values()):
+            finish(task.program, op)
+    return tasks[0].result
+
+
+def _before_op(scheduler: _Scheduler, task: _Task, op: Operation) -> None:
+    task.current_op = op
+    scheduler.point(task)
+

@@ -1,0 +1,264 @@
+"""Lowering of ``warp_specialize``: one kernel whose warps dispatch on their warp id.
+
+The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  Its shape:
+
+* **Entry.**  After the prologue every thread reads its warp id (made warp-uniform with a
+  ``shfl.sync``).  The kernel's own warps (``warp < num_warps``) run the kernel body; the
+  other warps go to the *worker chain*.  With register budgets, each warpgroup first sets
+  its budget with ``setmaxnreg.inc``/``.dec`` (the kernel is compiled with ``.maxnreg`` =
+  the budget every warp starts with), workers' warpgroups by the largest budget of the
+  partitions in them.
+* **Fork and join.**  ``warp_specialize`` ops sit at the kernel's top level, so every one
+  is reached once, in order, by the kernel's warps; the worker chain visits them in the
+  same order.  At each, all threads meet at named barrier 1 (``barrier.sync 1, threads``: the
+  fork, after which shared memory the body wrote before is visible to the workers); the
+  kernel's warps run the default partition inline and the other warps branch on their warp
+  id to their partition (padding warps to none); all meet at barrier 1 again (the join).
+* **Inside a partition** warp ids count from the partition's first warp, so its layouts,
+  its elected thread and its wgmma warpgroups are its own; ``bar.sync`` (``thread_barrier``,
+  shared-memory ordering, conversions through scratch) is named barrier ``2 + i`` over worker
+  ``i``'s threads, or barrier 0 over the kernel's warps in the default partition and the
+  rest of the kernel; each partition gets its own slice of scratch memory after the others'.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import llvmlite.ir as lir
+
+from ...ir import CompilationError, Operation, Value
+from ...ir.warp_specialize import PartitionPlan, op_plan, WARPGROUP
+from ..context import KernelLowering
+from ..llvm_types import I1, I8, I32
+from ..memplan.scratch import SHARED, barrier, shared_base
+from .shared_memory import SharedPointer
+from ..registry import lowering
+from ..walk import lower_block
+
+__all__ = ["prepare", "finish", "partition_report"]
+
+FORK_BARRIER = 1
+FIRST_WORKER_BARRIER = 2
+MAX_BARRIERS = 16
+CAPTURE_SLOT = 8  # bytes per captured value
+_VOID = lir.FunctionType(lir.VoidType(), [])
+
+
+class _WarpSpecialization:
+    """The kernel-wide state: the plan, the uniform warp id and where the worker chain continues."""
+
+    def __init__(self, plan: PartitionPlan, warp_id: lir.Value, chain: lir.IRBuilder):
+        self.plan = plan
+        self.warp_id = warp_id
+        self.chain = chain
+
+
+def _asm(builder: lir.IRBuilder, text: str) -> None:
+    builder.asm(_VOID, text, "~{memory}", [], side_effect=True)
+
+
+def _setmaxnreg(builder: lir.IRBuilder, regs: Optional[int], initial: int) -> None:
+    if regs is None or regs == initial:
+        return
+    _asm(builder, f"setmaxnreg.{'inc' if regs > initial else 'dec'}.sync.aligned.u32 {regs};")
+
+
+def prepare(ctx: KernelLowering) -> None:
+    """Set up dispatch and register budgets when the kernel has ``warp_specialize`` ops (module docstring)."""
+    ops = [op for op in ctx.func.body.ops if op.name == "warp_specialize"]
+    if not ops:
+        return
+    plan = op_plan(ops[0], ctx.func.num_warps)
+    for op in ops[1:]:
+        if op.attrs["num_warps"] != ops[0].attrs["num_warps"] or op.attrs["num_regs"] != ops[0].attrs["num_regs"]:
+            raise CompilationError(
+                "warp_specialize: every warp_specialize of a kernel must use the same worker_num_warps and "
+                f"worker_num_regs (the first, at line {ops[0].loc.line}, uses {list(ops[0].attrs['num_warps'][1:])} "
+                f"and {ops[0].attrs['num_regs']}): the kernel's warps and registers are fixed at launch", op.loc)
+    workers = len(plan.num_warps) - 1
+    if FIRST_WORKER_BARRIER + workers > MAX_BARRIERS:
+        raise CompilationError(f"warp_specialize: at most {MAX_BARRIERS - FIRST_WORKER_BARRIER} worker partitions "
+                               f"fit in the {MAX_BARRIERS} named barriers, got {workers}", ops[0].loc)
+    if plan.default_regs is not None:
+        ctx.fn.attributes.add(f'"nvvm.maxnreg"="{plan.initial_regs}"')
+    ctx.sync_group = (0, 32 * ctx.func.num_warps)
+    # Replace the prologue's branch to the body by the dispatch on the warp id.
+    block = ctx.prologue.block
+    branch = block.instructions[-1]
+    body = branch.operands[0]
+    block.instructions.remove(branch)
+    block.terminator = None
+    entry = lir.IRBuilder(block)
+    warp_id = entry.asm(lir.FunctionType(I32, [I32]), "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
+                        [ctx.warp], side_effect=False, name="warp_id")
+    default = ctx.fn.append_basic_block("ws.default")
+    workers_entry = ctx.fn.append_basic_block("ws.workers")
+    dispatch = entry.cbranch(entry.icmp_unsigned("<", warp_id, I32(ctx.func.num_warps)), default, workers_entry)
+    ctx.prologue.position_before(dispatch)
+    start = lir.IRBuilder(default)
+    _setmaxnreg(start, plan.default_regs, plan.initial_regs)
+    start.branch(body)
+    chain = lir.IRBuilder(workers_entry)
+    chain = _worker_budgets(ctx, chain, plan, warp_id)
+    ctx.warp_specialization = _WarpSpecialization(plan, warp_id, chain)
+
+
+def _worker_budgets(ctx: KernelLowering, chain: lir.IRBuilder, plan: PartitionPlan, warp_id) -> lir.IRBuilder:
+    """Each workers' warpgroup sets its budget; returns the builder where the chain goes on."""
+    first = ctx.func.num_warps // WARPGROUP
+    budgets = plan.group_regs[first:]
+    if all(r is None or r == plan.initial_regs for r in budgets):
+        return chain
+    if len(set(budgets)) == 1:
+        _setmaxnreg(chain, budgets[0], plan.initial_regs)
+        return chain
+    after = ctx.fn.append_basic_block("ws.budgets_set")
+    group = chain.lshr(warp_id, I32(2))
+    switch = chain.switch(group, after)
+    for g, regs in enumerate(budgets, start=first):
+        case = ctx.fn.append_basic_block(f"ws.budget{g}")
+        switch.add_case(I32(g), case)
+        b = lir.IRBuilder(case)
+        _setmaxnreg(b, regs, plan.initial_regs)
+        b.branch(after)
+    return lir.IRBuilder(after)
+
+
+def finish(ctx: KernelLowering) -> None:
+    """End the worker chain once the whole kernel is lowered (the workers' last join, then return)."""
+    if ctx.warp_specialization is not None:
+        ctx.warp_specialization.chain.ret_void()
+
+
+def partition_report(ctx: KernelLowering) -> list:
+    """For the compiled kernel's metadata: each partition's warps and register budget (empty without partitions)."""
+    ws = ctx.warp_specialization
+    if ws is None:
+        return []
+    plan, report = ws.plan, []
+    for i, (first, count) in enumerate(zip(plan.starts, plan.num_warps)):
+        regs = plan.default_regs if i == 0 else plan.group_regs[first // WARPGROUP]
+        report.append({"partition": "default" if i == 0 else f"worker {i - 1}", "first_warp": first,
+                       "num_warps": count, "registers": regs if regs is not None else plan.initial_regs})
+    return report
+
+
+def _fork_join(builder: lir.IRBuilder, threads: int) -> None:
+    # Not ``bar.sync`` (= ``barrier.sync.aligned``): the two sides reach it from different instructions.
+    _asm(builder, f"barrier.sync {FORK_BARRIER}, {threads};")
+
+
+def _captures(ctx: KernelLowering, op: Operation) -> List[Value]:
+    """The values the workers use from outside whose lowered form does not dominate the worker chain."""
+    seen: Dict[int, Value] = {}
+    for region in op.regions[1:]:
+        defined = set()
+        for inner in region.walk():
+            defined.update(r.uid for r in inner.results)
+            defined.update(a.uid for reg in inner.regions for a in reg.args)
+        for inner in region.walk():
+            for value in inner.operands:
+                if value.uid not in defined and value.uid not in seen and _needs_capture(ctx, value):
+                    seen[value.uid] = value
+    return list(seen.values())
+
+
+def _llvm_part(lowered) -> lir.Value:
+    return lowered.pointer if isinstance(lowered, SharedPointer) else lowered
+
+
+def _needs_capture(ctx: KernelLowering, value: Value) -> bool:
+    part = _llvm_part(ctx.get(value))
+    if isinstance(part, (lir.Constant, lir.Argument)):
+        return False
+    return getattr(part, "parent", None) is not ctx.prologue.block
+
+
+def _slot(ctx: KernelLowering, builder: lir.IRBuilder, index: int, ty: lir.Type) -> lir.Value:
+    base = builder.gep(shared_base(ctx), [I32(ctx.shared_plan.scratch_start + CAPTURE_SLOT * index)],
+                       source_etype=I8)
+    return base if ty == I8 else builder.bitcast(base, lir.PointerType(addrspace=SHARED))
+
+
+def _store_captures(ctx: KernelLowering, captures: List[Value]) -> None:
+    """Thread 0 of the kernel's warps writes the captured values to their slots (before the fork)."""
+    b = ctx.builder
+    if ctx.scratch_used:  # other threads may still read scratch memory, where the slots are
+        barrier(ctx)
+    first = b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
+    with b.if_then(first):
+        for index, value in enumerate(captures):
+            part = _llvm_part(ctx.get(value))
+            if part.type == I1:
+                part = b.zext(part, I8)
+            b.store(part, _slot(ctx, b, index, part.type))
+
+
+def _load_captures(ctx: KernelLowering, chain: lir.IRBuilder, captures: List[Value]) -> Dict[int, object]:
+    """The workers read the captured values back (after the fork), as lowered values by value id."""
+    loaded = {}
+    for index, value in enumerate(captures):
+        lowered = ctx.get(value)
+        part = _llvm_part(lowered)
+        ty = I8 if part.type == I1 else part.type
+        got = chain.load(_slot(ctx, chain, index, ty), typ=ty)
+        if part.type == I1:
+            got = chain.trunc(got, I1)
+        loaded[value.uid] = SharedPointer(got, lowered.xor, lowered.align) if isinstance(lowered, SharedPointer) \
+            else got
+    return loaded
+
+
+@lowering("warp_specialize")
+def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
+    ws: _WarpSpecialization = ctx.warp_specialization
+    plan, threads = ws.plan, ws.plan.num_threads
+    debug = ctx.debug.location(op.loc)
+    captures = _captures(ctx, op)
+    capture_bytes = -(-CAPTURE_SLOT * len(captures) // 16) * 16
+    # The kernel's warps: publish the captures, fork, run the default partition inline, join.
+    if captures:
+        _store_captures(ctx, captures)
+    _fork_join(ctx.builder, threads)
+    outer_scratch = ctx.scratch_bytes
+    ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = capture_bytes, 0, False
+    terminator = lower_block(ctx, op.regions[0])
+    for result, value in zip(op.results, terminator.operands):
+        ctx.set(result, ctx.get(value))
+    ctx.builder.debug_metadata = debug
+    _fork_join(ctx.builder, threads)
+    cursor = capture_bytes + -(-ctx.scratch_bytes // 16) * 16
+    # The other warps: fork, read the captures, dispatch to their partition, join.
+    chain = ws.chain
+    chain.debug_metadata = debug
+    _fork_join(chain, threads)
+    loaded = _load_captures(ctx, chain, captures)
+    join = ctx.fn.append_basic_block("ws.join")
+    switch = chain.switch(ws.warp_id, join)
+    saved = (ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, dict(ctx.values))
+    try:
+        ctx.values.update(loaded)
+        for i, region in enumerate(op.regions[1:]):
+            first, count = plan.starts[i + 1], plan.num_warps[i + 1]
+            entry = ctx.fn.append_basic_block(f"ws.partition{i}")
+            for w in range(first, first + count):
+                switch.add_case(I32(w), entry)
+            ctx.builder = lir.IRBuilder(entry)
+            ctx.warp = ctx.prologue.sub(saved[1], I32(first), name=f"partition{i}.warp")
+            ctx._thread_parts = {}
+            ctx.sync_group = (FIRST_WORKER_BARRIER + i, 32 * count)
+            ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = cursor, 0, False
+            lower_block(ctx, region)
+            cursor += -(-ctx.scratch_bytes // 16) * 16
+            ctx.builder.branch(join)
+    finally:
+        ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, values = saved
+        ctx.values.clear()
+        ctx.values.update(values)
+        ctx.values.update((r.uid, ctx.get(v)) for r, v in zip(op.results, terminator.operands))
+    ctx.scratch_offset = 0
+    ctx.scratch_bytes, ctx.scratch_used = max(outer_scratch, cursor), True
+    ws.chain = lir.IRBuilder(join)
+    ws.chain.debug_metadata = debug
+    _fork_join(ws.chain, threads)
