@@ -18,3 +18,4 @@ from .verifier import layouts_match, verify
 from . import verify_shared  # noqa: F401,E402  (registers the shared-memory and mbarrier rules)
 from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rules)
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)
+from . import verify_collective  # noqa: F401,E402  (registers scan, histogram, gather, map_elementwise)

@@ -88,6 +88,20 @@ _CATALOGUE = [
     OpDef("reduce", "x0 … xn-1", ("axis",), "combine(2n args) -> yield n", "n values",
           "Reduces n tensors of one shape along axis with the combine region; results are "
           "tensors in SliceLayout(axis, x's layout), or scalars when x is 1-D."),
+    # -- scans, histograms, gathers and mapped functions (Gluon 3.9 builtins) --------------
+    OpDef("scan", "x0 … xn-1", ("axis", "reverse"), "combine(2n args) -> yield n", "n tensors like x",
+          "Inclusive associative scan of n tensors of one shape and layout along axis with the "
+          "combine region (from the last element towards the first when reverse); results keep "
+          "the operands' shape and layout."),
+    OpDef("histogram", "x [, mask]", ("num_bins", "has_mask"), "", "tensor<int32>[num_bins]",
+          "Counts of the values 0 … num_bins-1 in the 1-D integer tensor x (where mask holds); "
+          "other values are not counted. The result has the result type's layout."),
+    OpDef("gather", "src, index", ("axis",), "", "tensor of index's shape and layout, src's element",
+          "result[i…] = src[i… with coordinate axis replaced by index[i…]]; index has src's rank "
+          "and src's size in every dimension but axis."),
+    OpDef("map_elementwise", "x0 … xn-1", ("pack",), "fn(n*pack scalars) -> yield m*pack", "m tensors",
+          "Applies the region to every group of pack consecutive elements (in each thread's register "
+          "order) of n tensors of one shape and layout; results have that shape and layout."),
     # -- memory ----------------------------------------------------------------------------
     OpDef("load", "ptr [, mask [, other]]", ("cache_modifier", "eviction_policy", "volatile", "has_mask", "has_other"),
           "", "tensor or scalar of ptr's element type",
@@ -155,7 +169,7 @@ _CATALOGUE = [
           "Two-way branch on a scalar int1; both regions yield values of the same types."),
     OpDef("while", "init…", (), "before(args…) -> condition; after(args…) -> yield args…", "args…",
           "Loop: the before region computes a condition and forwards values; while true, the after region runs."),
-    OpDef("yield", "v…", (), "", "none", "Terminates for/if/while-after regions and reduce combine regions."),
+    OpDef("yield", "v…", (), "", "none", "Terminates for/if/while-after regions and the regions of reduce, scan and map_elementwise."),
     OpDef("condition", "cond, v…", (), "", "none", "Terminates a while's before region."),
     OpDef("return", "", (), "", "none", "Terminates a kernel."),
     # -- debugging and hints ---------------------------------------------------------------

@@ -12,6 +12,8 @@ from ..ir.types import (
 )
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
+from .collective import *  # noqa: F401,F403 - scans, histogram, gather, map_elementwise
+from .collective import __all__ as _collective_names
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -44,4 +46,4 @@ __all__ = [
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
-] + list(_builtin_names) + _exported_layouts
+] + list(_builtin_names) + list(_collective_names) + _exported_layouts
