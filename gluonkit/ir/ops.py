@@ -37,9 +37,9 @@ class OpDef:
 
 
 BINARY_FNS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
-              "maximum", "minimum", "pow", "umulhi")
+              "maximum", "minimum", "pow", "umulhi", "div_rn", "div_approx")
 UNARY_FNS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
-             "cos", "floor", "ceil", "erf")
+             "cos", "floor", "ceil", "erf", "sqrt_rn")
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 _CATALOGUE = [
@@ -55,9 +55,11 @@ _CATALOGUE = [
     OpDef("binary", "lhs, rhs", ("fn",), "", "like lhs",
           f"Element-wise binary arithmetic; fn is one of {', '.join(BINARY_FNS)}. "
           "``shr`` is arithmetic for signed and logical for unsigned integers; ``maximum``/"
-          "``minimum`` take attr ``propagate_nan`` (``'none'`` or ``'all'``)."),
+          "``minimum`` take attr ``propagate_nan`` (``'none'`` or ``'all'``); float ``div`` may be off by 2 ulp "
+          "on the GPU, ``div_rn`` is IEEE round-to-nearest and ``div_approx`` the fast approximation."),
     OpDef("unary", "x", ("fn",), "", "like x",
-          f"Element-wise unary math; fn is one of {', '.join(UNARY_FNS)}; ``not`` is bitwise."),
+          f"Element-wise unary math; fn is one of {', '.join(UNARY_FNS)}; ``not`` is bitwise; "
+          "``sqrt`` may be approximate on the GPU, ``sqrt_rn`` is IEEE round-to-nearest."),
     OpDef("compare", "lhs, rhs", ("predicate",), "", "int1, shaped like lhs",
           f"Element-wise comparison; predicate is one of {', '.join(COMPARE_PREDICATES)}; "
           "signedness follows the operand type; float comparisons are ordered (NaN compares false except ne)."),

@@ -14,6 +14,9 @@ from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
 from .collective import *  # noqa: F401,F403 - scans, histogram, gather, map_elementwise
 from .collective import __all__ as _collective_names
+from .layout_queries import bank_conflicts, to_linear_layout
+from .math_extra import *  # noqa: F401,F403 - clamp, umulhi, fdiv, xor_sum, ravel …
+from .math_extra import __all__ as _math_extra_names
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -46,4 +49,4 @@ __all__ = [
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
-] + list(_builtin_names) + list(_collective_names) + _exported_layouts
+] + list(_builtin_names) + list(_collective_names) + ["to_linear_layout", "bank_conflicts"] + list(_math_extra_names) + _exported_layouts

@@ -1,0 +1,205 @@
+"""Gluon 3.9's layout queries and small element-wise/reduction builtins.
+
+``to_linear_layout`` and ``bank_conflicts`` are checked against the answers Triton 3.9's
+Gluon gives for the same layouts (recorded here); the element-wise and reduction helpers run
+in the interpreter on random inputs against numpy and lower through ptxas for sm_90a and
+sm_100a with the PTX instructions their rounding modes call for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError
+from gluonkit.lower.backend.ptxas import find_ptxas
+from interpreting import interpreter_on
+
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+BLOCKED = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
+NVMMA_128B = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+NVMMA_64B = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=16, rank=2)
+
+
+# ----------------------------------------------------------------------- layout queries
+@gluonkit.jit
+def _linear_layouts(p, L: gl.constexpr, S: gl.constexpr, EXPECT_L: gl.constexpr,
+                    EXPECT_S: gl.constexpr, EXPECT_SL: gl.constexpr):
+    gl.static_assert(gl.to_linear_layout(L, [32, 64]) == EXPECT_L)
+    gl.static_assert(gl.to_linear_layout(S, [32, 32]) == EXPECT_S)
+    gl.static_assert(gl.to_linear_layout(gl.SliceLayout(0, L), [64]) == EXPECT_SL)
+    gl.static_assert(gl.to_linear_layout(gl.AutoLayout(), [64]) == gl.AutoLayout())
+
+
+def test_to_linear_layout_gives_triton_39s_bases():
+    # Printed by Triton 3.9's gl.to_linear_layout for the same layouts and shapes.
+    expect_l = gl.DistributedLinearLayout(
+        reg_bases=[[0, 1], [0, 2], [0, 16], [0, 32]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
+        warp_bases=[[8, 0], [16, 0]], block_bases=[], shape=[32, 64])
+    expect_s = gl.SharedLinearLayout(
+        offset_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 8], [4, 16], [8, 0], [16, 0]],
+        block_bases=[], alignment=512)
+    expect_sl = gl.DistributedLinearLayout(reg_bases=[[1], [2], [16], [32]], lane_bases=[[4], [8], [0], [0], [0]],
+                                           warp_bases=[[0], [0]], block_bases=[], shape=[64])
+    _linear_layouts.build_ir([gl.pointer_type(gl.float32)], dict(L=BLOCKED, S=NVMMA_64B, EXPECT_L=expect_l,
+                                                               EXPECT_S=expect_s, EXPECT_SL=expect_sl))
+    with pytest.raises(CompilationError, match="static_assert failed"):
+        other_swizzle = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+        _linear_layouts.build_ir([gl.pointer_type(gl.float32)], dict(L=BLOCKED, S=other_swizzle,
+                                                                   EXPECT_L=expect_l, EXPECT_S=expect_s,
+                                                                   EXPECT_SL=expect_sl))
+
+
+@gluonkit.jit
+def _conflicts(p, R: gl.constexpr, S: gl.constexpr, M: gl.constexpr, N: gl.constexpr, DT: gl.constexpr,
+               EXPECT: gl.constexpr):
+    x = gl.full([M, N], 0, DT, R)
+    smem = gl.allocate_shared_memory(DT, [M, N], S)
+    gl.static_assert(gl.bank_conflicts(x.type, smem.type) == EXPECT)
+
+
+@pytest.mark.parametrize("case", [
+    # (register layout, shared layout, shape, dtype, Triton 3.9's answer)
+    (BLOCKED, NVMMA_128B, (64, 64), gl.float16, 1),
+    (gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]), gl.SwizzledSharedLayout(1, 1, 1, [0, 1]), (32, 32),
+     gl.float32, 31),
+    (gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]), gl.SwizzledSharedLayout(1, 1, 1, [1, 0]), (32, 32),
+     gl.float32, 0),
+], ids=["nvmma_fp16", "column_major_fp32", "row_major_fp32"])
+def test_bank_conflicts_of_tensor_and_buffer_types(case):
+    r, s, (m, n), dt, expect = case
+    _conflicts.build_ir([gl.pointer_type(gl.float32)], dict(R=r, S=s, M=m, N=n, DT=dt, EXPECT=expect))
+    with pytest.raises(CompilationError, match="static_assert failed"):
+        _conflicts.build_ir([gl.pointer_type(gl.float32)], dict(R=r, S=s, M=m, N=n, DT=dt, EXPECT=expect + 1))
+
+
+@gluonkit.jit
+def _bad_conflicts(p):
+    x = gl.full([32, 32], 0, gl.float32, gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0]))
+    smem = gl.allocate_shared_memory(gl.float16, [32, 32], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    n = gl.bank_conflicts(x.type, smem.type)
+
+
+def test_bank_conflicts_rejects_mismatched_types():
+    with pytest.raises(TypeMismatchError, match="element types differ") as info:
+        _bad_conflicts.build_ir([gl.pointer_type(gl.float32)])
+    assert "gl.bank_conflicts(x.type, smem.type)" in str(info.value)
+
+
+# ---------------------------------------------------------------- element-wise helpers
+@gluonkit.jit
+def _math_kernel(x_ptr, y_ptr, out_ptr, N: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, N, layout=layout)
+    x = gl.load(x_ptr + offs)
+    y = gl.load(y_ptr + offs)
+    gl.store(out_ptr + 0 * N + offs, gl.clamp(x, -0.5, 0.5))
+    gl.store(out_ptr + 1 * N + offs, gl.clamp(x, -0.5, 0.5, propagate_nan=gl.PropagateNan.ALL))
+    gl.store(out_ptr + 2 * N + offs, gl.div_rn(x, y))
+    gl.store(out_ptr + 3 * N + offs, gl.fdiv(x, y, ieee_rounding=True))
+    gl.store(out_ptr + 4 * N + offs, gl.fdiv(x, y, approx=True))
+    gl.store(out_ptr + 5 * N + offs, gl.sqrt_rn(gl.abs(y)))
+    gl.store(out_ptr + 6 * N + offs, gl.sub(gl.add(x, y), gl.mul(x, y)))
+    a, b = gl.broadcast(gl.to_tensor(2.0), x)
+    gl.store(out_ptr + 7 * N + offs, a * b)
+
+
+@gluonkit.jit
+def _int_kernel(x_ptr, y_ptr, out_ptr, N: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, N, layout=layout)
+    x = gl.load(x_ptr + offs)
+    y = gl.load(y_ptr + offs)
+    gl.store(out_ptr + offs, gl.umulhi(x, y))
+    gl.store(out_ptr + N + offs, gl.clamp(x, -1000, 1000))
+    gl.store(out_ptr + 2 * N, gl.xor_sum(x))
+    gl.store(out_ptr + 2 * N + 1, gl.reduce_or(y, 0))
+
+
+@gluonkit.jit
+def _ravel_kernel(x_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, layout))
+    x = gl.max_constancy(gl.load(x_ptr + rows[:, None] * N + cols[None, :]), [1, 1])
+    flat = gl.ravel(x)
+    gl.store(out_ptr + gl.arange(0, M * N, layout=gl.BlockedLayout([4], [32], [4], [0])),
+             gl.convert_layout(flat, gl.BlockedLayout([4], [32], [4], [0])))
+
+
+LAYOUT_1D = gl.BlockedLayout([2], [32], [4], [0])
+
+
+def test_float_helpers_match_numpy():
+    n = 256
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal(n).astype(np.float32)
+    x[::17] = np.nan
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.full(8 * n, -7.0, np.float32)
+    with interpreter_on():
+        _math_kernel[(1,)](x, y, out, N=n, layout=LAYOUT_1D, num_warps=4)
+    out = out.reshape(8, n)
+    nan = np.isnan(x)
+    assert np.array_equal(out[0], np.where(nan, -0.5, np.clip(x, -0.5, 0.5)))
+    assert np.array_equal(out[1][~nan], np.clip(x, -0.5, 0.5)[~nan]) and np.isnan(out[1][nan]).all()
+    assert np.array_equal(out[2], x / y, equal_nan=True) and np.array_equal(out[3], x / y, equal_nan=True)
+    np.testing.assert_allclose(out[4][~nan], (x / y)[~nan], rtol=1e-6)
+    assert np.array_equal(out[5], np.sqrt(np.abs(y)))
+    np.testing.assert_allclose(out[6][~nan], (x.astype(np.float64) + y - x.astype(np.float64) * y)[~nan], rtol=1e-5,
+                               atol=1e-6)
+    assert np.array_equal(out[7], 2 * x, equal_nan=True)
+
+
+def test_integer_helpers_match_numpy():
+    n = 256
+    rng = np.random.default_rng(22)
+    x = rng.integers(-2**31, 2**31, n).astype(np.int32)
+    y = rng.integers(-2**31, 2**31, n).astype(np.int32)
+    out = np.zeros(2 * n + 2, np.int32)
+    with interpreter_on():
+        _int_kernel[(1,)](x, y, out, N=n, layout=LAYOUT_1D, num_warps=4)
+    hi = (x.view(np.uint32).astype(np.uint64) * y.view(np.uint32).astype(np.uint64)) >> np.uint64(32)
+    assert np.array_equal(out[:n], hi.astype(np.uint32).view(np.int32))  # umulhi is unsigned, as in Triton
+    assert np.array_equal(out[n:2 * n], np.clip(x, -1000, 1000))
+    assert out[2 * n] == np.bitwise_xor.reduce(x) and out[2 * n + 1] == np.bitwise_or.reduce(y)
+
+
+def test_ravel_flattens_row_major():
+    x = np.random.default_rng(23).standard_normal((16, 32)).astype(np.float32)
+    out = np.zeros(512, np.float32)
+    with interpreter_on():
+        _ravel_kernel[(1,)](x, out, M=16, N=32, layout=BLOCKED, num_warps=4)
+    assert np.array_equal(out, x.ravel())
+
+
+@gluonkit.jit
+def _bad_div_rn(p):
+    x = gl.load(p + gl.arange(0, 128, layout=gl.BlockedLayout([1], [32], [4], [0])))
+    y = gl.div_rn(x, x)
+
+
+@gluonkit.jit
+def _bad_fdiv(p):
+    x = gl.load(p)
+    y = gl.fdiv(x, x, ieee_rounding=True, approx=True)
+
+
+def test_helpers_reject_bad_operands():
+    with pytest.raises(TypeMismatchError, match="div_rn expects float32 operands, got float16") as info:
+        _bad_div_rn.build_ir([gl.pointer_type(gl.float16)])
+    assert "y = gl.div_rn(x, x)" in str(info.value)
+    with pytest.raises(ArgumentError, match="cannot be combined"):
+        _bad_fdiv.build_ir([gl.pointer_type(gl.float32)])
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_helpers_lower_with_their_rounding_modes(target):
+    ptx = _math_kernel.compile("*fp32:16", "*fp32:16", "*fp32:16", target=target, num_warps=4, N=256,
+                               layout=LAYOUT_1D).asm["ptx"]
+    for instruction in ("div.rn.f32", "div.approx.f32", "sqrt.rn.f32"):
+        assert instruction in ptx
+    compiled = _int_kernel.compile("*i32:16", "*i32:16", "*i32:16", target=target, num_warps=4, N=256,
+                                   layout=LAYOUT_1D)
+    assert "mul.hi.u32" in compiled.asm["ptx"] or "mul.wide.u32" in compiled.asm["ptx"]
+    _ravel_kernel.compile("*fp32:16", "*fp32:16", target=target, num_warps=4, M=16, N=32, layout=BLOCKED)
