@@ -203,3 +203,43 @@ def test_helpers_lower_with_their_rounding_modes(target):
                                    layout=LAYOUT_1D)
     assert "mul.hi.u32" in compiled.asm["ptx"] or "mul.wide.u32" in compiled.asm["ptx"]
     _ravel_kernel.compile("*fp32:16", "*fp32:16", target=target, num_warps=4, M=16, N=32, layout=BLOCKED)
+
+
+@gluonkit.jit
+def _methods_kernel(x_ptr, i_ptr, out_ptr, N: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, N, layout=layout)
+    x = gl.load(x_ptr + offs)
+    i = gl.load(i_ptr + offs)
+    gl.store(out_ptr + offs, x.cumsum(0))
+    gl.store(out_ptr + N + offs, x.cumprod(0, reverse=True))
+    gl.store(out_ptr + 2 * N + offs, x.gather(i, 0))
+    gl.store(out_ptr + 3 * N + offs, x.sqrt_rn())
+    gl.store(out_ptr + 4 * N + offs, x.associative_scan(0, _max_fn))
+    gl.store(out_ptr + 5 * N + offs, i.histogram(N, layout=layout).to(gl.float32))
+    gl.store(out_ptr + 6 * N, i.xor_sum().to(gl.float32))
+    gl.store(out_ptr + 6 * N + 1, i.reduce_or(0).to(gl.float32))
+    gl.store(out_ptr + 6 * N + 2 + offs, x.ravel())
+
+
+@gluonkit.jit
+def _max_fn(a, b):
+    return gl.maximum(a, b)
+
+
+def test_tensor_methods_forward_to_the_builtins():
+    n = 128
+    rng = np.random.default_rng(24)
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    i = rng.integers(0, n, n).astype(np.int32)
+    out = np.zeros(7 * n + 2, np.float32)
+    with interpreter_on():
+        _methods_kernel[(1,)](x, i, out, N=n, layout=gl.BlockedLayout([1], [32], [4], [0]), num_warps=4)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(out[:n], np.cumsum(x64), rtol=1e-5)
+    np.testing.assert_allclose(out[n:2 * n], np.cumprod(x64[::-1])[::-1], rtol=1e-4)
+    assert np.array_equal(out[2 * n:3 * n], x[i])
+    assert np.array_equal(out[3 * n:4 * n], np.sqrt(x))
+    assert np.array_equal(out[4 * n:5 * n], np.maximum.accumulate(x))
+    assert np.array_equal(out[5 * n:6 * n], np.bincount(i, minlength=n))
+    assert out[6 * n] == np.bitwise_xor.reduce(i) and out[6 * n + 1] == np.bitwise_or.reduce(i)
+    assert np.array_equal(out[6 * n + 2:], x)

@@ -16,7 +16,7 @@ from ..ir.types import TensorType, int32, uint32
 from ..layouts.distributed import AutoLayout
 from .constexpr import unwrap
 from .errors import ArgumentError, ShapeMismatchError, TypeMismatchError
-from .tensor import builtin, tensor
+from .tensor import builtin, tensor, tensor_member
 
 __all__ = ["associative_scan", "cumsum", "cumprod", "histogram", "gather", "map_elementwise"]
 
@@ -70,6 +70,7 @@ def _scan(sem, xs, axis, combine, reverse):
     return out[0] if single else out
 
 
+@tensor_member
 @builtin
 def associative_scan(input, axis, combine_fn, reverse=False, _semantic=None):
     """Inclusive scan of ``input`` (a tensor or a tuple of tensors of one shape) along
@@ -94,6 +95,7 @@ def _arith_scan(sem, input, axis, reverse, dtype, op: str):
     return _scan(sem, x, axis, lambda a, b: sem.arith(op, a, b), reverse)
 
 
+@tensor_member
 @builtin
 def cumsum(input, axis=0, reverse=False, dtype=None, _semantic=None):
     """Running sum along ``axis`` (see :func:`associative_scan`); ``dtype`` (default: int32 or
@@ -101,12 +103,14 @@ def cumsum(input, axis=0, reverse=False, dtype=None, _semantic=None):
     return _arith_scan(_semantic, input, axis, reverse, dtype, "add")
 
 
+@tensor_member
 @builtin
 def cumprod(input, axis=0, reverse=False, dtype=None, _semantic=None):
     """Running product along ``axis``; ``dtype`` as for :func:`cumsum`."""
     return _arith_scan(_semantic, input, axis, reverse, dtype, "mul")
 
 
+@tensor_member
 @builtin
 def histogram(input, num_bins, mask=None, layout=None, _semantic=None):
     """Counts (int32, ``num_bins`` of them, in ``layout``) of the values ``0 … num_bins-1`` in
@@ -130,6 +134,7 @@ def histogram(input, num_bins, mask=None, layout=None, _semantic=None):
                        {"num_bins": num_bins, "has_mask": mask is not None})
 
 
+@tensor_member
 @builtin
 def gather(src, index, axis, _semantic=None):
     """``result[i…] = src[i… with its axis coordinate replaced by index[i…]]``: the result has

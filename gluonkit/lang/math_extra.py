@@ -14,7 +14,7 @@ from ..ir.types import float32
 from .constexpr import unwrap
 from .errors import ArgumentError, TypeMismatchError
 from .sem_core import is_power_of_two
-from .tensor import builtin, tensor
+from .tensor import builtin, tensor, tensor_member
 
 __all__ = ["add", "sub", "mul", "clamp", "umulhi", "fdiv", "div_rn", "sqrt_rn", "xor_sum", "reduce_or", "ravel",
            "broadcast", "to_tensor", "max_constancy"]
@@ -96,6 +96,7 @@ def div_rn(x, y, _semantic=None):
     return _semantic.create1("binary", [x, y], x.type, {"fn": "div_rn"})
 
 
+@tensor_member
 @builtin
 def sqrt_rn(x, _semantic=None):
     """IEEE round-to-nearest float32 square root."""
@@ -112,18 +113,21 @@ def _int_reduce(sem, input, axis, keep_dims, op: str, who: str):
     return sem.reduce(x, axis, lambda a, b: sem.bitwise(op, a, b), keep_dims)
 
 
+@tensor_member
 @builtin
 def xor_sum(input, axis=None, keep_dims=False, _semantic=None):
     """Bitwise XOR of the elements along ``axis`` (all of them when None); integers only."""
     return _int_reduce(_semantic, input, axis, keep_dims, "xor", "xor_sum")
 
 
+@tensor_member
 @builtin
 def reduce_or(input, axis, keep_dims=False, _semantic=None):
     """Bitwise OR of the elements along ``axis``; integers only."""
     return _int_reduce(_semantic, input, axis, keep_dims, "or", "reduce_or")
 
 
+@tensor_member
 @builtin
 def ravel(x, can_reorder=False, _semantic=None):
     """``x`` as a 1-D tensor of its elements in row-major order."""
