@@ -325,6 +325,12 @@ def _bad_scan_combine(p, N: gl.constexpr, layout: gl.constexpr):
     y = gl.associative_scan(x, 0, _affine)  # <- combine
 
 
+@gluonkit.jit
+def _bad_bins(p, N: gl.constexpr, layout: gl.constexpr):
+    x = gl.load(p + gl.arange(0, N, layout=layout))
+    h = gl.histogram(x, 100, layout=layout)  # <- bins
+
+
 def _line(fn, marker):
     lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
     return first + next(i for i, text in enumerate(lines) if marker in text)
@@ -334,7 +340,8 @@ ERROR_CASES = [
     ("scan_combine_not_jit", _bad_scan_fn, "# <- scan", ArgumentError, "must be a @gluonkit.jit function"),
     ("histogram_without_layout", _bad_histogram, "# <- histogram", ArgumentError, "requires a destination layout"),
     ("gather_rank_mismatch", _bad_gather, "# <- gather", ShapeMismatchError, "must have the same rank"),
-    ("scan_combine_arity", _bad_scan_combine, "# <- combine", ArgumentError, ""),
+    ("scan_combine_arity", _bad_scan_combine, "# <- combine", ArgumentError, "_affine(): missing a required argument: 'a2'"),
+    ("histogram_bins_not_pow2", _bad_bins, "# <- bins", ShapeMismatchError, "must be a power of two"),
 ]
 
 
@@ -357,6 +364,42 @@ def test_map_elementwise_pack_must_divide_the_registers_per_thread():
     assert info.value.loc.line == _line(map_pack_kernel, "gl.map_elementwise")
     with pytest.raises(CompilationError, match="not a multiple of pack=2"):
         map_pack_kernel.compile(P32, P32, P32, P32, num_warps=4, N=128, layout=LAYOUTS_1D["one_per_thread"])
+
+
+# 16 x 16 over 4 warps: lane basis 4 moves along both dimensions at once.
+MIXED = gl.DistributedLinearLayout(reg_bases=[[0, 1]], lane_bases=[[0, 2], [0, 4], [0, 8], [1, 0], [2, 1]],
+                                   warp_bases=[[4, 0], [8, 0]], block_bases=[], shape=[16, 16])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scan_refuses_a_layout_mixing_the_axis_with_another_dimension(axis):
+    x = _rng(axis).standard_normal((16, 16)).astype(np.float32)
+    with pytest.raises(CompilationError, match=r"lane basis \[2, 1\].*convert_layout the operand") as info:
+        _interpret(scan_2d_kernel, x, x.copy(), M=16, N=16, AXIS=axis, REVERSE=False, layout=MIXED)
+    line = _line(scan_2d_kernel, "gl.associative_scan")
+    assert info.value.loc.line == line
+    with pytest.raises(CompilationError, match=r"lane basis \[2, 1\].*convert_layout the operand") as info:
+        scan_2d_kernel.compile(P32, P32, num_warps=4, M=16, N=16, AXIS=axis, REVERSE=False, layout=MIXED)
+    assert info.value.loc.line == line
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64])
+def test_histogram_of_narrow_and_wide_integers(dtype):
+    n, bins = 1024, 512
+    info = np.iinfo(dtype)
+    x = _rng(int(info.bits)).integers(max(info.min, -600), min(info.max, 600) + 1, n).astype(dtype)
+    h = np.full(bins, -1, np.int32)
+    _interpret(histogram_kernel, x, h, N=n, BINS=bins, layout=_B1D_HIST, out_layout=_B1D_HIST)
+    kept = x[(np.arange(n) % 3 != 0) & (x >= 0) & (x < bins)].astype(np.int64)
+    assert np.array_equal(h, np.bincount(kept, minlength=bins))
+    if find_ptxas() is not None:
+        ptr = {np.int8: "*i8", np.uint8: "*u8", np.int64: "*i64"}[dtype]
+        for target in ("sm_90a", "sm_100a"):
+            histogram_kernel.compile(ptr, PI32, target=target, num_warps=4, N=n, BINS=bins, layout=_B1D_HIST,
+                                     out_layout=_B1D_HIST)
+
+
+_B1D_HIST = gl.BlockedLayout([4], [32], [4], [0])
 
 
 # ------------------------------------------------------------------ lowering through ptxas

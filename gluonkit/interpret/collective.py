@@ -34,10 +34,26 @@ def _run(program, block, args, shape):
     return [np.broadcast_to(np.asarray(o), shape).copy() for o in out]
 
 
+def _check_scan_layout(program, op, axis: int) -> None:
+    """Refuse the layouts the GPU lowering refuses: each basis moving along the axis must
+    move along it alone, by a power of two (so that one hardware bit carries each position
+    bit), and never across CTAs."""
+    bases = program.placement(op.operands[0].type, op).linear.bases
+    for dim, vectors in bases.items():
+        for v in vectors:
+            along = v[axis]
+            if along and (dim == "block" or along & (along - 1) or any(c for d, c in enumerate(v) if d != axis)):
+                raise InterpreterError(
+                    f"scan along axis {axis}: the {dim} basis {list(v)} of the operand's layout "
+                    f"{op.operands[0].type.layout!r} does not move along the axis alone by a power of two; "
+                    "convert_layout the operand to a blocked layout first", op.loc)
+
+
 @rule("scan")
 def _scan(program, op, operands):
     axis, reverse = op.attrs["axis"], op.attrs["reverse"]
     combine = op.regions[0]
+    _check_scan_layout(program, op, axis)
     xs = [to_logical(t, program.num_warps, op.loc, "the scan operand") for t in operands]
     shape = xs[0].shape
     n = shape[axis]

@@ -123,6 +123,9 @@ def histogram(input, num_bins, mask=None, layout=None, _semantic=None):
     if not x.dtype.is_int() or x.dtype.is_bool():
         sem.error(f"histogram only supports integer input, got {x.dtype}", TypeMismatchError)
     num_bins = sem.require_int(num_bins, "histogram num_bins")
+    if num_bins < 1 or num_bins & (num_bins - 1):
+        sem.error(f"histogram num_bins must be a power of two (the result is a tensor), got {num_bins}",
+                  ShapeMismatchError)
     if layout is None:
         sem.error("histogram requires a destination layout (layout=...)", ArgumentError)
     layout = sem.check_layout(layout, (num_bins,))

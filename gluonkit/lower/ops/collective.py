@@ -189,11 +189,11 @@ def _histogram(ctx: KernelLowering, op: Operation) -> None:
     for r in _unique_registers(ll):
         v = values[r]
         width = v.type.width
+        ok = owner
         if signed:
-            ok = b.and_(b.icmp_signed(">=", v, lir.Constant(v.type, 0)), b.icmp_signed("<", v, lir.Constant(v.type, bins)))
-        else:
-            ok = b.icmp_unsigned("<", v, lir.Constant(v.type, bins)) if bins < (1 << width) else I1(1)
-        ok = b.and_(ok, owner)
+            ok = b.and_(ok, b.icmp_signed(">=", v, lir.Constant(v.type, 0)))
+        if bins < 1 << (width - signed):  # else every non-negative value is a bin
+            ok = b.and_(ok, b.icmp_unsigned("<", v, lir.Constant(v.type, bins)))
         if mask is not None:
             ok = b.and_(ok, mask[r])
         with b.if_then(ok):
