@@ -243,3 +243,41 @@ def test_tensor_methods_forward_to_the_builtins():
     assert np.array_equal(out[5 * n:6 * n], np.bincount(i, minlength=n))
     assert out[6 * n] == np.bitwise_xor.reduce(i) and out[6 * n + 1] == np.bitwise_or.reduce(i)
     assert np.array_equal(out[6 * n + 2:], x)
+
+
+def _e2m1_reference(packed, axis):
+    """Triton's interpreter's unpacking: low nibble first, then the e2m1 table."""
+    table = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    data = np.moveaxis(packed, axis, -1)
+    codes = np.stack([data & 0xF, data >> 4], -1).reshape(data.shape[:-1] + (2 * data.shape[-1],))
+    values = np.where(codes & 8, -table[codes & 7], table[codes & 7])
+    return np.moveaxis(values, -1, axis)
+
+
+@gluonkit.jit
+def _fp4_kernel(src_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, AXIS: gl.constexpr, DT: gl.constexpr,
+                layout: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, layout))
+    src = gl.load(src_ptr + rows[:, None] * N + cols[None, :])
+    out = gl.fp4_to_fp(src, DT, AXIS).to(gl.float32)
+    OM: gl.constexpr = M * 2 if AXIS == 0 else M
+    ON: gl.constexpr = N * 2 if AXIS == 1 else N
+    out_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
+    orows = gl.arange(0, OM, layout=gl.SliceLayout(1, out_layout))
+    ocols = gl.arange(0, ON, layout=gl.SliceLayout(0, out_layout))
+    gl.store(out_ptr + orows[:, None] * ON + ocols[None, :], gl.convert_layout(out, out_layout))
+
+
+@pytest.mark.parametrize("dtype", [gl.bfloat16, gl.float16])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_fp4_to_fp_unpacks_low_nibble_first(axis, dtype):
+    packed = np.random.default_rng(axis).integers(0, 256, (16, 32)).astype(np.uint8)
+    out = np.full((32, 32) if axis == 0 else (16, 64), np.nan, np.float32)
+    with interpreter_on():
+        _fp4_kernel[(1,)](packed, out, M=16, N=32, AXIS=axis, DT=dtype, layout=BLOCKED, num_warps=4)
+    assert np.array_equal(out, _e2m1_reference(packed, axis))
+    if find_ptxas() is not None:
+        for target in ("sm_90a", "sm_100a"):
+            _fp4_kernel.compile("*u8:16", "*fp32:16", target=target, num_warps=4, M=16, N=32, AXIS=axis, DT=dtype,
+                                layout=BLOCKED)
