@@ -15,13 +15,12 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError, TypeMismatchError
+from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError
 from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-F32P = gl.pointer_type(gl.float32)
 P32, PI32 = "*fp32:16", "*i32:16"
 I32P = gl.pointer_type(gl.int32)
 
@@ -340,7 +339,8 @@ ERROR_CASES = [
     ("scan_combine_not_jit", _bad_scan_fn, "# <- scan", ArgumentError, "must be a @gluonkit.jit function"),
     ("histogram_without_layout", _bad_histogram, "# <- histogram", ArgumentError, "requires a destination layout"),
     ("gather_rank_mismatch", _bad_gather, "# <- gather", ShapeMismatchError, "must have the same rank"),
-    ("scan_combine_arity", _bad_scan_combine, "# <- combine", ArgumentError, "_affine(): missing a required argument: 'a2'"),
+    ("scan_combine_arity", _bad_scan_combine, "# <- combine", ArgumentError,
+     "_affine(): missing a required argument: 'a2'"),
     ("histogram_bins_not_pow2", _bad_bins, "# <- bins", ShapeMismatchError, "must be a power of two"),
 ]
 

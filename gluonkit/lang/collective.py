@@ -13,7 +13,6 @@ from typing import Sequence, Tuple
 
 from ..ir import Block
 from ..ir.types import TensorType, int32, uint32
-from ..layouts.distributed import AutoLayout
 from .constexpr import unwrap
 from .errors import ArgumentError, ShapeMismatchError, TypeMismatchError
 from .tensor import builtin, tensor, tensor_member

@@ -64,10 +64,6 @@ def _axis_bits(op: Operation, ll, axis: int) -> Dict[int, Tuple[str, int]]:
     return owners
 
 
-def _select(ctx, cond, a, b):
-    return ctx.builder.select(cond, a, b)
-
-
 @lowering("scan")
 def _scan(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.builder
@@ -103,11 +99,11 @@ def _scan(ctx: KernelLowering, op: Operation) -> None:
             other = _exchange_across_warps(ctx, op, ty, coords, total, axis, 1 << j)
         for r in range(n_regs):
             mine, theirs = total[r], other[r]
-            first = [_select(ctx, later, t, m) for m, t in zip(mine, theirs)]
-            second = [_select(ctx, later, m, t) for m, t in zip(mine, theirs)]
+            first = [b.select(later, t, m) for m, t in zip(mine, theirs)]
+            second = [b.select(later, m, t) for m, t in zip(mine, theirs)]
             total[r] = _apply(ctx, combine, first + second)
             combined = _apply(ctx, combine, theirs + prefix[r])
-            prefix[r] = [_select(ctx, later, c, p) for c, p in zip(combined, prefix[r])]
+            prefix[r] = [b.select(later, c, p) for c, p in zip(combined, prefix[r])]
     for i, result in enumerate(op.results):
         ctx.set(result, [prefix[r][i] for r in range(n_regs)])
 
