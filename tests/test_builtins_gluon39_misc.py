@@ -281,3 +281,22 @@ def test_fp4_to_fp_unpacks_low_nibble_first(axis, dtype):
         for target in ("sm_90a", "sm_100a"):
             _fp4_kernel.compile("*u8:16", "*fp32:16", target=target, num_warps=4, M=16, N=32, AXIS=axis, DT=dtype,
                                 layout=BLOCKED)
+
+
+@gluonkit.jit
+def _math_methods_kernel(x_ptr, out_ptr, N: gl.constexpr, layout: gl.constexpr):
+    offs = gl.arange(0, N, layout=layout)
+    x = gl.load(x_ptr + offs)
+    gl.store(out_ptr + offs, x.abs().sqrt() + x.exp() + x.floor() + x.cast(gl.int32).cdiv(2).to(gl.float32))
+
+
+def test_math_functions_are_tensor_methods_as_in_gluon():
+    n = 128
+    x = np.random.default_rng(25).uniform(-3, 3, n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    with interpreter_on():
+        _math_methods_kernel[(1,)](x, out, N=n, layout=gl.BlockedLayout([1], [32], [4], [0]), num_warps=4)
+    xi = x.astype(np.int32)  # truncation toward zero, then C-style (truncating) division of (x + 1) by 2
+    cdiv = np.trunc((xi + 1) / 2)
+    ref = np.sqrt(np.abs(x.astype(np.float64))) + np.exp(x.astype(np.float64)) + np.floor(x) + cdiv
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
