@@ -15,6 +15,7 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError
 from gluonkit.lower.backend.ptxas import find_ptxas
+from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
@@ -300,3 +301,76 @@ def test_math_functions_are_tensor_methods_as_in_gluon():
     cdiv = np.trunc((xi + 1) / 2)
     ref = np.sqrt(np.abs(x.astype(np.float64))) + np.exp(x.astype(np.float64)) + np.floor(x) + cdiv
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------ dot_fma
+ACC = gl.BlockedLayout([2, 2], [4, 8], [4, 1], [1, 0])  # 32 x 32 accumulator tile
+# Triton 3.9's to_linear_layout(DotOperandLayout(0 | 1, ACC, 0), [32, 16] | [16, 32]), recorded.
+DOT_A = gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [1, 0]], lane_bases=[[0, 0], [0, 0], [0, 0], [2, 0], [4, 0]],
+    warp_bases=[[8, 0], [16, 0]], block_bases=[], shape=[32, 16])
+DOT_B = gl.DistributedLinearLayout(
+    reg_bases=[[0, 1], [1, 0], [2, 0], [4, 0], [8, 0], [0, 16]], lane_bases=[[0, 2], [0, 4], [0, 8], [0, 0], [0, 0]],
+    warp_bases=[[0, 0], [0, 0]], block_bases=[], shape=[16, 32])
+
+
+@gluonkit.jit
+def _dot_fma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, acc_layout: gl.constexpr,
+                    a_layout: gl.constexpr, b_layout: gl.constexpr):
+    am = gl.arange(0, M, layout=gl.SliceLayout(1, a_layout))
+    ak = gl.arange(0, K, layout=gl.SliceLayout(0, a_layout))
+    a = gl.load(a_ptr + am[:, None] * K + ak[None, :])
+    bk = gl.arange(0, K, layout=gl.SliceLayout(1, b_layout))
+    bn = gl.arange(0, N, layout=gl.SliceLayout(0, b_layout))
+    b = gl.load(b_ptr + bk[:, None] * N + bn[None, :])
+    cm = gl.arange(0, M, layout=gl.SliceLayout(1, acc_layout))
+    cn = gl.arange(0, N, layout=gl.SliceLayout(0, acc_layout))
+    c_ptrs = c_ptr + cm[:, None] * N + cn[None, :]
+    gl.store(c_ptrs, gl.dot_fma(a, b, gl.load(c_ptrs)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_dot_fma_matches_numpy(dtype):
+    m, n, k = 32, 32, 16
+    rng = np.random.default_rng(26)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    out = c.copy()
+    layouts = dict(acc_layout=ACC, a_layout=DOT_A, b_layout=DOT_B)
+    with interpreter_on():
+        _dot_fma_kernel[(1,)](a, b, out, M=m, N=n, K=k, num_warps=4, **layouts)
+    np.testing.assert_allclose(out, c + a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+    if find_ptxas() is not None:
+        ptr = "*fp32:16" if dtype == np.float32 else "*fp16:16"
+        for target in ("sm_90a", "sm_100a"):
+            ptx = _dot_fma_kernel.compile(ptr, ptr, "*fp32:16", target=target, num_warps=4, M=m, N=n, K=k,
+                                          **layouts).asm["ptx"]
+            assert ptx.count("fma.rn.f32") >= 4 * k  # 4 accumulator registers per thread, k each
+
+
+def test_dot_fma_rejects_operands_spread_over_other_threads():
+    m, n, k = 32, 32, 16
+    wrong = gl.BlockedLayout([1, 1], [4, 8], [4, 1], [1, 0])  # K spread over lanes: not in the thread
+    with pytest.raises(CompilationError, match="a's lane basis .* use DotOperandLayout\\(0, acc_layout, 0\\)") as info:
+        _dot_fma_kernel.build_ir([gl.pointer_type(gl.float32)] * 3, dict(
+            M=m, N=n, K=k, acc_layout=ACC, a_layout=wrong, b_layout=DOT_B))
+    assert "gl.dot_fma(a, b, gl.load(c_ptrs))" in str(info.value)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+def test_gpu_dot_fma_matches_the_interpreter_bit_for_bit():
+    torch = pytest.importorskip("torch")
+    m, n, k = 32, 32, 16
+    rng = np.random.default_rng(27)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    layouts = dict(acc_layout=ACC, a_layout=DOT_A, b_layout=DOT_B)
+    tensors = [torch.from_numpy(x.copy()).cuda() for x in (a, b, c)]
+    _dot_fma_kernel[(1,)](*tensors, M=m, N=n, K=k, num_warps=4, **layouts)
+    torch.cuda.synchronize()
+    on_cpu = c.copy()
+    with interpreter_on():
+        _dot_fma_kernel[(1,)](a, b, on_cpu, M=m, N=n, K=k, num_warps=4, **layouts)
+    assert np.array_equal(tensors[2].cpu().numpy(), on_cpu)

@@ -11,7 +11,7 @@ raise :class:`InterpreterError` at the user's source line.
 """
 
 from . import control, creation, debug, elementwise, memory_ops, reduce, shapes, shared_memory  # noqa: F401  (register rules)
-from . import collective  # noqa: F401  (scan, histogram, gather, map_elementwise)
+from . import collective, dot_fma  # noqa: F401  (scan, histogram, gather, map_elementwise, dot_fma)
 from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .dtypes import numpy_dtype
 from .engine import RULES, run_grid, run_program

@@ -104,6 +104,10 @@ _CATALOGUE = [
     OpDef("map_elementwise", "x0 … xn-1", ("pack",), "fn(n*pack scalars) -> yield m*pack", "m tensors",
           "Applies the region to every group of pack consecutive elements (in each thread's register "
           "order) of n tensors of one shape and layout; results have that shape and layout."),
+    OpDef("dot_fma", "a, b, acc", (), "", "tensor like acc",
+          "acc + a @ b with one fma per product, k ascending, in acc's element type: a is (batch…, M, K), "
+          "b (batch…, K, N), acc (batch…, M, N); each thread holds the whole K extent of the rows and "
+          "columns of its acc elements (Gluon's dot-operand layouts over a blocked acc layout)."),
     # -- memory ----------------------------------------------------------------------------
     OpDef("load", "ptr [, mask [, other]]", ("cache_modifier", "eviction_policy", "volatile", "has_mask", "has_other"),
           "", "tensor or scalar of ptr's element type",

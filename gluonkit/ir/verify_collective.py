@@ -1,4 +1,4 @@
-"""Verifier rules of ``scan``, ``histogram``, ``gather`` and ``map_elementwise``.
+"""Verifier rules of ``scan``, ``histogram``, ``gather``, ``map_elementwise`` and ``dot_fma``.
 
 Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
 module).  These are the Gluon 3.9 builtins whose results depend on more than one element
@@ -7,11 +7,12 @@ of an operand (or, for ``map_elementwise``, that run a user function on scalars)
 
 from __future__ import annotations
 
+from ..layouts.distributed import AutoLayout
 from .core import Operation
 from .types import DType, TensorType, int1, int32
 from .verifier import _count, _fail, _same_shape_and_layout, _terminated_by, _types_match, layouts_match, rule
 
-__all__ = []
+__all__ = ["dot_fma_layout_problem"]
 
 
 @rule("scan")
@@ -82,3 +83,54 @@ def _map_elementwise(op: Operation) -> None:
     if [a.type for a in fn.args] != [v.type.element for v in op.operands for _ in range(pack)]:
         _fail(op, f"the region takes each operand's element type {pack} time(s) in turn")
     _terminated_by(op, fn, "yield", [r.type.element for r in op.results for _ in range(pack)])
+
+
+def dot_fma_layout_problem(a: TensorType, b: TensorType, acc: TensorType):
+    """Why ``a``, ``b`` and ``acc``'s layouts cannot feed an in-thread FMA dot, or None.
+
+    Each lane and warp basis of ``a`` must be ``acc``'s with the N component replaced by a
+    zero K component (and of ``b`` with the M component zeroed), so a thread holds the rows
+    and columns of its own accumulator elements; registers must hold every ``k``.
+    """
+    acc_ll = acc.layout.to_linear_layout(list(acc.shape))
+    for operand, ty, keep in (("a", a, -2), ("b", b, -1)):
+        ll = ty.layout.to_linear_layout(list(ty.shape))
+        for dim in ("lane", "warp", "block"):
+            for bit, (mine, theirs) in enumerate(zip(ll.bases.get(dim, []), acc_ll.bases.get(dim, []))):
+                want = list(theirs[:-2]) + ([theirs[-2], 0] if keep == -2 else [0, theirs[-1]])
+                if list(mine) != want:
+                    return (f"{operand}'s {dim} basis {bit} is {list(mine)} but must be {want} (acc's with the "
+                            f"{'N' if keep == -2 else 'M'} component replaced by K); use "
+                            f"DotOperandLayout({0 if keep == -2 else 1}, acc_layout, 0)")
+        k_dim = ty.rank - 1 if keep == -2 else ty.rank - 2
+        held = {tuple(ll.apply({"register": r}).values()) for r in range(ll.in_dim_size("register"))}
+        for r in range(acc_ll.in_dim_size("register")):
+            c = list(acc_ll.apply({"register": r}).values())
+            row = c[:-1] if keep == -2 else c[:-2] + [c[-1]]
+            for k in range(ty.shape[k_dim]):
+                need = tuple(row[:-1] + [row[-1], k]) if keep == -2 else tuple(row[:-1] + [k, row[-1]])
+                if need not in held:
+                    return f"a thread of {operand} does not hold element {list(need)} in its registers"
+    return None
+
+
+@rule("dot_fma")
+def _dot_fma(op: Operation) -> None:
+    _count(op, 3, 1)
+    a, b, acc = (v.type for v in op.operands)
+    res = op.results[0].type
+    if not all(isinstance(t, TensorType) for t in (a, b, acc, res)):
+        _fail(op, "operands and result must be tensors")
+    if not (a.rank == b.rank == acc.rank and acc.rank in (2, 3)):
+        _fail(op, f"a, b and acc must all have rank 2 or 3, got {a.rank}, {b.rank}, {acc.rank}")
+    batch, (m, k), (k2, n) = a.shape[:-2], a.shape[-2:], b.shape[-2:]
+    if b.shape[:-2] != batch or acc.shape != batch + (m, n) or k != k2:
+        _fail(op, f"shapes {list(a.shape)} @ {list(b.shape)} + {list(acc.shape)} do not chain")
+    if not (a.element.is_floating() and a.element == b.element and acc.element.is_floating()):
+        _fail(op, f"a and b must share a float type and acc be float, got {a.element}, {b.element}, {acc.element}")
+    if not _types_match(res, acc):
+        _fail(op, f"result type {res} should be acc's {acc}")
+    if not any(isinstance(t.layout, AutoLayout) for t in (a, b, acc)):
+        problem = dot_fma_layout_problem(a, b, acc)
+        if problem:
+            _fail(op, problem)

@@ -18,6 +18,7 @@ from .layout_queries import bank_conflicts, to_linear_layout
 from .math_extra import *  # noqa: F401,F403 - clamp, umulhi, fdiv, xor_sum, ravel …
 from .math_extra import __all__ as _math_extra_names
 from .fp4 import fp4_to_fp
+from .dot_fma import dot_fma
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -50,4 +51,4 @@ __all__ = [
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier",
-] + list(_builtin_names) + list(_collective_names) + ["to_linear_layout", "bank_conflicts"] + list(_math_extra_names) + ["fp4_to_fp"] + _exported_layouts
+] + list(_builtin_names) + list(_collective_names) + ["to_linear_layout", "bank_conflicts"] + list(_math_extra_names) + ["fp4_to_fp", "dot_fma"] + _exported_layouts

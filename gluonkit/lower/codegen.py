@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..ir import CompilationError, Function
 from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
-from .ops import collective  # noqa: F401  (scan, histogram, gather, map_elementwise)
+from .ops import collective, dot_fma  # noqa: F401  (scan, histogram, gather, map_elementwise, dot_fma)
 from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS

@@ -158,6 +158,12 @@ def _histogram(op: Operation, c: Constraints) -> None:
     c.unify(op.operands, op)
 
 
+@infer_rule("dot_fma")
+def _dot_fma(op: Operation, c: Constraints) -> None:
+    """The result is the accumulator; a and b are concrete (the frontend requires it)."""
+    c.unify([op.operands[2], op.results[0]], op)
+
+
 @infer_rule("gather")
 def _gather(op: Operation, c: Constraints) -> None:
     """The result has the index's layout; the source's layout is independent."""
