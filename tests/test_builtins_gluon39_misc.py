@@ -374,3 +374,27 @@ def test_gpu_dot_fma_matches_the_interpreter_bit_for_bit():
     with interpreter_on():
         _dot_fma_kernel[(1,)](a, b, on_cpu, M=m, N=n, K=k, num_warps=4, **layouts)
     assert np.array_equal(tensors[2].cpu().numpy(), on_cpu)
+
+
+@gluonkit.jit
+def _flip_kernel(x_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, DIM: gl.constexpr, layout: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, layout))
+    offs = rows[:, None] * N + cols[None, :]
+    x = gl.load(x_ptr + offs)
+    y = x.flip(DIM).sigmoid()
+    gl.store(out_ptr + offs, gl.convert_layout(y, layout))
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_flip_and_sigmoid_tensor_methods(dim):
+    x = np.random.default_rng(28).standard_normal((16, 64)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    with interpreter_on():
+        _flip_kernel[(1,)](x, out, M=16, N=64, DIM=dim, layout=BLOCKED, num_warps=4)
+    flipped = np.flip(x, 1 if dim is None else dim).astype(np.float64)
+    np.testing.assert_allclose(out, 1 / (1 + np.exp(-flipped)), rtol=1e-6, atol=1e-7)
+    if find_ptxas() is not None:
+        for target in ("sm_90a", "sm_100a"):
+            _flip_kernel.compile("*fp32:16", "*fp32:16", target=target, num_warps=4, M=16, N=64, DIM=dim,
+                                 layout=BLOCKED)

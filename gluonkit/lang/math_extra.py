@@ -4,13 +4,16 @@
 (Triton's ``clampf`` means the same for floats); ``umulhi`` and the IEEE-rounded
 ``div_rn``/``sqrt_rn`` (and ``fdiv``'s choices) are ``binary``/``unary`` functions of the
 IR; ``xor_sum``/``reduce_or`` are reductions; ``ravel``, ``broadcast``, ``to_tensor`` and
-``max_constancy`` are the shape helpers and hint of Triton's core.  Names, parameters and
-defaults are Gluon 3.9's.
+``max_constancy`` are the shape helpers and hint of Triton's core.  ``flip`` and ``sigmoid``
+exist only as tensor methods (``x.flip(0)``), as in Gluon 3.9, whose ``gl`` has no such
+functions; ``flip`` is a ``gather`` (through shared memory on the GPU).  Names, parameters and defaults are Gluon 3.9's.
 """
 
 from __future__ import annotations
 
 from ..ir.types import float32
+from ..layouts.distributed import AutoLayout
+from .collective import gather
 from .constexpr import unwrap
 from .errors import ArgumentError, TypeMismatchError
 from .sem_core import is_power_of_two
@@ -161,3 +164,31 @@ def max_constancy(input, values, _semantic=None):
     return x
 
 
+
+
+@tensor_member
+@builtin
+def flip(x, dim=None, _semantic=None):
+    """``x`` reversed along ``dim`` (default: the last dimension).  A ``gather`` with the
+    reversed positions: the result has ``x``'s shape, its layout is inferred (``AutoLayout``)."""
+    sem = _semantic
+    x = sem.require_tensor(x, "flip input", block=True)
+    rank = x.rank
+    dim = rank - 1 if dim is None else sem.require_int(dim, "flip dim")
+    if not -rank <= dim < rank:
+        sem.error(f"flip: dim {dim} is out of range for rank {rank}", ArgumentError)
+    dim %= rank
+    n = x.shape[dim]
+    index = sem.arith("sub", n - 1, sem.arange(0, n, AutoLayout()))
+    for d in range(rank):
+        if d != dim:
+            index = sem.expand_dims(index, d)
+    return gather(x, sem.broadcast_to(index, x.shape), dim, _semantic=sem)
+
+
+@tensor_member
+@builtin
+def sigmoid(x, _semantic=None):
+    """``1 / (1 + exp(-x))`` (float32/float64, as ``exp``)."""
+    sem = _semantic
+    return sem.arith("truediv", 1, sem.arith("add", 1, sem.unary("exp", sem.unary("neg", sem.to_tensor(x)))))
