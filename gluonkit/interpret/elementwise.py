@@ -97,6 +97,8 @@ def _binary(program, op, operands):
         result = _BITWISE[fn](a, b)
     elif fn == "div":
         result = np.divide(a, b) if ty.is_floating() else _int_div(a, b)
+    elif fn in ("div_rn", "div_approx"):  # float only; the GPU's approximation is within 2 ulp
+        result = np.divide(a, b)
     elif fn == "rem":
         result = np.fmod(a, b) if ty.is_floating() else _int_rem(a, b)
     elif fn in ("shl", "shr"):
@@ -117,7 +119,7 @@ def _round(result, ty) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ unary
 _MATH = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt, "sqrt_rn": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "floor": np.floor,
     "ceil": np.ceil, "erf": lambda x: _erf(x).astype(x.dtype),
 }

@@ -38,9 +38,9 @@ class OpDef:
 
 
 BINARY_FNS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
-              "maximum", "minimum", "pow", "umulhi")
+              "maximum", "minimum", "pow", "umulhi", "div_rn", "div_approx")
 UNARY_FNS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
-             "cos", "floor", "ceil", "erf")
+             "cos", "floor", "ceil", "erf", "sqrt_rn")
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 ATOMIC_FNS = ("add", "and", "or", "xor", "max", "min", "xchg")
 MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
@@ -59,9 +59,11 @@ _CATALOGUE = [
     OpDef("binary", "lhs, rhs", ("fn",), "", "like lhs",
           f"Element-wise binary arithmetic; fn is one of {', '.join(BINARY_FNS)}. "
           "``shr`` is arithmetic for signed and logical for unsigned integers; ``maximum``/"
-          "``minimum`` take attr ``propagate_nan`` (``'none'`` or ``'all'``)."),
+          "``minimum`` take attr ``propagate_nan`` (``'none'`` or ``'all'``); float ``div`` may be off by 2 ulp "
+          "on the GPU, ``div_rn`` is IEEE round-to-nearest and ``div_approx`` the fast approximation."),
     OpDef("unary", "x", ("fn",), "", "like x",
-          f"Element-wise unary math; fn is one of {', '.join(UNARY_FNS)}; ``not`` is bitwise."),
+          f"Element-wise unary math; fn is one of {', '.join(UNARY_FNS)}; ``not`` is bitwise; "
+          "``sqrt`` may be approximate on the GPU, ``sqrt_rn`` is IEEE round-to-nearest."),
     OpDef("compare", "lhs, rhs", ("predicate",), "", "int1, shaped like lhs",
           f"Element-wise comparison; predicate is one of {', '.join(COMPARE_PREDICATES)}; "
           "signedness follows the operand type; float comparisons are ordered (NaN compares false except ne)."),
@@ -92,6 +94,24 @@ _CATALOGUE = [
     OpDef("reduce", "x0 … xn-1", ("axis",), "combine(2n args) -> yield n", "n values",
           "Reduces n tensors of one shape along axis with the combine region; results are "
           "tensors in SliceLayout(axis, x's layout), or scalars when x is 1-D."),
+    # -- scans, histograms, gathers and mapped functions (Gluon 3.9 builtins) --------------
+    OpDef("scan", "x0 … xn-1", ("axis", "reverse"), "combine(2n args) -> yield n", "n tensors like x",
+          "Inclusive associative scan of n tensors of one shape and layout along axis with the "
+          "combine region (from the last element towards the first when reverse); results keep "
+          "the operands' shape and layout."),
+    OpDef("histogram", "x [, mask]", ("num_bins", "has_mask"), "", "tensor<int32>[num_bins]",
+          "Counts of the values 0 … num_bins-1 in the 1-D integer tensor x (where mask holds); "
+          "other values are not counted. The result has the result type's layout."),
+    OpDef("gather", "src, index", ("axis",), "", "tensor of index's shape and layout, src's element",
+          "result[i…] = src[i… with coordinate axis replaced by index[i…]]; index has src's rank "
+          "and src's size in every dimension but axis."),
+    OpDef("map_elementwise", "x0 … xn-1", ("pack",), "fn(n*pack scalars) -> yield m*pack", "m tensors",
+          "Applies the region to every group of pack consecutive elements (in each thread's register "
+          "order) of n tensors of one shape and layout; results have that shape and layout."),
+    OpDef("dot_fma", "a, b, acc", (), "", "tensor like acc",
+          "acc + a @ b with one fma per product, k ascending, in acc's element type: a is (batch…, M, K), "
+          "b (batch…, K, N), acc (batch…, M, N); each thread holds the whole K extent of the rows and "
+          "columns of its acc elements (Gluon's dot-operand layouts over a blocked acc layout)."),
     # -- memory ----------------------------------------------------------------------------
     OpDef("load", "ptr [, mask [, other]]", ("cache_modifier", "eviction_policy", "volatile", "has_mask", "has_other"),
           "", "tensor or scalar of ptr's element type",
@@ -192,7 +212,7 @@ _CATALOGUE = [
           "Two-way branch on a scalar int1; both regions yield values of the same types."),
     OpDef("while", "init…", (), "before(args…) -> condition; after(args…) -> yield args…", "args…",
           "Loop: the before region computes a condition and forwards values; while true, the after region runs."),
-    OpDef("yield", "v…", (), "", "none", "Terminates for/if/while-after regions and reduce combine regions."),
+    OpDef("yield", "v…", (), "", "none", "Terminates for/if/while-after regions and the regions of reduce, scan and map_elementwise."),
     OpDef("condition", "cond, v…", (), "", "none", "Terminates a while's before region."),
     OpDef("return", "", (), "", "none", "Terminates a kernel."),
     # -- debugging and hints ---------------------------------------------------------------

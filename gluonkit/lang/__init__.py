@@ -14,13 +14,18 @@ from ..ir.types import (
     shared_memory_descriptor_type, TensorType as distributed_type, bfloat16, float8e4nv, float8e5, float16, float32,
     float64, int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
-from .arith import *  # noqa: F401,F403 - gl.add, gl.sub, gl.mul, gl.to_tensor, gl.broadcast
-from .arith import __all__ as _arith_names
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
 from .atomics import *  # noqa: F401,F403 - gl.atomic_*
 from .atomics import __all__ as _atomic_names
 from .asm_elementwise import inline_asm_elementwise
+from .collective import *  # noqa: F401,F403 - scans, histogram, gather, map_elementwise
+from .collective import __all__ as _collective_names
+from .layout_queries import bank_conflicts, to_linear_layout
+from .math_extra import *  # noqa: F401,F403 - clamp, umulhi, fdiv, xor_sum, ravel …
+from .math_extra import __all__ as _math_extra_names
+from .fp4 import fp4_to_fp
+from .dot_fma import dot_fma
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -57,7 +62,8 @@ __all__ = [
     "LayoutMismatchError", "ConstexprRequiredError", "UndefinedNameError", "ArgumentError",
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "warp_specialize", "block_type",
     "distributed_type", "shared_memory_descriptor_type", "UnsupportedFeatureError", "extra", "fpsan",
-] + list(_arith_names) + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + _exported_layouts
+] + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + list(_collective_names) + [
+    "to_linear_layout", "bank_conflicts", "fp4_to_fp", "dot_fma"] + list(_math_extra_names) + _exported_layouts
 
 # Gluon 3.9 names whose feature is not built yet: stubs that say so when used.  Defining a
 # name above (a helper implementing it) replaces its stub.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .constexpr import unwrap
 from .errors import TypeMismatchError
-from .tensor import builtin, shape_args, tensor
+from .tensor import builtin, shape_args, tensor, tensor_member
 
 __all__ = [
     "program_id", "num_programs", "num_warps", "arange", "full", "zeros", "full_like", "zeros_like",
@@ -102,6 +102,7 @@ def store(pointer, value, mask=None, cache_modifier="", eviction_policy="", _sem
 
 
 # ---------------------------------------------------------------------- element-wise
+@tensor_member
 @builtin
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False, _semantic=None):
     return _semantic.cast(input, dtype, bitcast=bitcast, rounding=fp_downcast_rounding)
@@ -129,7 +130,7 @@ def _unary(fn_name: str):
 
     fn.__name__ = fn.__qualname__ = fn_name
     fn.__doc__ = f"Element-wise {fn_name} (float32/float64 operands for the math functions)."
-    return fn
+    return tensor_member(fn)  # also x.exp() etc., as in Gluon
 
 
 abs = _unary("abs")  # noqa: A001 - Gluon's name
@@ -151,6 +152,7 @@ def fma(x, y, z, _semantic=None):
     return _semantic.fma(x, y, z)
 
 
+@tensor_member
 @builtin
 def cdiv(x, div, _semantic=None):
     """``(x + div - 1) // div``; compile-time when both operands are."""

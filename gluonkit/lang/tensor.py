@@ -15,7 +15,7 @@ from typing import Tuple
 from ..ir import Value
 from ..ir.types import TensorType, element_type, layout_of, shape_of
 
-__all__ = ["tensor", "builtin", "is_builtin", "shape_args"]
+__all__ = ["tensor", "builtin", "is_builtin", "shape_args", "tensor_member"]
 
 
 def builtin(fn):
@@ -120,6 +120,13 @@ class tensor:  # noqa: N801 - Gluon's spelling
     @builtin
     def reduce(self, axis, combine_fn, keep_dims=False, _semantic=None):
         return _semantic.reduce(self, axis, combine_fn, keep_dims)
+
+
+def tensor_member(fn):
+    """Also make the builtin ``fn`` a method of :class:`tensor` (``x.cumsum(0)`` is
+    ``gl.cumsum(x, 0)``), as Gluon does for the builtins whose first argument is a tensor."""
+    setattr(tensor, fn.__name__, fn)
+    return fn
 
 
 def shape_args(args) -> tuple:

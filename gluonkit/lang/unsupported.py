@@ -39,19 +39,13 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
     "atomics": ("atomic memory operations", 10),
     "inline_asm": ("inline PTX", 10),
-    "scans": ("scans, histograms, gathers and map_elementwise", 10),
-    "layout_queries": ("layout queries in kernels", 10),
     "frontend": ("aggregates, constexpr functions and cluster queries", 10),
     "coalesced_layout": ("CoalescedLayout", 10),
     "cache_policy": ("cache policies", 10),
     "packed_arith": ("packed two- and four-lane arithmetic", 10),
     "mma_v2": ("Ampere mma_v2", 10),
-    "math": ("correctly rounded division and square root", 10),
     "hints": ("these compiler hints and checks", 10),
-    "std": ("xor_sum and reduce_or", 10),
     "dtypes": ("AMD and pre-Hopper fp8 formats and void", None),
-    "fp4": ("fp4 conversions", 12),
-    "dot_fma": ("dot_fma", 10),
     "type_classes": ("Gluon's value and type classes", 10),
     "fpsan": ("the floating-point sanitizer", None),
     "libdevice": ("libdevice", None),
@@ -179,26 +173,10 @@ GL = {  # gluonkit.language
     "CoalescedLayout": ("class", "coalesced_layout"),  # layouts
     "aggregate_replace": ("fn", "frontend"),  # frontend
     "num_ctas": ("fn", "frontend"),  # frontend
-    "associative_scan": ("fn", "scans"),  # builtins
-    "cumsum": ("fn", "scans"),  # builtins
-    "cumprod": ("fn", "scans"),  # builtins
-    "histogram": ("fn", "scans"),  # builtins
-    "gather": ("fn", "scans"),  # builtins
-    "map_elementwise": ("fn", "scans"),  # builtins
-    "to_linear_layout": ("fn", "layout_queries"),  # builtins
-    "bank_conflicts": ("fn", "layout_queries"),  # builtins
     "atomic_poll": ("fn", "atomics"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
-    "fdiv": ("fn", "math"),
-    "div_rn": ("fn", "math"),
-    "sqrt_rn": ("fn", "math"),
     "device_assert": ("fn", "hints"),
     "expect_zero": ("fn", "hints"),
-    "max_constancy": ("fn", "hints"),
-    "reduce_or": ("fn", "std"),
-    "xor_sum": ("fn", "std"),
-    "dot_fma": ("fn", "dot_fma"),
-    "fp4_to_fp": ("fn", "fp4"),
     "float8e4b15": ("dtype", "dtypes"),
     "float8e4b8": ("dtype", "dtypes"),
     "float8e5b16": ("dtype", "dtypes"),

@@ -11,6 +11,7 @@ from ..ir import CompilationError, Function
 from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
 from .ops import atomics, inline_asm, warp_specialize  # noqa: F401  (register the atomics' and inline assembly's rules)
 from .nvidia import async_copy, mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
+from .ops import collective, dot_fma  # noqa: F401  (scan, histogram, gather, map_elementwise, dot_fma)
 from .context import KernelLowering
 from .registry import LOWERINGS
 from .walk import lower_block

@@ -144,6 +144,32 @@ def _split(op: Operation, c: Constraints) -> None:
     ))
 
 
+# ------------------------------------------ scan, histogram, gather, map_elementwise
+@infer_rule("scan", "map_elementwise")
+def _scan_like(op: Operation, c: Constraints) -> None:
+    """Each result element lives where the operands' elements do (a scan exchanges data
+    along its axis but keeps the layout)."""
+    c.unify(op.operands + op.results, op)
+
+
+@infer_rule("histogram")
+def _histogram(op: Operation, c: Constraints) -> None:
+    """Input and mask share a layout; the counts' layout is the one the kernel gave."""
+    c.unify(op.operands, op)
+
+
+@infer_rule("dot_fma")
+def _dot_fma(op: Operation, c: Constraints) -> None:
+    """The result is the accumulator; a and b are concrete (the frontend requires it)."""
+    c.unify([op.operands[2], op.results[0]], op)
+
+
+@infer_rule("gather")
+def _gather(op: Operation, c: Constraints) -> None:
+    """The result has the index's layout; the source's layout is independent."""
+    c.unify([op.operands[1], op.results[0]], op)
+
+
 # ------------------------------------------------------------------------ control flow
 @infer_rule("for")
 def _for(op: Operation, c: Constraints) -> None:

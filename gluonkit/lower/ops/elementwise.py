@@ -87,13 +87,20 @@ def _float_math(ctx: KernelLowering, dtype: DType, fn: Callable[[lir.Value], lir
     return widened
 
 
+# Float32 (and narrower) divisions: Triton's default, IEEE round-to-nearest, the fast approximation.
+_F32_DIVISIONS = {"div": "div.full.f32", "div_rn": "div.rn.f32", "div_approx": "div.approx.f32"}
+
+
 def _binary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
     b = ctx.builder
     if isinstance(dtype, PointerType):
         raise AssertionError("pointers take addptr, not binary")
     if dtype.is_floating():
-        if fn == "div" and dtype.primitive_bitwidth <= 32:
-            return _float_math(ctx, dtype, lambda x, y: _approx2(ctx, "div.full.f32", x, y))
+        if fn in _F32_DIVISIONS and dtype.primitive_bitwidth <= 32:
+            instruction = _F32_DIVISIONS[fn]
+            return _float_math(ctx, dtype, lambda x, y: _approx2(ctx, instruction, x, y))
+        if fn in ("div_rn", "div_approx"):  # float64: IEEE division
+            return b.fdiv
         simple = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "rem": b.frem}
         if fn in simple:
             op = simple[fn]
@@ -126,7 +133,7 @@ def _binary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
         ty = llvm_type(dtype)
         wide = lir.IntType(2 * ty.width)
 
-        def mulhi(x, y):
+        def mulhi(x, y):  # unsigned for every operand type, as Triton's (and the interpreter's)
             product = b.mul(b.zext(x, wide), b.zext(y, wide))
             return b.trunc(b.lshr(product, wide(ty.width)), ty)
         return mulhi
@@ -169,7 +176,7 @@ def _unary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
         if fn in ("abs", "floor", "ceil"):
             return intrinsic({"abs": "fabs"}.get(fn, fn))
         if dtype.primitive_bitwidth == 64:
-            if fn == "sqrt":
+            if fn in ("sqrt", "sqrt_rn"):
                 return intrinsic("sqrt")
             raise CompilationError(f"{fn} of float64 has no GPU lowering yet; compute it in float32")
         approx = {
@@ -180,6 +187,7 @@ def _unary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
             "sin": lambda x: _approx(ctx, "sin.approx.f32", x),
             "cos": lambda x: _approx(ctx, "cos.approx.f32", x),
             "sqrt": lambda x: _approx(ctx, "sqrt.approx.f32", x),
+            "sqrt_rn": lambda x: _approx(ctx, "sqrt.rn.f32", x),
             "rsqrt": lambda x: _approx(ctx, "rsqrt.approx.f32", x),
         }
         if fn in approx:
