@@ -12,7 +12,7 @@ from .errors import TypeMismatchError
 from .tensor import builtin, shape_args, tensor
 
 __all__ = [
-    "program_id", "num_programs", "num_warps", "arange", "full", "zeros", "full_like", "zeros_like",
+    "program_id", "num_programs", "num_warps", "num_ctas", "arange", "full", "zeros", "full_like", "zeros_like",
     "load", "store", "cast", "where", "maximum", "minimum", "abs", "exp", "exp2", "log", "log2",
     "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "fma", "cdiv", "sum", "max", "min",
     "reduce", "expand_dims", "broadcast_to", "reshape", "permute", "split", "join",
@@ -58,6 +58,12 @@ def num_programs(axis, _semantic=None):
 def num_warps(_semantic=None):
     """The number of warps the kernel is compiled for (a compile-time int)."""
     return _semantic.num_warps
+
+
+@builtin
+def num_ctas(_semantic=None):
+    """The number of CTAs in the kernel's cluster (the ``num_ctas`` launch option; a compile-time int)."""
+    return _semantic.num_ctas
 
 
 # -------------------------------------------------------------------------- creation

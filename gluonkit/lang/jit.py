@@ -23,6 +23,7 @@ from ..ir.types import DType, PointerType, TensorDescType
 from .codegen import CodeGenerator
 from .constexpr import is_constexpr_annotation, unwrap
 from .errors import ArgumentError, CompilationError, ConstexprRequiredError
+from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
 from .tensor import tensor
 from .nvidia.tma import tensor_descriptor
@@ -40,7 +41,8 @@ def set_launcher(fn: Callable) -> None:
 
 
 def set_compiler(fn: Callable) -> None:
-    """Register ``fn(kernel, args, target, num_warps, constexprs)``, which ``kernel.compile`` calls."""
+    """Register ``fn(kernel, args, target, options, constexprs)``, which ``kernel.compile`` calls
+    (``options``: every launch option, see :mod:`.launch_options`)."""
     global _compiler
     _compiler = fn
 
@@ -110,7 +112,7 @@ class JITFunction:
 
     # ----------------------------------------------------------------- build
     def build_ir(self, arg_types: Sequence, constexprs: Optional[Dict[str, Any]] = None, num_warps: int = 4,
-                 specialization: Optional[Dict[str, Dict[str, int]]] = None) -> Function:
+                 specialization: Optional[Dict[str, Dict[str, int]]] = None, num_ctas: int = 1) -> Function:
         """The IR of this kernel for one specialization (cached; see the module docstring).
 
         ``arg_types`` gives one type (DType, PointerType or TensorDescType) per runtime
@@ -118,19 +120,19 @@ class JITFunction:
         :meth:`~gluonkit.ir.TensorDescType.flat_arg_types`); runtime parameters are those not
         in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
         ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
+        ``num_warps`` and ``num_ctas`` are the launch options (:mod:`.launch_options`).
         """
         constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
         specialization = dict(specialization or {})
-        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization))
+        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas)
         cached = self.cache.get(key)
         if cached is None:
-            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization)
+            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization, num_ctas)
         return cached
 
-    def _build(self, arg_types, constexprs, num_warps, specialization) -> Function:
+    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas) -> Function:
         loc = self.def_location()
-        if not isinstance(num_warps, int) or num_warps <= 0 or num_warps & (num_warps - 1):
-            raise ArgumentError(f"num_warps must be a positive power of two, got {num_warps!r}", loc)
+        check_launch_options({"num_warps": num_warps, "num_ctas": num_ctas}, loc)
         unknown = sorted(set(constexprs) - set(self.arg_names))
         if unknown:
             raise ArgumentError(f"{self.__name__} has no parameter(s) {unknown}; its parameters are "
@@ -162,7 +164,7 @@ class JITFunction:
                                     f"got {ty!r}", loc)
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
                         specialization=specialization, num_warps=num_warps)
-        sem = Semantic(Builder(func.body), num_warps)
+        sem = Semantic(Builder(func.body), num_warps, num_ctas)
         sem.builder.loc = loc
         flat_args = iter(func.args)
         for name, arg in zip(runtime, flat_args):
@@ -193,17 +195,20 @@ class JITFunction:
 
         return launch
 
-    def compile(self, *args, target: str = "sm_90a", num_warps: int = 4, **constexprs):
+    def compile(self, *args, target: str = "sm_90a", **kwargs):
         """Compile without launching (no GPU needed) and return the compiled kernel.
 
         ``args`` are the runtime arguments as examples (arrays, tensors, numbers) or as type
         strings (``"*fp32"``, ``"i32"``, ``"*bf16:16"`` with ``:16`` for divisible by 16);
-        the result's ``asm`` has ``ir``, ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the
-        CUDA tools are found) and its ``metadata`` registers, shared memory and spills.
+        ``kwargs`` the launch options (``num_warps=4``, ``num_ctas=1``) and the compile-time
+        arguments by name, bound as a launch binds them.  The result's ``asm`` has ``ir``,
+        ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the CUDA tools are found) and its
+        ``metadata`` registers, shared memory and spills.
         """
         if _compiler is None:
             raise RuntimeError("no compiler is registered; import gluonkit first")
-        return _compiler(self, args, target, num_warps, constexprs)
+        options, constexprs = split_launch_options(self.arg_names, kwargs)
+        return _compiler(self, args, target, options, constexprs)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

@@ -31,9 +31,10 @@ def is_power_of_two(n) -> bool:
 class CoreSemantic:
     """Op creation, constants, casts and broadcasting (see the module docstring)."""
 
-    def __init__(self, builder: Builder, num_warps: int):
+    def __init__(self, builder: Builder, num_warps: int, num_ctas: int = 1):
         self.builder = builder
         self.num_warps = num_warps
+        self.num_ctas = num_ctas
         self.call_jit = None  # set by the code generator: (jit_fn, args) -> value (inlining)
 
     # ------------------------------------------------------------------ basics

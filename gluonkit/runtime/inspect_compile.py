@@ -20,6 +20,7 @@ from .. import ir
 from ..lang.constexpr import unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_compiler
+from ..lang.launch_options import check_launch_options
 from ..lower.compiler import CompiledKernel, compile_function
 from .args import ir_type_of
 
@@ -62,9 +63,11 @@ def _example_type(name: str, value):
     return ty, False
 
 
-def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, num_warps: int,
+def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, options: Dict[str, Any],
                    constexprs: Dict[str, Any]) -> CompiledKernel:
-    """Build, infer, lower and assemble ``kernel`` for ``target``; see the module docstring."""
+    """Build, infer, lower and assemble ``kernel`` for ``target`` with the launch ``options``
+    (``num_warps``, ``num_ctas``); see the module docstring."""
+    check_launch_options(options, kernel.def_location())
     constexprs = {k: unwrap(v) for k, v in constexprs.items()}
     runtime = [n for n in kernel.arg_names if n not in constexprs and n not in kernel.constexpr_names]
     if len(args) != len(runtime):
@@ -79,7 +82,7 @@ def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, num_wa
         arg_types.append(ty)
         if divisible:
             specialization[name] = {"divisibility": 16}
-    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+    func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"])
     compiled = compile_function(func, target)
     if "cubin" in compiled.asm and shutil.which("cuobjdump"):
         compiled.asm["sass"] = _disassemble(compiled.asm["cubin"])
