@@ -9,6 +9,8 @@ See ``docs/`` and the design notes in ``docs/design.rst``.
 from ._version import __version__
 
 from .ir.diagnostics import CompilationError
+from .lang.aggregate import aggregate
+from .lang.callables import constexpr_function, must_use_result
 from .lang.constexpr import constexpr
 from .lang.jit import JITFunction, jit
 
@@ -22,4 +24,5 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
-__all__ = ["jit", "JITFunction", "constexpr", "CompilationError", "cdiv", "__version__"]
+__all__ = ["jit", "JITFunction", "constexpr", "aggregate", "constexpr_function", "must_use_result",
+           "CompilationError", "cdiv", "__version__"]

@@ -12,6 +12,7 @@ from ..ir.types import (
 )
 from .builtins import *  # noqa: F401,F403 - the gl.* functions
 from .builtins import __all__ as _builtin_names
+from .aggregate import aggregate_replace
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -38,7 +39,7 @@ for _name in _LAYOUT_NAMES:
         _exported_layouts.append(_name)
 
 __all__ = [
-    "jit", "JITFunction", "set_launcher", "constexpr", "tensor", "dtype", "pointer_type",
+    "jit", "JITFunction", "set_launcher", "constexpr", "aggregate_replace", "tensor", "dtype", "pointer_type",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",

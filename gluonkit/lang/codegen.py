@@ -23,21 +23,16 @@ from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
 from .constexpr import constexpr, unwrap
+from .codegen_structs import NOT_HANDLED, StructsMixin
 from .control_flow import ControlFlowMixin
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, TypeMismatchError,
     UndefinedNameError, UnsupportedSyntaxError,
 )
 from .tensor import builtin, is_builtin, tensor
+from .values import is_runtime
 
 __all__ = ["CodeGenerator", "is_runtime"]
-
-
-def is_runtime(value) -> bool:
-    """Whether ``value`` is (or contains) a runtime tensor."""
-    if isinstance(value, tensor):
-        return True
-    return isinstance(value, (tuple, list)) and any(is_runtime(v) for v in value)
 
 
 def _is_jit(value) -> bool:
@@ -83,6 +78,19 @@ _PY_BUILTINS: Dict[str, Any] = {n: getattr(_py, n) for n in (
     "str", "repr", "getattr", "hasattr", "all", "any", "type", "reversed", "divmod", "abs")}
 _PY_BUILTINS.update({"print": _print, "min": _py_min, "max": _py_max})
 
+# Python builtins that only inspect values, so they may take runtime ones, and those that
+# rearrange containers, so they may take tuples (or aggregates) holding runtime ones.
+_INSPECTING = (isinstance, getattr, hasattr, type)
+_CONTAINER = (len, zip, enumerate, tuple, list, reversed)
+
+
+def _python_may_take(fn, args) -> bool:
+    """Whether the plain Python function ``fn`` may be called with these runtime arguments."""
+    if any(fn is f for f in _INSPECTING):
+        return True
+    return any(fn is f for f in _CONTAINER) and not any(isinstance(a, tensor) for a in args)
+
+
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
            ast.RShift: "shr", ast.Pow: "pow"}
@@ -96,7 +104,7 @@ _PY_CMPOPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": ope
               "ge": operator.ge}
 
 
-class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
+class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
     """Generates the body of one ``@jit`` function into the semantic layer's builder.
 
     ``scope`` maps parameter names to their values; ``inlined_at`` is the call's location
@@ -115,6 +123,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         self.hidden: Dict[str, str] = {}  # names not visible here, and why
         self.returned = False
         self.return_value = None
+        self.unused_call = None  # the call node of the expression statement being visited
 
     # ----------------------------------------------------------------- driver
     def run(self):
@@ -186,6 +195,8 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         if isinstance(target, ast.Name):
             self.scope[target.id] = self.sanitize(value) if sanitize else value
             self.hidden.pop(target.id, None)
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, tensor) or not isinstance(value, (tuple, list)):
                 self.error(f"cannot unpack {value!r} into {len(target.elts)} names: expected a tuple",
@@ -207,6 +218,8 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
 
     # ------------------------------------------------------------- statements
     def visit_Expr(self, node):
+        if isinstance(node.value, ast.Call):
+            self.unused_call = node.value  # a must_use_result callee refuses this call
         if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             self.visit(node.value)
 
@@ -298,7 +311,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
     def visit_Attribute(self, node):
         base = self.visit(node.value)
         try:
-            return unwrap(getattr(base, node.attr))
+            return self.bind_method(base, node.attr, unwrap(getattr(base, node.attr)))
         except AttributeError:
             what = f"a tensor of type {base.type}" if isinstance(base, tensor) else repr(base)
             self.error(f"{what} has no attribute '{node.attr}'", UndefinedNameError)
@@ -408,9 +421,14 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
             if kw.arg is None:
                 self.error("**kwargs in calls is not supported in kernels", UnsupportedSyntaxError)
             kwargs[kw.arg] = self.visit(kw.value)
+        if node is self.unused_call:
+            self.check_result_used(fn, ast.unparse(node.func))
         return unwrap(self.call(fn, args, kwargs, ast.unparse(node.func)))
 
     def call(self, fn, args, kwargs, name: str):
+        result = self.call_structured(fn, args, kwargs, name)
+        if result is not NOT_HANDLED:
+            return result
         if _is_jit(fn):
             return self.call_jit(fn, args, kwargs)
         if is_builtin(fn):
@@ -426,7 +444,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
                        ConstexprRequiredError)
         if not callable(fn):
             self.error(f"{name} ({fn!r}) is not callable", TypeMismatchError)
-        if fn is not isinstance and (is_runtime(args) or is_runtime(list(kwargs.values()))):
+        if (is_runtime(args) or is_runtime(list(kwargs.values()))) and not _python_may_take(fn, args):
             self.error(f"{name}() is a Python function and cannot take runtime tensors; only gl builtins and "
                        "@jit functions can", TypeMismatchError)
         try:
