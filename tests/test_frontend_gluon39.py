@@ -105,3 +105,275 @@ def test_launch_option_parameters_compile(target):
     compiled = warps_kernel.compile("*i32:16", "*i32:16", target=target, num_warps=8)
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
     assert ".reqntid 256" in compiled.asm["ptx"] or "maxntid 256" in compiled.asm["ptx"]
+
+
+# ----------------------------------------------------------------------------- aggregates
+@gluonkit.constexpr_function
+def row_layout(num_warps):
+    """A layout computed at compile time from a constexpr argument."""
+    return gl.BlockedLayout([1], [32], [num_warps], [0])
+
+
+@gluonkit.aggregate
+class Affine:
+    """``scale * x + shift`` with a compile-time scale and a runtime shift."""
+    shift: gl.tensor
+    scale: gl.constexpr
+    bias: gl.constexpr = 0.5
+
+    @gluonkit.jit
+    def apply(self, x):
+        return x * self.scale + self.shift + self.bias
+
+    @gluonkit.constexpr_function
+    def doubled_scale(self, k):
+        return self.scale * 2 * k
+
+
+@gluonkit.aggregate
+class Pair:
+    """Two tensors and an Affine: a nested aggregate with a constexpr_function __init__."""
+    a: gl.tensor
+    b: gl.tensor
+    f: Affine
+    n: gl.constexpr
+
+    @gluonkit.constexpr_function
+    def __init__(self, a, b, f, n):
+        self.a = a
+        self.b = b
+        self.f = f
+        self.n = gl.constexpr(n)
+
+    @gluonkit.jit
+    def total(self):
+        return self.f.apply(self.a) + self.b * self.n
+
+
+@gluonkit.aggregate
+class Stats:
+    """A @jit __init__ that computes its fields from tensors."""
+    lo: gl.tensor
+    hi: gl.tensor
+    width: gl.constexpr
+
+    @gluonkit.jit
+    def __init__(self, x, width: gl.constexpr):
+        self.lo = gl.min(x, axis=0)
+        self.hi = gl.max(x, axis=0)
+        self.width = width
+
+    @gluonkit.jit
+    def span(self):
+        return (self.hi - self.lo) * self.width
+
+
+@gluonkit.jit
+def make_pair(x, shift):
+    return Pair(x, x * 2.0, Affine(shift, 3.0), 2)
+
+
+@gluonkit.jit
+def aggregate_kernel(x_ptr, out_ptr, stats_ptr, shift, ITERS: gl.constexpr, num_warps: gl.constexpr):
+    layout: gl.constexpr = row_layout(num_warps)
+    offs = gl.arange(0, 32 * num_warps, layout)
+    x = gl.load(x_ptr + offs)
+    p = make_pair(x, shift)
+    gl.static_assert(p.f.doubled_scale(2) == 12.0)
+    gl.static_assert(p.f.bias == 0.5)
+    acc = p
+    for i in range(ITERS):  # an aggregate carried through a runtime loop
+        acc = Pair(acc.a + 1.0, acc.b, acc.f, acc.n)
+    if shift > 0:  # and through a runtime if
+        acc = gl.aggregate_replace(acc, b=acc.b * 0.0)
+    gl.store(out_ptr + offs, acc.total())
+    s = Stats(x, width=4)
+    gl.store(stats_ptr, s.span())
+
+
+@pytest.mark.parametrize("shift", [1.5, -2.0])
+def test_aggregates_construct_call_methods_and_flow_through_control_flow(shift, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    stats = np.zeros(1, np.float32)
+    aggregate_kernel[(1,)](x, out, stats, shift, ITERS=3, num_warps=2)
+    x64 = x.astype(np.float64)
+    b = x64 * 2.0 * (0.0 if shift > 0 else 1.0)
+    expected = (x64 + 3.0) * 3.0 + shift + 0.5 + b * 2
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(stats[0], (x64.max() - x64.min()) * 4, rtol=1e-5)
+
+
+@gluonkit.aggregate
+class Window:
+    """No __init__: the fields, in order, are the constructor's parameters."""
+    start: gl.tensor
+    size: gl.constexpr
+    step: gl.constexpr = 1
+
+
+@gluonkit.jit
+def window_kernel(x_ptr, out_ptr, start):
+    w = Window(start, size=64)
+    w2 = Window(start + 1, 64, 2)
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [2], [0])
+    offs = gl.arange(0, w.size, layout)
+    gl.store(out_ptr + offs, gl.load(x_ptr + w.start + offs * w.step) + gl.load(x_ptr + w2.start + offs * w2.step))
+
+
+def test_an_aggregate_without_init_takes_its_fields_as_parameters(rng):
+    x = rng.standard_normal(256).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    window_kernel[(1,)](x, out, 5, num_warps=2)
+    np.testing.assert_allclose(out, x[5:69] + x[6:6 + 128:2], rtol=1e-6)
+
+
+@gluonkit.aggregate
+class Config:
+    BLOCK: gl.constexpr
+    STAGES: gl.constexpr = 2
+
+
+def test_aggregates_are_immutable_and_constructible_on_the_host():
+    c = Config(gl.constexpr(64))
+    assert (c.BLOCK, c.STAGES) == (64, 2)
+    with pytest.raises(TypeError, match="immutable"):
+        c.BLOCK = 4
+    assert gl.aggregate_replace(c, STAGES=4).STAGES == 4 and c.STAGES == 2
+    with pytest.raises(TypeError, match="missing required argument 'size'"):
+        Window(1)
+    with pytest.raises(TypeError, match="field 'start' of Window is annotated gl.tensor but got the compile-time "
+                       "value 3"):
+        Window(3, 16)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_aggregate_kernel_compiles(target):
+    compiled = aggregate_kernel.compile("*fp32:16", "*fp32:16", "*fp32", "fp32", target=target, ITERS=2,
+                                        num_warps=4)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
+F32P = gl.pointer_type(gl.float32)
+
+
+def _error(kernel, arg_types, constexprs=None, num_warps=4):
+    with pytest.raises(CompilationError) as info:
+        kernel.build_ir(arg_types, constexprs or {}, num_warps, {})
+    return info.value, str(info.value)
+
+
+def _assert_at(text, fn, marker):
+    assert f"{__file__}:{_line(fn, marker)}:" in text, text
+
+
+@gluonkit.jit
+def bad_constexpr_field(x_ptr):
+    x = gl.load(x_ptr)
+    c = Config(x)  # <- runtime value for a constexpr field
+
+
+@gluonkit.jit
+def bad_tensor_field(x_ptr):
+    w = Window(3, 16)  # <- compile-time value for a tensor field
+
+
+@gluonkit.jit
+def bad_mutation(x_ptr):
+    w = Window(gl.load(x_ptr), 16)
+    w.size = 32  # <- aggregates are immutable
+
+
+@gluonkit.jit
+def bad_unknown_field(x_ptr):
+    w = Window(gl.load(x_ptr), 16, stride=3)  # <- no such field
+
+
+@gluonkit.aggregate
+class Forgetful:
+    a: gl.tensor
+    b: gl.constexpr
+
+    @gluonkit.jit
+    def __init__(self, a):
+        self.a = a
+
+
+@gluonkit.jit
+def bad_unset_field(x_ptr):
+    f = Forgetful(gl.load(x_ptr))  # <- b never set
+
+
+@gluonkit.jit
+def bad_loop_changes_constexpr_field(x_ptr, n):
+    w = Window(gl.load(x_ptr), 16)
+    for i in range(n):  # <- the loop
+        w = Window(w.start, 32)
+
+
+@gluonkit.jit
+def bad_branch_changes_tensor_type(x_ptr, n):
+    w = Window(gl.load(x_ptr), 16)
+    if n > 0:  # <- the if
+        w = Window(w.start.to(gl.float16), 16)
+
+
+@pytest.mark.parametrize("kernel, marker, message", [
+    (bad_constexpr_field, "# <- runtime value", "field 'BLOCK' of Config is annotated gl.constexpr but got a runtime"),
+    (bad_tensor_field, "# <- compile-time value", "field 'start' of Window is annotated gl.tensor"),
+    (bad_mutation, "# <- aggregates are immutable", "cannot assign to field 'size' of Window"),
+    (bad_unknown_field, "# <- no such field", "unexpected keyword argument 'stride'"),
+    (bad_unset_field, "# <- b never set", "the constructor of Forgetful did not set the field 'b'"),
+    (bad_loop_changes_constexpr_field, "# <- the loop", "compile-time values 16 and 32 at .size"),
+    (bad_branch_changes_tensor_type, "# <- the if", "types float16 and float32 at .start in its two branches"),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_aggregate_misuse_is_a_compilation_error_at_the_users_line(kernel, marker, message):
+    args = [F32P] + ([gl.int32] if "n" in kernel.arg_names else [])
+    _, text = _error(kernel, args)
+    assert message in text, text
+    _assert_at(text, kernel.fn, marker)
+
+
+@gluonkit.jit(debug=False)
+@gluonkit.must_use_result("Keep the handle.")
+def handle(x):
+    return x + 1
+
+
+@gluonkit.jit
+def drops_result(x_ptr):
+    handle(gl.load(x_ptr))  # <- dropped
+
+
+@gluonkit.jit
+def keeps_result(x_ptr):
+    y = handle(gl.load(x_ptr))
+    gl.store(x_ptr, y)
+
+
+@gluonkit.constexpr_function
+def picky(n):
+    if n % 2:
+        raise ValueError(f"{n} is odd")
+    return n // 2
+
+
+@gluonkit.jit
+def bad_constexpr_function(x_ptr, N: gl.constexpr):
+    half: gl.constexpr = picky(N)  # <- raises
+
+
+def test_must_use_result_refuses_a_dropped_result():
+    _, text = _error(drops_result, [F32P])
+    assert "the result of handle(...) is not used; it is marked must_use_result. Keep the handle." in text
+    _assert_at(text, drops_result.fn, "# <- dropped")
+    keeps_result.build_ir([F32P], {}, 4, {})
+
+
+def test_constexpr_function_failures_are_reported_at_the_call():
+    assert picky(8) == 4  # a plain call from Python
+    _, text = _error(bad_constexpr_function, [F32P], {"N": 5})
+    assert "picky(...) failed at compile time: ValueError: 5 is odd" in text
+    _assert_at(text, bad_constexpr_function.fn, "# <- raises")
+    bad_constexpr_function.build_ir([F32P], {"N": 6}, 4, {})
