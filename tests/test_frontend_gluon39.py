@@ -377,3 +377,96 @@ def test_constexpr_function_failures_are_reported_at_the_call():
     assert "picky(...) failed at compile time: ValueError: 5 is odd" in text
     _assert_at(text, bad_constexpr_function.fn, "# <- raises")
     bad_constexpr_function.build_ir([F32P], {"N": 6}, 4, {})
+
+
+# --------------------------------------------------------------------------- early return
+@gluonkit.jit
+def clamp_or_double(x, lim):
+    if x > lim:
+        return lim
+    elif x < -lim:
+        return -lim
+    y = x * 2
+    return y
+
+
+@gluonkit.jit
+def split_by_sign(x):
+    if x >= 0:
+        return x, 1
+    return -x, -1
+
+
+@gluonkit.jit
+def early_return_kernel(x_ptr, out_ptr, sign_ptr, n, LIM: gl.constexpr):
+    pid = gl.program_id(0)
+    if pid >= n:
+        return
+    v = gl.load(x_ptr + pid)
+    if LIM > 100:  # a compile-time if around a runtime early return
+        return
+    gl.store(out_ptr + pid, clamp_or_double(v, LIM))
+    magnitude, sign = split_by_sign(v)
+    gl.store(sign_ptr + pid, magnitude * sign)
+
+
+def test_early_returns_in_runtime_ifs(rng):
+    x = rng.integers(-9, 10, 40).astype(np.int32)
+    out = np.full(40, 1234, np.int32)
+    signs = np.full(40, 1234, np.int32)
+    early_return_kernel[(40,)](x, out, signs, 33, LIM=5)
+    expected = np.where(x > 5, 5, np.where(x < -5, -5, x * 2))
+    np.testing.assert_array_equal(out[:33], expected[:33])
+    np.testing.assert_array_equal(out[33:], 1234)  # programs past n returned first
+    np.testing.assert_array_equal(signs[:33], x[:33])
+    early_return_kernel[(40,)](x, out, signs, 40, LIM=200)  # returns before any store
+    np.testing.assert_array_equal(out[33:], 1234)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_early_return_kernel_compiles(target):
+    compiled = early_return_kernel.compile("*i32", "*i32", "*i32", "i32", target=target, LIM=5)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
+@gluonkit.jit
+def returns_on_one_path_only(x):
+    if x > 0:
+        return x  # <- then
+    gl.static_print("falls off")
+
+
+@gluonkit.jit
+def bad_mixed_returns(x_ptr):
+    v = returns_on_one_path_only(gl.load(x_ptr))
+
+
+@gluonkit.jit
+def returns_two_types(x):
+    if x > 0:  # <- if
+        return x
+    return x.to(gl.float16)
+
+
+@gluonkit.jit
+def bad_return_types(x_ptr):
+    v = returns_two_types(gl.load(x_ptr))
+
+
+@gluonkit.jit
+def bad_return_in_loop(x_ptr, n):
+    for i in range(n):
+        if i > 3:
+            return  # <- in loop
+
+
+def test_early_return_misuse():
+    _, text = _error(bad_mixed_returns, [F32P])
+    assert "returns a runtime value of type float32 and the compile-time value None on the two paths" in text, text
+    _assert_at(text, returns_on_one_path_only.fn, "if x > 0")
+    _, text = _error(bad_return_types, [F32P])
+    assert "returns types float32 and float16 on the two paths of the runtime if" in text, text
+    _assert_at(text, returns_two_types.fn, "# <- if")
+    _, text = _error(bad_return_in_loop, [F32P, gl.int32])
+    assert "return inside a runtime for loop is not supported" in text, text

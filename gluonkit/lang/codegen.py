@@ -24,7 +24,7 @@ from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
 from .constexpr import constexpr, unwrap
 from .codegen_structs import NOT_HANDLED, StructsMixin
-from .control_flow import ControlFlowMixin
+from .control_flow import ControlFlowMixin, contains_return
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, TypeMismatchError,
     UndefinedNameError, UnsupportedSyntaxError,
@@ -120,9 +120,11 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         self.call_stack = call_stack + (fn,)
         self.is_kernel = is_kernel
         self.runtime_regions: list = []  # enclosing runtime if/for/while, for error messages
+        self.static_loops: list = []  # enclosing unrolled loops (an early return cannot leave them yet)
         self.hidden: Dict[str, str] = {}  # names not visible here, and why
         self.returned = False
         self.return_value = None
+        self.return_loc = None  # where the return statement that ended the function is
         self.unused_call = None  # the call node of the expression statement being visited
 
     # ----------------------------------------------------------------- driver
@@ -154,9 +156,13 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         self.error(f"{what} {kind} are not supported in kernels", UnsupportedSyntaxError)
 
     def visit_block(self, stmts) -> None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if self.returned:
                 break
+            if isinstance(stmt, ast.If) and contains_return(stmt):
+                with self.sem.builder.located(self.loc(stmt)):
+                    self.visit_returning_if(stmt, stmts[i + 1:])  # takes the rest of the block with it
+                return
             self.visit(stmt)
 
     # ------------------------------------------------------------------ names
@@ -255,15 +261,16 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
             self.assign(node.target, value, node)
 
     def visit_Return(self, node):
-        if self.runtime_regions:
-            self.error(f"return inside a runtime {self.runtime_regions[-1]} is not supported: a function may "
-                       "return only at its end (assign the result to a variable and return it after the "
-                       f"{self.runtime_regions[-1]})", UnsupportedSyntaxError)
+        loops = [kind for kind in self.runtime_regions if kind.endswith("loop")]
+        if loops:
+            self.error(f"return inside a runtime {loops[-1]} is not supported (as in Gluon): assign the result to a "
+                       f"variable and return it after the {loops[-1]}", UnsupportedSyntaxError)
         value = self.visit(node.value) if node.value is not None else None
         if self.is_kernel and value is not None:
             self.error(f"a kernel cannot return a value (got {value!r}); store results through pointers",
                        UnsupportedSyntaxError)
         self.return_value = value
+        self.return_loc = self.sem.builder.loc
         self.returned = True
 
     def visit_Break(self, node):

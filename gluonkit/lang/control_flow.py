@@ -31,7 +31,7 @@ from .shared_memory import shared_memory_descriptor
 from .tensor import tensor
 from .values import describe, flatten, is_runtime, structure_mismatch, unflatten
 
-__all__ = ["ControlFlowMixin", "assigned_names"]
+__all__ = ["ControlFlowMixin", "assigned_names", "contains_return"]
 
 
 def assigned_names(stmts) -> List[str]:
@@ -42,6 +42,11 @@ def assigned_names(stmts) -> List[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.setdefault(node.id, None)
     return list(names)
+
+
+def contains_return(node) -> bool:
+    """Whether a ``return`` statement occurs anywhere inside ``node``."""
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
 def _same_type(a, b) -> bool:
@@ -186,6 +191,71 @@ class ControlFlowMixin:
         self._bind_leaves(self.scope, [n for n, _, _ in names], [s for _, s, _ in names], [c for _, _, c in names],
                           op.results)
 
+    def visit_returning_if(self, node, rest) -> None:
+        """An ``if`` with a ``return`` inside, followed by the statements ``rest`` of its block.
+
+        A compile-time condition picks a branch, which continues with ``rest``.  A runtime
+        condition becomes an ``if`` op whose two regions each run their branch followed by
+        ``rest`` (every path then ends in a return, explicit or by falling off the end); the
+        regions yield the two return values, which must agree like the two values of a
+        variable assigned in both branches.  The function has returned after the op.
+        """
+        test = self.visit(node.test)
+        if not isinstance(test, tensor):
+            self.visit_block((node.body if test else node.orelse) + list(rest))
+            return
+        loops = [kind for kind in self.runtime_regions if kind.endswith("loop")] + self.static_loops
+        if loops:
+            first = next(n for n in ast.walk(node) if isinstance(n, ast.Return))
+            raise UnsupportedSyntaxError(
+                f"return inside a runtime {loops[-1]} is not supported (as in Gluon; here inside a runtime if): "
+                f"assign the result to a variable and return it after the {loops[-1]}", self.loc(first))
+        cond = self._condition(test, "if")
+        blocks, returned = [Block(), Block()], []
+
+        def branch(stmts):
+            self.returned, self.return_value, self.return_loc = False, None, None
+            self.visit_block(stmts)
+            returned.append((self.return_value, self.return_loc if self.returned else None))
+
+        for block, stmts in zip(blocks, (node.body, node.orelse)):
+            self._region(block, "if", lambda: branch(stmts + list(rest)))
+        (then_value, then_loc), (else_value, else_loc) = returned
+        then_value, else_value = self._promote_returns(blocks, then_value, else_value)
+        (then_leaves, structure), (else_leaves, else_structure) = flatten(then_value), flatten(else_value)
+        problem = structure_mismatch(structure, else_structure)
+        if problem:
+            raise TypeMismatchError(
+                f"the function returns {problem} on the two paths of the runtime if at line "
+                f"{self.loc(node).line}; every "
+                "return must give one type", self.sem.builder.loc,
+                notes=[(f"the {path} path returns here", loc) for path, loc in (("then", then_loc), ("else", else_loc))
+                       if loc is not None])
+        for block, leaves in zip(blocks, (then_leaves, else_leaves)):
+            with self.sem.builder.at_end_of(block):
+                self.sem.create("yield", leaves, [])
+        op = self.sem.create("if", [cond], [v.type for v in then_leaves], regions=blocks)
+        self.returned = True
+        self.return_value = unflatten(structure, [tensor(r) for r in op.results])
+
+    def _promote_returns(self, blocks, a, b):
+        """Python numbers returned on one path where the other returns a runtime scalar or a
+        different number become runtime scalars (Triton's rule), created in their own path's
+        region."""
+        numbers = all(isinstance(v, (tensor, bool, int, float)) for v in (a, b))
+        differ = isinstance(a, tensor) or isinstance(b, tensor) or type(a) is not type(b) or a != b
+        if numbers and differ:
+            if not isinstance(a, tensor):
+                with self.sem.builder.at_end_of(blocks[0]):
+                    a = self.sem.to_tensor(a)
+            if not isinstance(b, tensor):
+                with self.sem.builder.at_end_of(blocks[1]):
+                    b = self.sem.to_tensor(b)
+        elif type(a) is tuple and type(b) is tuple and len(a) == len(b):
+            pairs = [self._promote_returns(blocks, x, y) for x, y in zip(a, b)]
+            a, b = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        return a, b
+
     def visit_IfExp(self, node):
         test = self.visit(node.test)
         if not isinstance(test, tensor):
@@ -229,11 +299,15 @@ class ControlFlowMixin:
         else:
             self.error(f"kernels can loop over range(...), gl.static_range(...) or a compile-time tuple, "
                        f"got {iterable!r}", UnsupportedSyntaxError)
-        for value in values:
-            if self.returned:
-                break
-            self.assign(node.target, value, node, sanitize=False)
-            self.visit_block(node.body)
+        self.static_loops.append("static loop")
+        try:
+            for value in values:
+                if self.returned:
+                    break
+                self.assign(node.target, value, node, sanitize=False)
+                self.visit_block(node.body)
+        finally:
+            self.static_loops.pop()
 
     def _runtime_for(self, node, lb, ub, step):
         if not isinstance(node.target, ast.Name):
