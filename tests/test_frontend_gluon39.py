@@ -470,3 +470,55 @@ def test_early_return_misuse():
     _assert_at(text, returns_two_types.fn, "# <- if")
     _, text = _error(bad_return_in_loop, [F32P, gl.int32])
     assert "return inside a runtime for loop is not supported" in text, text
+
+
+# ------------------------------------------------------------------------- device_assert
+@gluonkit.jit(debug=True)
+def assert_kernel(x_ptr, n):
+    offs = gl.arange(0, 128, gl.BlockedLayout([1], [32], [4], [0]))
+    x = gl.load(x_ptr + offs)
+    gl.device_assert(x < n, "x is too big", mask=offs < 100)  # <- device_assert
+    assert gl.program_id(0) < 2, "too many programs"  # <- assert
+
+
+@gluonkit.jit
+def quiet_assert_kernel(x_ptr, n):
+    offs = gl.arange(0, 128, gl.BlockedLayout([1], [32], [4], [0]))
+    gl.device_assert(gl.load(x_ptr + offs) < n, "x is too big")
+
+
+def test_device_assert_fails_at_the_users_line_in_the_interpreter(rng):
+    from gluonkit.interpret import InterpreterError
+    x = rng.permutation(128).astype(np.int32)
+    assert_kernel[(2,)](x, 128)  # holds everywhere
+    x[:100] = rng.integers(0, 60, 100)
+    bad = int(np.argmax(x[:100] >= 50))
+    with pytest.raises(InterpreterError) as info:
+        assert_kernel[(1,)](x, 50)
+    text = str(info.value)
+    assert f"device_assert failed in program (0, 0, 0) at element ({bad}): x is too big" in text, text
+    _assert_at(text, assert_kernel.fn, "# <- device_assert")
+    x[:] = 0
+    with pytest.raises(InterpreterError, match=r"program \(2, 0, 0\): too many programs") as info:
+        assert_kernel[(3,)](x, 1)
+    _assert_at(str(info.value), assert_kernel.fn, "# <- assert")
+
+
+def test_device_assert_is_compiled_in_only_in_debug_mode(monkeypatch):
+    x = np.full(128, 7, np.int32)
+    quiet_assert_kernel[(1,)](x, 3)  # as in Gluon: no effect without debug
+    assert not any(op.name == "device_assert"
+                   for op in quiet_assert_kernel.build_ir([gl.pointer_type(gl.int32), gl.int32]).walk())
+    monkeypatch.setenv("GLUONKIT_DEBUG", "1")
+    from gluonkit.interpret import InterpreterError
+    with pytest.raises(InterpreterError, match="x is too big"):
+        quiet_assert_kernel[(1,)](x, 3)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_device_assert_lowers_to_assertfail(target):
+    compiled = assert_kernel.compile("*i32", "i32", target=target)
+    ptx = compiled.asm["ptx"]
+    assert ".extern .func __assertfail" in ptx and ptx.count("call.uni __assertfail") == 2
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"

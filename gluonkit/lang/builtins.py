@@ -16,7 +16,7 @@ __all__ = [
     "load", "store", "cast", "where", "maximum", "minimum", "abs", "exp", "exp2", "log", "log2",
     "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "fma", "cdiv", "sum", "max", "min",
     "reduce", "expand_dims", "broadcast_to", "reshape", "permute", "split", "join",
-    "convert_layout", "set_auto_layout", "static_assert", "static_print", "device_print",
+    "convert_layout", "set_auto_layout", "static_assert", "static_print", "device_print", "device_assert", "to_tensor",
     "assume", "multiple_of", "max_contiguous", "static_range", "PropagateNan",
 ]
 
@@ -251,6 +251,21 @@ def device_print(prefix, *args, hex=False, _semantic=None):  # noqa: A002 - Gluo
         _semantic.error(f"device_print's first argument must be a string prefix, got {prefix!r}")
     values = [_semantic.to_tensor(a) for a in args]
     _semantic.create("device_print", values, [], {"prefix": prefix, "hex": bool(hex)})
+
+
+@builtin
+def device_assert(cond, msg="", mask=None, _semantic=None):
+    """Stop the kernel with ``msg`` where ``cond`` (a scalar or tensor) is false, ignoring
+    elements where ``mask`` is false.  As in Gluon, it is compiled in only in debug mode
+    (``@gluonkit.jit(debug=True)`` or ``GLUONKIT_DEBUG=1``); otherwise it does nothing."""
+    _semantic.device_assert(cond, msg, mask)
+
+
+@builtin
+def to_tensor(x, _semantic=None):
+    """``x`` as a runtime value: a Python bool/int/float becomes a scalar of its literal type
+    (int1, int32/int64/uint64 by range, float32); tensors pass through."""
+    return _semantic.to_tensor(x)
 
 
 @builtin

@@ -283,9 +283,10 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
 
     def visit_Assert(self, node):
         test = self.visit(node.test)
-        if is_runtime(test):
-            self.error("assert on a runtime value is not supported; use gl.static_assert for compile-time "
-                       "conditions", UnsupportedSyntaxError)
+        if is_runtime(test):  # Gluon's rule: a runtime assert is gl.device_assert (debug mode only)
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            self.sem.device_assert(test, msg, None)
+            return
         if not test:
             msg = self.visit(node.msg) if node.msg is not None else ""
             self.error(f"assertion failed{': ' + str(msg) if msg else ''}")

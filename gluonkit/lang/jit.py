@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import os
 import textwrap
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -124,13 +125,23 @@ class JITFunction:
         """
         constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
         specialization = dict(specialization or {})
-        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas)
+        debug = self.debug_enabled()
+        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas, debug)
         cached = self.cache.get(key)
         if cached is None:
-            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization, num_ctas)
+            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization, num_ctas,
+                                                   debug)
         return cached
 
-    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas) -> Function:
+    def debug_enabled(self) -> bool:
+        """Whether ``gl.device_assert`` (and runtime ``assert``) are compiled in: with
+        ``@jit(debug=True)`` or ``GLUONKIT_DEBUG=1`` in the environment (Gluon's ``debug``
+        option and ``TRITON_DEBUG``)."""
+        if self.options.get("debug") is not None:
+            return bool(self.options["debug"])
+        return os.environ.get("GLUONKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas, debug) -> Function:
         loc = self.def_location()
         check_launch_options({"num_warps": num_warps, "num_ctas": num_ctas}, loc)
         unknown = sorted(set(constexprs) - set(self.arg_names))
@@ -165,6 +176,7 @@ class JITFunction:
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
                         specialization=specialization, num_warps=num_warps)
         sem = Semantic(Builder(func.body), num_warps, num_ctas)
+        sem.debug = debug
         sem.builder.loc = loc
         flat_args = iter(func.args)
         for name, arg in zip(runtime, flat_args):

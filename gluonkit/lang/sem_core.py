@@ -35,6 +35,7 @@ class CoreSemantic:
         self.builder = builder
         self.num_warps = num_warps
         self.num_ctas = num_ctas
+        self.debug = False  # whether device_assert is compiled in (the kernel's debug option)
         self.call_jit = None  # set by the code generator: (jit_fn, args) -> value (inlining)
 
     # ------------------------------------------------------------------ basics

@@ -8,7 +8,7 @@ ends the kernel.  Every emitted instruction gets the op's source line as debug i
 from __future__ import annotations
 
 from ..ir import CompilationError, Function
-from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
+from .ops import control, debug_print, device_assert, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401,E501  (register rules)
 from .nvidia import mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
