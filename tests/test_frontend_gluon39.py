@@ -522,3 +522,98 @@ def test_device_assert_lowers_to_assertfail(target):
     ptx = compiled.asm["ptx"]
     assert ".extern .func __assertfail" in ptx and ptx.count("call.uni __assertfail") == 2
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
+# ------------------------------------------- tuples, keywords, defaults, small builtins
+@gluonkit.jit
+def swap(t):
+    return t[1], t[0]
+
+
+@gluonkit.jit
+def affine(x, factor=2.0, *, bias=1.0):
+    return x * factor + bias
+
+
+@gluonkit.jit
+def tuples_kernel(x_ptr, out_ptr, n, N: gl.constexpr, FLAG: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    offs = gl.arange(0, N, layout=L)
+    x = gl.load(pointer=x_ptr + offs, mask=offs < n, other=0.0)
+    pair = (x, x + 1.0)
+    a, b = swap(pair)
+    gl.static_assert(len(pair) == 2, "a pair")
+    I: gl.constexpr = 1
+    c = pair[I]
+    acc = (x * 0.0, 0)  # the 0 becomes a runtime int32, as in Gluon
+    for i in range(3):
+        acc = (acc[0] + c, acc[1] + i)
+    P: gl.constexpr = 2 ** 3
+    M: gl.constexpr = max(P, 4) + min(1, 2)
+    v = 1.0 if FLAG else 2.0
+    w = affine(a, bias=0.5) if n > 3 else affine(b, factor=3.0)
+    t = gl.to_tensor(5)
+    r = acc[0] + acc[1] + M + v + w + t
+    gl.store(out_ptr + offs, r, mask=offs < n)
+
+
+@pytest.mark.parametrize("n, flag", [(100, True), (3, False)])
+def test_tuples_keywords_defaults_and_compile_time_builtins(n, flag, rng):
+    x = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros_like(x)
+    tuples_kernel[(1,)](x, out, n, N=128, FLAG=flag)
+    x64 = x.astype(np.float64)
+    w = (x64 + 1) * 2 + 0.5 if n > 3 else x64 * 3 + 1
+    expected = 3 * (x64 + 1) + 3 + 9 + (1.0 if flag else 2.0) + w + 5
+    np.testing.assert_allclose(out[:n], expected[:n], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[n:], 0)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_tuples_kernel_compiles(target):
+    compiled = tuples_kernel.compile("*fp32:16", "*fp32:16", "i32", target=target, N=128, FLAG=True)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+
+
+@gluonkit.jit
+def printing_kernel(x_ptr, N: gl.constexpr):
+    gl.static_print("N is", N, N * 2)
+    gl.static_assert(N % 2 == 0, f"N must be even, got {N}")  # <- static_assert
+
+
+def test_static_print_and_static_assert(capsys):
+    printing_kernel.build_ir([F32P], {"N": 8}, 4, {})
+    assert "N is 8 16" in capsys.readouterr().out
+    _, text = _error(printing_kernel, [F32P], {"N": 7})
+    assert "static_assert failed: N must be even, got 7" in text, text
+    _assert_at(text, printing_kernel.fn, "# <- static_assert")
+
+
+@gluonkit.jit
+def bad_tuple_index(x_ptr, i):
+    t = (gl.load(x_ptr), gl.load(x_ptr + 1))
+    v = t[i]  # <- runtime index
+
+
+@gluonkit.jit
+def bad_unpack(x_ptr):
+    a, b, c = swap((gl.load(x_ptr), 1))  # <- three names
+
+
+@gluonkit.jit
+def bad_break(x_ptr, n):
+    for i in range(n):
+        break  # <- break
+
+
+def test_tuple_and_syntax_misuse():
+    _, text = _error(bad_tuple_index, [F32P, gl.int32])
+    assert "an index into a tuple must be a compile-time constant" in text
+    _assert_at(text, bad_tuple_index.fn, "# <- runtime index")
+    _, text = _error(bad_unpack, [F32P])
+    assert "cannot unpack a tuple of 2 values into 3 names" in text
+    _assert_at(text, bad_unpack.fn, "# <- three names")
+    _, text = _error(bad_break, [F32P, gl.int32])  # Gluon 3.9 has no break/continue either
+    assert "break is not supported" in text
+    _assert_at(text, bad_break.fn, "# <- break")

@@ -217,9 +217,12 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
                        "(assign a new name instead)", UnsupportedSyntaxError)
 
     def sanitize(self, value):
-        """Python numbers assigned to names become runtime scalars (Triton's rule)."""
+        """Python numbers assigned to names become runtime scalars, also inside tuples
+        (Triton's rule)."""
         if isinstance(value, (bool, int, float)):
             return self.sem.to_tensor(value)
+        if type(value) is tuple:
+            return tuple(self.sanitize(v) for v in value)
         return value
 
     # ------------------------------------------------------------- statements
