@@ -617,3 +617,24 @@ def test_tuple_and_syntax_misuse():
     _, text = _error(bad_break, [F32P, gl.int32])  # Gluon 3.9 has no break/continue either
     assert "break is not supported" in text
     _assert_at(text, bad_break.fn, "# <- break")
+
+
+GLOBAL_CONFIG = Config(64, STAGES=3)
+
+
+@gluonkit.jit
+def config_kernel(x_ptr, out_ptr, cfg: gl.constexpr):
+    offs = gl.arange(0, cfg.BLOCK, gl.BlockedLayout([1], [32], [2], [0]))
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs) * cfg.STAGES + GLOBAL_CONFIG.STAGES)
+
+
+def test_compile_time_aggregates_as_kernel_arguments_and_globals(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    config_kernel[(1,)](x, out, Config(64), num_warps=2)
+    np.testing.assert_allclose(out, x * 2 + 3, rtol=1e-6)
+    config_kernel[(1,)](x, out, Config(64), num_warps=2)
+    assert len(config_kernel.cache) == 1  # equal aggregates share one compiled kernel
+    config_kernel[(1,)](x, out, gl.aggregate_replace(Config(64), STAGES=5), num_warps=2)
+    np.testing.assert_allclose(out, x * 5 + 3, rtol=1e-6)
+    assert len(config_kernel.cache) == 2

@@ -81,9 +81,34 @@ class AggregateValue:
                                  f"after construction; use gluonkit.language.aggregate_replace(x, {name}=...)")
         self.__dict__[name] = unwrap(value)
 
+    def __eq__(self, other) -> bool:
+        """Field-wise equality, so that equal compile-time aggregates (kernel arguments,
+        globals) share one compiled kernel."""
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_same(self.__dict__.get(n), other.__dict__.get(n)) for n in type(self).__aggregate_fields__)
+
+    def __hash__(self) -> int:
+        return hash((type(self),) + tuple(_hashable(self.__dict__.get(n)) for n in type(self).__aggregate_fields__))
+
     def __repr__(self) -> str:
         fields = ", ".join(f"{n}={self.__dict__.get(n, '<unset>')!r}" for n in type(self).__aggregate_fields__)
         return f"{type(self).__name__}({fields})"
+
+
+def _same(a, b) -> bool:
+    """Equality of two field values; runtime tensors are equal only to themselves."""
+    if isinstance(a, tensor) or isinstance(b, tensor):
+        return a is b
+    return type(a) is type(b) and bool(a == b)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
 
 
 def aggregate(cls: type) -> type:

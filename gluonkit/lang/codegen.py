@@ -23,6 +23,7 @@ from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
 from .constexpr import constexpr, unwrap
+from .aggregate import is_aggregate
 from .codegen_structs import NOT_HANDLED, StructsMixin
 from .control_flow import ControlFlowMixin, contains_return
 from .errors import (
@@ -188,6 +189,7 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         if isinstance(value, constexpr):
             return value.value
         if value is None or isinstance(value, (types.ModuleType, type, DType, PointerType, DistributedLayout)) \
+                or is_aggregate(value) \
                 or callable(value) or type(value).__module__.startswith("gluonkit."):
             return value
         self.error(f"the kernel reads the global variable '{name}' = {value!r}, which is not a "
