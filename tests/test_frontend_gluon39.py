@@ -638,3 +638,34 @@ def test_compile_time_aggregates_as_kernel_arguments_and_globals(rng):
     config_kernel[(1,)](x, out, gl.aggregate_replace(Config(64), STAGES=5), num_warps=2)
     np.testing.assert_allclose(out, x * 5 + 3, rtol=1e-6)
     assert len(config_kernel.cache) == 2
+
+
+# ------------------------------------------------------------------ tuple kernel arguments
+@gluonkit.jit
+def tuple_args_kernel(ptrs, out_ptr, scales, n):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    offs = gl.arange(0, 128, L)
+    acc = gl.zeros([128], gl.float32, L)
+    for i in gl.static_range(len(ptrs)):
+        acc += gl.load(ptrs[i] + offs) * scales[i]
+    gl.store(out_ptr + offs, acc + scales[2] * n)
+
+
+def test_tuple_kernel_arguments(rng):
+    x, y = (rng.standard_normal(128).astype(np.float32) for _ in range(2))
+    out = np.zeros_like(x)
+    tuple_args_kernel[(1,)]((x, y), out, (2.0, 3, gl.constexpr(4)), 5)
+    np.testing.assert_allclose(out, 2 * x.astype(np.float64) + 3 * y + 20, rtol=1e-5)
+    tuple_args_kernel[(1,)]((x, y), out, (0.5, -1, gl.constexpr(2)), 5)  # another compile-time element
+    np.testing.assert_allclose(out, 0.5 * x.astype(np.float64) - y + 10, rtol=1e-5)
+    func = tuple_args_kernel.build_ir([(F32P, F32P), F32P, (gl.float32, gl.int32, gl.constexpr(4)), gl.int32])
+    assert func.arg_names == ["ptrs_0", "ptrs_1", "out_ptr", "scales_0", "scales_1", "n"]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_tuple_arguments_compile(target):
+    compiled = tuple_args_kernel.compile(("*fp32:16", "*fp32:16"), "*fp32:16", ("fp32", "i32", gl.constexpr(4)),
+                                         "i32", target=target)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
+    assert compiled.asm["ir"].count("multiple_of = [16]") == 3  # the tuple's pointers keep their alignment

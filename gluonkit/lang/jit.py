@@ -20,14 +20,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..ir import Builder, Function, verify
 from ..ir.diagnostics import Location
-from ..ir.types import DType, PointerType, TensorDescType
 from .codegen import CodeGenerator
 from .constexpr import is_constexpr_annotation, unwrap
 from .errors import ArgumentError, CompilationError, ConstexprRequiredError
+from .kernel_params import flatten_params, param_values
 from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
-from .tensor import tensor
-from .nvidia.tma import tensor_descriptor
 
 __all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
 
@@ -116,10 +114,9 @@ class JITFunction:
                  specialization: Optional[Dict[str, Dict[str, int]]] = None, num_ctas: int = 1) -> Function:
         """The IR of this kernel for one specialization (cached; see the module docstring).
 
-        ``arg_types`` gives one type (DType, PointerType or TensorDescType) per runtime
-        parameter, in signature order (a descriptor becomes several kernel parameters: see
-        :meth:`~gluonkit.ir.TensorDescType.flat_arg_types`); runtime parameters are those not
-        in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
+        ``arg_types`` gives one type (DType, PointerType or TensorDescType, or a tuple of them
+        for a tuple argument) per runtime parameter, in signature order (see
+        :mod:`.kernel_params`); runtime parameters are those not in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
         ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
         ``num_warps`` and ``num_ctas`` are the launch options (:mod:`.launch_options`).
         """
@@ -161,34 +158,13 @@ class JITFunction:
         if len(arg_types) != len(runtime):
             raise ArgumentError(f"{self.__name__} takes {len(runtime)} runtime argument(s) {runtime}, got "
                                 f"{len(arg_types)} type(s)", loc)
-        flat_types, flat_names = [], []
-        for name, ty in zip(runtime, arg_types):
-            if isinstance(ty, TensorDescType):  # the descriptor, then its runtime shape and strides
-                flat_types += ty.flat_arg_types()
-                flat_names += [name] + [f"{name}_shape{d}" for d in range(ty.rank)] + \
-                    [f"{name}_stride{d}" for d in range(ty.rank)]
-            elif isinstance(ty, (DType, PointerType)):
-                flat_types.append(ty)
-                flat_names.append(name)
-            else:
-                raise ArgumentError(f"argument '{name}' must have a scalar, pointer or tensor descriptor type, "
-                                    f"got {ty!r}", loc)
+        flat_types, flat_names = flatten_params(runtime, arg_types, loc)
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
                         specialization=specialization, num_warps=num_warps)
         sem = Semantic(Builder(func.body), num_warps, num_ctas)
         sem.debug = debug
         sem.builder.loc = loc
-        flat_args = iter(func.args)
-        for name, arg in zip(runtime, flat_args):
-            if isinstance(arg.type, TensorDescType):
-                shape = [tensor(next(flat_args)) for _ in range(arg.type.rank)]
-                values[name] = tensor_descriptor(arg, shape, [tensor(next(flat_args)) for _ in range(arg.type.rank)])
-                continue
-            value = tensor(arg)
-            if specialization.get(name, {}).get("divisibility"):
-                value = sem.hint(value, multiple_of=specialization[name]["divisibility"])
-                value.handle.name_hint = name
-            values[name] = value
+        values.update(param_values(runtime, arg_types, iter(func.args), sem, specialization))
         values.update(constexprs)
         scope = {n: values[n] for n in self.arg_names}
         CodeGenerator(sem, self, scope, is_kernel=True).run()

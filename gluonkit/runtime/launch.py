@@ -185,21 +185,34 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -
     arg_types, values, specialization = [], [], {}
     no_spec = _do_not_specialize(kernel)
     for name in runtime:
-        ty, value = _runtime_arg(kernel, name, bound[name], memory)
-        arg_types.append(ty)
-        if isinstance(ty, TensorDescType):  # the kernel's parameters: the map, its shape, its strides
-            values += [value, *value.shape, *value.strides]
-            continue
-        values.append(value)
-        if name not in no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
-                and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
-            specialization[name] = {"divisibility": 16}
+        arg_types.append(_interpreted_arg(kernel, name, bound[name], memory, name in no_spec, values, specialization))
     func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"])
     if func not in _inferred:
         infer_layouts(func)
         verify(func, concrete=True)
         _inferred.add(func)
     run_grid(func, grid, values, memory)
+
+
+def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_spec: bool, values: list,
+                     specialization: dict):
+    """The IR type of one runtime argument (a tuple of types for a tuple argument, whose
+    compile-time elements are ``gl.constexpr``); its interpreter values are appended to
+    ``values`` and its divisibility facts recorded in ``specialization`` by flat name."""
+    if type(value) is tuple:
+        return tuple(_interpreted_arg(kernel, f"{name}_{i}", v, memory, no_spec, values, specialization)
+                     for i, v in enumerate(value))
+    if value is None or isinstance(value, constexpr):
+        return constexpr(value)
+    ty, value = _runtime_arg(kernel, name, value, memory)
+    if isinstance(ty, TensorDescType):  # the kernel's parameters: the map, its shape, its strides
+        values += [value, *value.shape, *value.strides]
+        return ty
+    values.append(value)
+    if not no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
+            and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
+        specialization[name] = {"divisibility": 16}
+    return ty
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -233,6 +246,9 @@ def _name_set(kernel: JITFunction) -> frozenset:
 
 
 def _is_compile_time(kernel: JITFunction, name: str, value) -> bool:
+    """Constexpr parameters, ``gl.constexpr`` values, ``None`` and tuples holding only those."""
+    if type(value) is tuple:
+        return name in kernel.constexpr_names or all(_is_compile_time(kernel, name, v) for v in value)
     return name in kernel.constexpr_names or isinstance(value, constexpr) or value is None
 
 
