@@ -669,3 +669,23 @@ def test_tuple_arguments_compile(target):
                                          "i32", target=target)
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
     assert compiled.asm["ir"].count("multiple_of = [16]") == 3  # the tuple's pointers keep their alignment
+
+
+def test_tuple_arguments_pack_for_the_gpu_element_by_element():
+    """The GPU launcher's view of tuple arguments, checked without a GPU: the cache
+    signature keeps compile-time elements by value, and the packer sees the runtime leaves."""
+    from gluonkit.runtime import gpu
+    from gluonkit.runtime.args import ArgPacker
+    sig = gpu.signature_of((2.0, 16, gl.constexpr(4)))
+    assert sig == (tuple, (float,), (int, 32, True), ("constexpr", 4))
+    assert sig != gpu.signature_of((2.0, 16, gl.constexpr(5)))
+    ty, divisible = gpu._runtime_key("scales", (2.0, 16, gl.constexpr(4)))
+    assert ty == (gl.float32, gl.int32, gl.constexpr(4)) and not divisible
+    leaves = gpu._tuple_leaves("scales", ((gl.float32, gl.int32), gl.constexpr(4), gl.int64))
+    assert leaves == [("scales_0_0", gl.float32), ("scales_0_1", gl.int32), ("scales_2", gl.int64)]
+    flat = gpu.flatten_tuple_args([((1.5, 7), gl.constexpr(4), None, 2**40), 3])
+    assert flat == [1.5, 7, 2**40, 3]
+    packed = ArgPacker([t for _, t in leaves] + [gl.int32], [n for n, _ in leaves] + ["n"]).pack(flat)
+    import ctypes
+    read = [ctypes.c_float, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
+    assert [c.from_address(p).value for c, p in zip(read, packed.params)] == flat
