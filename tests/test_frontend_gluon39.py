@@ -689,3 +689,44 @@ def test_tuple_arguments_pack_for_the_gpu_element_by_element():
     import ctypes
     read = [ctypes.c_float, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
     assert [c.from_address(p).value for c, p in zip(read, packed.params)] == flat
+
+
+@gluonkit.jit
+def bad_plain_shape(x_ptr):
+    shape = (4, 32)
+    x = gl.full(shape, 0.0, gl.float32)  # <- runtime shape
+
+
+@gluonkit.aggregate
+class Base:
+    a: gl.tensor
+
+    @gluonkit.jit
+    def doubled(self):
+        return self.a * 2
+
+
+@gluonkit.aggregate
+class Derived(Base):
+    k: gl.constexpr
+
+
+@gluonkit.jit
+def inherit_kernel(x_ptr, out_ptr):
+    offs = gl.arange(0, 128, gl.BlockedLayout([1], [32], [4], [0]))
+    d = Derived(gl.load(x_ptr + offs), 3)
+    gl.store(out_ptr + offs, d.doubled() + d.k)
+
+
+def test_plain_tuple_assignment_makes_runtime_scalars_as_in_gluon():
+    _, text = _error(bad_plain_shape, [F32P])
+    assert "write 'name: gl.constexpr = (...)' to keep the tuple compile-time" in text, text
+    _assert_at(text, bad_plain_shape.fn, "# <- runtime shape")
+
+
+def test_aggregates_inherit_fields_and_methods(rng):
+    x = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros_like(x)
+    inherit_kernel[(1,)](x, out)
+    np.testing.assert_allclose(out, x.astype(np.float64) * 2 + 3, rtol=1e-6)
+    assert Derived.__aggregate_fields__ == ("a", "k")

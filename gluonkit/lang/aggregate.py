@@ -136,9 +136,7 @@ def aggregate(cls: type) -> type:
             defaults[name] = unwrap(value)
     namespace = {k: v for k, v in cls.__dict__.items()
                  if k not in ("__dict__", "__weakref__", "__init__") and k not in own}
-    init = cls.__dict__.get("__init__")
-    if init is None and bases:
-        init = bases[0].__aggregate_init__
+    init = cls.__dict__.get("__init__")  # as in Triton, a subclass without one gets the generated one
     namespace.update(__aggregate_fields__=tuple(annotations), __aggregate_annotations__=annotations,
                      __aggregate_defaults__=defaults, __aggregate_init__=init)
     new = type(cls.__name__, bases or (AggregateValue,), namespace)

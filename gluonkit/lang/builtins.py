@@ -239,9 +239,9 @@ def static_assert(cond, msg="", _semantic=None):
 
 
 @builtin
-def static_print(*values, sep=" ", end="\n", _semantic=None):
-    """Print at compile time (tensors print as their type)."""
-    print(*values, sep=sep, end=end)
+def static_print(*values, sep=" ", end="\n", file=None, flush=False, _semantic=None):
+    """Print at compile time, like Python's ``print`` (tensors print as their type)."""
+    print(*values, sep=sep, end=end, file=file, flush=flush)
 
 
 @builtin

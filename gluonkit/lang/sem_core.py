@@ -54,8 +54,11 @@ class CoreSemantic:
     def require_constexpr(self, value, what: str):
         """``value`` if it is a compile-time value, else a :class:`ConstexprRequiredError`."""
         if isinstance(value, tensor) or (isinstance(value, tuple) and any(isinstance(v, tensor) for v in value)):
+            hint = "" if isinstance(value, tensor) else (
+                " (numbers in a tuple assigned with a plain '=' become runtime scalars, as in Gluon: write "
+                "'name: gl.constexpr = (...)' to keep the tuple compile-time)")
             self.error(f"{what} must be a compile-time constant (gl.constexpr), got a runtime value "
-                       f"of type {value.type if isinstance(value, tensor) else 'tuple'}", ConstexprRequiredError)
+                       f"of type {value.type if isinstance(value, tensor) else 'tuple'}{hint}", ConstexprRequiredError)
         return value
 
     def require_int(self, value, what: str) -> int:
