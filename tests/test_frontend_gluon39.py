@@ -730,3 +730,12 @@ def test_aggregates_inherit_fields_and_methods(rng):
     inherit_kernel[(1,)](x, out)
     np.testing.assert_allclose(out, x.astype(np.float64) * 2 + 3, rtol=1e-6)
     assert Derived.__aggregate_fields__ == ("a", "k")
+
+
+def test_a_grid_callable_sees_a_parameter_named_like_an_option(rng):
+    seen = []
+    x = rng.integers(-50, 50, 128).astype(np.int32)
+    out = np.zeros_like(x)
+    options_kernel[lambda meta: seen.append(meta) or (1,)](x, out, 8)
+    assert seen[0]["num_warps"] == 8  # the bound argument, as Triton passes bound arguments
+    np.testing.assert_array_equal(out, x + 80 + 4000 + 1)

@@ -20,7 +20,8 @@ at launch time the kernel runs in the CPU interpreter:
    alignment) are recorded as ``specialization[name] = {"divisibility": 16}``, unless named
    in the kernel's ``do_not_specialize``;
 4. ``grid`` — 1 to 3 ints, or a callable of the meta-parameters (every bound argument by
-   name, plus the launch options ``num_warps`` and ``num_ctas``) returning them — is evaluated;
+   name, plus the launch options ``num_warps`` and ``num_ctas`` where no parameter has
+   their name) returning them — is evaluated;
 5. the frontend builds the IR, layout inference resolves ``AutoLayout``, the verifier checks
    the result, and :func:`~gluonkit.interpret.run_grid` runs every program.
 
@@ -82,7 +83,7 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
     runtime = [n for n in kernel.arg_names if n not in constexprs]
     if callable(grid) or type(grid) is not tuple:
-        grid = _evaluate_grid(kernel, grid, {**{n: unwrap(v) for n, v in bound.items()}, **options})
+        grid = _evaluate_grid(kernel, grid, {**options, **{n: unwrap(v) for n, v in bound.items()}})
     else:
         grid = _evaluate_grid(kernel, grid, {})
     if interpreting():
