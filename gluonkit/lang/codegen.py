@@ -6,7 +6,9 @@ for runtime values and plain Python objects for compile-time ones (constexpr int
 dtypes, layouts, tuples, ``None`` …); operators on compile-time values are folded.  As in
 Triton, a plain assignment of a Python number (``i = 0``) makes a runtime ``int32`` scalar
 while ``I: gl.constexpr = 0`` keeps it compile-time.  Calls to other ``@jit`` functions are
-inlined by a nested generator; control flow lives in :mod:`gluonkit.lang.control_flow`.
+inlined by a nested generator; control flow (early returns included) lives in
+:mod:`gluonkit.lang.control_flow`, and aggregates, constexpr functions and
+``must_use_result`` in :mod:`gluonkit.lang.codegen_structs`.
 """
 
 from __future__ import annotations
