@@ -739,3 +739,28 @@ def test_a_grid_callable_sees_a_parameter_named_like_an_option(rng):
     options_kernel[lambda meta: seen.append(meta) or (1,)](x, out, 8)
     assert seen[0]["num_warps"] == 8  # the bound argument, as Triton passes bound arguments
     np.testing.assert_array_equal(out, x + 80 + 4000 + 1)
+
+
+@gluonkit.aggregate
+class Checked:
+    n: gl.constexpr
+
+    def __init__(self, n):
+        if n <= 0:
+            raise ValueError(f"n must be positive, got {n}")
+        self.n = n
+
+
+@gluonkit.jit
+def bad_plain_init(x_ptr, N: gl.constexpr):
+    c = Checked(N)  # <- init raises
+    gl.store(x_ptr, c.n)
+
+
+def test_a_failing_plain_init_is_reported_at_the_construction(rng):
+    _, text = _error(bad_plain_init, [F32P], {"N": -2})
+    assert "Checked(...) failed at compile time: ValueError: n must be positive, got -2" in text, text
+    _assert_at(text, bad_plain_init.fn, "# <- init raises")
+    x = np.zeros(1, np.float32)
+    bad_plain_init[(1,)](x, N=3)
+    assert x[0] == 3

@@ -36,10 +36,14 @@ class StructsMixin:
         if is_aggregate_class(fn):
             try:
                 return construct(fn, args, kwargs, self.call_jit)
+            except CompilationError:
+                raise
             except AggregateError as e:
                 self.error(f"{name}(...): {e}", TypeMismatchError)
             except TypeError as e:
                 self.error(f"{name}(...): {e}", ArgumentError)
+            except Exception as e:  # noqa: BLE001 - the user's compile-time __init__ failed: report it at the call
+                self.error(f"{name}(...) failed at compile time: {type(e).__name__}: {e}", ArgumentError)
         if is_constexpr_function(fn):
             return self._python_call(fn, args, kwargs, name)
         if fn is aggregate_replace:
