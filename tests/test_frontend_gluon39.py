@@ -428,6 +428,8 @@ def test_early_returns_in_runtime_ifs(rng):
 def test_early_return_kernel_compiles(target):
     compiled = early_return_kernel.compile("*i32", "*i32", "*i32", "i32", target=target, LIM=5)
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
+    compiled = search_kernel.compile("*i32", "*i32", "i32", target=target, N=4)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF"
 
 
 @gluonkit.jit
@@ -764,3 +766,25 @@ def test_a_failing_plain_init_is_reported_at_the_construction(rng):
     x = np.zeros(1, np.float32)
     bad_plain_init[(1,)](x, N=3)
     assert x[0] == 3
+
+
+@gluonkit.jit
+def first_index_above(x_ptr, limit, N: gl.constexpr):
+    for i in gl.static_range(N):  # an early return inside an unrolled loop
+        if gl.load(x_ptr + i) > limit:
+            return i
+    return -1
+
+
+@gluonkit.jit
+def search_kernel(x_ptr, out_ptr, limit, N: gl.constexpr):
+    gl.store(out_ptr, first_index_above(x_ptr, limit, N))
+
+
+def test_early_return_inside_an_unrolled_loop(rng):
+    x = rng.integers(0, 100, 8).astype(np.int32)
+    out = np.zeros(1, np.int32)
+    for limit in (int(x.max()) - 1, int(np.median(x)), int(x.max()), -1):
+        search_kernel[(1,)](x, out, limit, N=8)
+        above = np.nonzero(x > limit)[0]
+        assert out[0] == (above[0] if len(above) else -1)

@@ -123,7 +123,6 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         self.call_stack = call_stack + (fn,)
         self.is_kernel = is_kernel
         self.runtime_regions: list = []  # enclosing runtime if/for/while, for error messages
-        self.static_loops: list = []  # enclosing unrolled loops (an early return cannot leave them yet)
         self.hidden: Dict[str, str] = {}  # names not visible here, and why
         self.returned = False
         self.return_value = None
@@ -162,10 +161,10 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         for i, stmt in enumerate(stmts):
             if self.returned:
                 break
-            if isinstance(stmt, ast.If) and contains_return(stmt):
+            if isinstance(stmt, (ast.If, ast.For)) and contains_return(stmt):
                 with self.sem.builder.located(self.loc(stmt)):
-                    self.visit_returning_if(stmt, stmts[i + 1:])  # takes the rest of the block with it
-                return
+                    if self.visit_returning(stmt, stmts[i + 1:]):  # took the rest of the block with it
+                        return
             self.visit(stmt)
 
     # ------------------------------------------------------------------ names

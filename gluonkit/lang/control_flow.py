@@ -44,6 +44,16 @@ def assigned_names(stmts) -> List[str]:
     return list(names)
 
 
+class StaticBind(ast.stmt):
+    """A synthetic statement binding an unrolled loop's target to one compile-time value."""
+
+    _fields = ("target",)
+
+    def __init__(self, target, value):
+        super().__init__(target=target)
+        self.value = value
+
+
 def contains_return(node) -> bool:
     """Whether a ``return`` statement occurs anywhere inside ``node``."""
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
@@ -191,6 +201,39 @@ class ControlFlowMixin:
         self._bind_leaves(self.scope, [n for n, _, _ in names], [s for _, s, _ in names], [c for _, _, c in names],
                           op.results)
 
+    def visit_returning(self, node, rest) -> bool:
+        """A statement with a ``return`` inside, followed by ``rest``; True when it was
+        generated together with ``rest``, False when it must be visited on its own (a runtime
+        ``for`` loop, whose ``return`` is then refused)."""
+        if isinstance(node, ast.If):
+            self.visit_returning_if(node, rest)
+            return True
+        it = node.iter
+        if isinstance(it, ast.Call) and self.visit(it.func) is range:
+            return False
+        # An unrolled loop: its copies and ``rest`` form one continuation, so a runtime
+        # ``if`` with a ``return`` inside any copy sees everything that follows it.
+        if node.orelse:
+            self.error("for ... else is not supported in kernels", UnsupportedSyntaxError)
+        stmts = []
+        for value in self._static_values(self.visit(it)):
+            stmts.append(ast.copy_location(StaticBind(node.target, value), node))
+            stmts += node.body
+        self.visit_block(stmts + list(rest))
+        return True
+
+    def visit_StaticBind(self, node) -> None:
+        self.assign(node.target, node.value, node, sanitize=False)
+
+    def _static_values(self, iterable):
+        """The values an unrolled ``for`` loop over ``iterable`` takes."""
+        if isinstance(iterable, static_range):
+            return iterable.range
+        if isinstance(iterable, (tuple, list)):
+            return iterable
+        self.error(f"kernels can loop over range(...), gl.static_range(...) or a compile-time tuple, "
+                   f"got {iterable!r}", UnsupportedSyntaxError)
+
     def visit_returning_if(self, node, rest) -> None:
         """An ``if`` with a ``return`` inside, followed by the statements ``rest`` of its block.
 
@@ -204,7 +247,7 @@ class ControlFlowMixin:
         if not isinstance(test, tensor):
             self.visit_block((node.body if test else node.orelse) + list(rest))
             return
-        loops = [kind for kind in self.runtime_regions if kind.endswith("loop")] + self.static_loops
+        loops = [kind for kind in self.runtime_regions if kind.endswith("loop")]
         if loops:
             first = next(n for n in ast.walk(node) if isinstance(n, ast.Return))
             raise UnsupportedSyntaxError(
@@ -291,23 +334,11 @@ class ControlFlowMixin:
             if len(bounds) == 2:
                 bounds.append(1)
             return self._runtime_for(node, *bounds)
-        iterable = self.visit(it)
-        if isinstance(iterable, static_range):
-            values = iterable.range
-        elif isinstance(iterable, (tuple, list)):
-            values = iterable
-        else:
-            self.error(f"kernels can loop over range(...), gl.static_range(...) or a compile-time tuple, "
-                       f"got {iterable!r}", UnsupportedSyntaxError)
-        self.static_loops.append("static loop")
-        try:
-            for value in values:
-                if self.returned:
-                    break
-                self.assign(node.target, value, node, sanitize=False)
-                self.visit_block(node.body)
-        finally:
-            self.static_loops.pop()
+        for value in self._static_values(self.visit(it)):
+            if self.returned:
+                break
+            self.assign(node.target, value, node, sanitize=False)
+            self.visit_block(node.body)
 
     def _runtime_for(self, node, lb, ub, step):
         if not isinstance(node.target, ast.Name):
