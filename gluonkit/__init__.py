@@ -13,6 +13,8 @@ The import tree is Gluon 3.9's (``triton.experimental.gluon``): ``gluonkit`` (``
 from ._version import __version__
 
 from .ir.diagnostics import CompilationError
+from .lang.aggregate import aggregate
+from .lang.callables import constexpr_function, must_use_result
 from .lang.constexpr import constexpr
 from .lang.jit import JITFunction, jit
 from .lang.unsupported import TOP as _TOP, install as _install
@@ -31,7 +33,8 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
-__all__ = ["jit", "JITFunction", "GluonJITFunction", "constexpr", "CompilationError", "cdiv", "language", "nvidia",
+__all__ = ["jit", "JITFunction", "GluonJITFunction", "constexpr", "aggregate", "constexpr_function",
+           "must_use_result", "CompilationError", "cdiv", "language", "nvidia",
            "__version__", "autotune", "Config", "heuristics"]
 # Gluon 3.9's top-level names whose feature is not built yet (defining one above replaces its stub).
 __all__ += _install(globals(), _TOP)

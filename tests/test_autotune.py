@@ -447,7 +447,7 @@ def test_config_also_passed_by_the_caller(fake):
     assert launcher.launches == []
 
 
-@pytest.mark.parametrize("option, value", [("num_ctas", 2), ("maxnreg", 128)])
+@pytest.mark.parametrize("option, value", [("maxnreg", 128)])
 def test_launch_options_gluonkit_cannot_honour(option, value):
     with pytest.raises(AutotunerError, match=f"sets {option}={value}, which gluonkit's launch does not take yet"):
         gluonkit.autotune([gluonkit.Config({"BLOCK": 64}, **{option: value})], key=["n"])(add_kernel)
@@ -483,7 +483,7 @@ def test_decorating_something_else():
 def test_config_semantics():
     config = gluonkit.Config({"BLOCK": 64}, num_warps=8, maxnreg=None)
     assert config.all_kwargs() == {"BLOCK": 64, "num_warps": 8, "num_ctas": 1, "num_stages": 3}
-    assert config.launch_kwargs() == {"BLOCK": 64, "num_warps": 8}
+    assert config.launch_kwargs() == {"BLOCK": 64, "num_warps": 8, "num_ctas": 1}
     assert config == gluonkit.Config({"BLOCK": 64}, num_warps=8) and len({config, gluonkit.Config({"BLOCK": 64},
                                                                                                   num_warps=8)}) == 1
     assert config != gluonkit.Config({"BLOCK": 64}, num_warps=4)

@@ -41,12 +41,13 @@ CASES = [
                 i += 1
                 continue  # <-
         """, [gl.int32], {}, UnsupportedSyntaxError, "continue is not supported"),
-    ("early_return", """
+    ("return_in_runtime_loop", """
         @gluonkit.jit
         def kernel(n):
-            if n > 0:
-                return  # <-
-        """, [gl.int32], {}, UnsupportedSyntaxError, "return inside a runtime if"),
+            for i in range(n):
+                if i > 2:
+                    return  # <-
+        """, [gl.int32], {}, UnsupportedSyntaxError, "return inside a runtime for loop is not supported"),
     ("kernel_returns_value", """
         @gluonkit.jit
         def kernel(n):

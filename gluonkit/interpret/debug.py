@@ -1,9 +1,11 @@
-"""Rules for ``device_print``, ``assume`` and ``hint`` — where the interpreter checks promises.
+"""Rules for ``device_print``, ``device_assert``, ``assume`` and ``hint`` — where the
+interpreter checks promises.
 
 ``device_print`` prints one line per element (in row-major order) and program:
 ``pid (x, y, z) idx (i, j) <prefix> <value>``, with ``(operand k)`` before the value when
-several values are printed, and the value's bits in hex with ``hex``.  ``assume`` raises
-when its condition is false.  ``hint`` passes its operand through and checks what can be
+several values are printed, and the value's bits in hex with ``hex``.  ``device_assert``
+raises at the user's line naming the program and the first failing element, and ``assume``
+raises when its condition is false.  ``hint`` passes its operand through and checks what can be
 checked: a scalar's ``multiple_of`` divisibility (bytes for pointers) and, for tensors,
 ``max_contiguous`` (each aligned run of that many elements along a dimension increases by
 one, pointers by one element) — a wrong hint makes the GPU vectorize wrongly.
@@ -46,6 +48,22 @@ def _device_print(program, op, operands):
             lines.append(f"pid ({pid}) idx () {prefix}{label}{_text(value, op.attrs.get('hex'))}")
     print("\n".join(lines), flush=True)
     return []
+
+
+@rule("device_assert")
+def _device_assert(program, op, operands):
+    (value,) = operands
+    where = ""
+    if isinstance(value, Tensor):
+        logical = to_logical(value, program.num_warps, op.loc, "the asserted condition")
+        failed = np.argwhere(~logical.astype(bool))
+        if not len(failed):
+            return []
+        where = f" at {element_text(logical.shape, np.ravel_multi_index(tuple(failed[0]), logical.shape))}"
+    elif bool(value):
+        return []
+    message = op.attrs.get("message") or "device_assert"
+    raise InterpreterError(f"device_assert failed in program {program.pid}{where}: {message}", op.loc)
 
 
 @rule("assume")

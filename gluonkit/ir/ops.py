@@ -218,6 +218,9 @@ _CATALOGUE = [
     # -- debugging and hints ---------------------------------------------------------------
     OpDef("device_print", "v…", ("prefix", "hex"), "", "none",
           "Prints values with a prefix, once per element and program (interpreter) / thread (GPU)."),
+    OpDef("device_assert", "cond", ("message", "file", "line", "function"), "", "none",
+          "Stops the kernel with message (and the user's file, line and function) where an element of cond "
+          "(int1, scalar or tensor) is false."),
     OpDef("assume", "cond", (), "", "none", "Promises the compiler that cond (a scalar int1) holds."),
     OpDef("hint", "x", ("multiple_of", "max_contiguous"), "", "like x",
           "Passes x through, recording divisibility / contiguity facts (tuples per dimension) for vectorization."),

@@ -378,6 +378,15 @@ def _device_print(op):
     _count(op, None, 0)
 
 
+@rule("device_assert")
+def _device_assert(op):
+    _count(op, 1, 0)
+    if element_type(op.operands[0].type) != int1:
+        _fail(op, f"asserted condition must be int1, got {op.operands[0].type}")
+    if not isinstance(op.attrs.get("message"), str) or not isinstance(op.attrs.get("line"), int):
+        _fail(op, "needs a string message and an int line")
+
+
 @rule("assume")
 def _assume(op):
     _count(op, 1, 0)

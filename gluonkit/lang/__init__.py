@@ -26,6 +26,7 @@ from .math_extra import *  # noqa: F401,F403 - clamp, umulhi, fdiv, xor_sum, rav
 from .math_extra import __all__ as _math_extra_names
 from .fp4 import fp4_to_fp
 from .dot_fma import dot_fma
+from .aggregate import aggregate_replace
 from .constexpr import constexpr
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, LayoutMismatchError, ShapeMismatchError,
@@ -55,7 +56,7 @@ for _name in _LAYOUT_NAMES:
         _exported_layouts.append(_name)
 
 __all__ = [
-    "jit", "JITFunction", "set_launcher", "constexpr", "tensor", "dtype", "pointer_type",
+    "jit", "JITFunction", "set_launcher", "constexpr", "aggregate_replace", "tensor", "dtype", "pointer_type",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "CompilationError", "UnsupportedSyntaxError", "TypeMismatchError", "ShapeMismatchError",

@@ -12,11 +12,11 @@ from .errors import TypeMismatchError
 from .tensor import builtin, shape_args, tensor, tensor_member
 
 __all__ = [
-    "program_id", "num_programs", "num_warps", "arange", "full", "zeros", "full_like", "zeros_like",
+    "program_id", "num_programs", "num_warps", "num_ctas", "arange", "full", "zeros", "full_like", "zeros_like",
     "load", "store", "cast", "where", "maximum", "minimum", "abs", "exp", "exp2", "log", "log2",
     "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "fma", "cdiv", "sum", "max", "min",
     "reduce", "expand_dims", "broadcast_to", "reshape", "permute", "split", "join",
-    "convert_layout", "set_auto_layout", "static_assert", "static_print", "device_print",
+    "convert_layout", "set_auto_layout", "static_assert", "static_print", "device_print", "device_assert", "to_tensor",
     "assume", "multiple_of", "max_contiguous", "static_range", "PropagateNan",
 ]
 
@@ -58,6 +58,12 @@ def num_programs(axis, _semantic=None):
 def num_warps(_semantic=None):
     """The number of warps the kernel is compiled for (a compile-time int)."""
     return _semantic.num_warps
+
+
+@builtin
+def num_ctas(_semantic=None):
+    """The number of CTAs in the kernel's cluster (the ``num_ctas`` launch option; a compile-time int)."""
+    return _semantic.num_ctas
 
 
 # -------------------------------------------------------------------------- creation
@@ -235,9 +241,9 @@ def static_assert(cond, msg="", _semantic=None):
 
 
 @builtin
-def static_print(*values, sep=" ", end="\n", _semantic=None):
-    """Print at compile time (tensors print as their type)."""
-    print(*values, sep=sep, end=end)
+def static_print(*values, sep=" ", end="\n", file=None, flush=False, _semantic=None):
+    """Print at compile time, like Python's ``print`` (tensors print as their type)."""
+    print(*values, sep=sep, end=end, file=file, flush=flush)
 
 
 @builtin
@@ -247,6 +253,21 @@ def device_print(prefix, *args, hex=False, _semantic=None):  # noqa: A002 - Gluo
         _semantic.error(f"device_print's first argument must be a string prefix, got {prefix!r}")
     values = [_semantic.to_tensor(a) for a in args]
     _semantic.create("device_print", values, [], {"prefix": prefix, "hex": bool(hex)})
+
+
+@builtin
+def device_assert(cond, msg="", mask=None, _semantic=None):
+    """Stop the kernel with ``msg`` where ``cond`` (a scalar or tensor) is false, ignoring
+    elements where ``mask`` is false.  As in Gluon, it is compiled in only in debug mode
+    (``@gluonkit.jit(debug=True)`` or ``GLUONKIT_DEBUG=1``); otherwise it does nothing."""
+    _semantic.device_assert(cond, msg, mask)
+
+
+@builtin
+def to_tensor(x, _semantic=None):
+    """``x`` as a runtime value: a Python bool/int/float becomes a scalar of its literal type
+    (int1, int32/int64/uint64 by range, float32); tensors pass through."""
+    return _semantic.to_tensor(x)
 
 
 @builtin

@@ -6,7 +6,9 @@ for runtime values and plain Python objects for compile-time ones (constexpr int
 dtypes, layouts, tuples, ``None`` …); operators on compile-time values are folded.  As in
 Triton, a plain assignment of a Python number (``i = 0``) makes a runtime ``int32`` scalar
 while ``I: gl.constexpr = 0`` keeps it compile-time.  Calls to other ``@jit`` functions are
-inlined by a nested generator; control flow lives in :mod:`gluonkit.lang.control_flow`.
+inlined by a nested generator; control flow (early returns included) lives in
+:mod:`gluonkit.lang.control_flow`, and aggregates, constexpr functions and
+``must_use_result`` in :mod:`gluonkit.lang.codegen_structs`.
 """
 
 from __future__ import annotations
@@ -23,21 +25,17 @@ from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
 from .constexpr import constexpr, unwrap
-from .control_flow import ControlFlowMixin
+from .aggregate import is_aggregate
+from .codegen_structs import NOT_HANDLED, StructsMixin
+from .control_flow import ControlFlowMixin, contains_return
 from .errors import (
     ArgumentError, CompilationError, ConstexprRequiredError, TypeMismatchError,
     UndefinedNameError, UnsupportedSyntaxError,
 )
 from .tensor import builtin, is_builtin, tensor
+from .values import is_runtime
 
 __all__ = ["CodeGenerator", "is_runtime"]
-
-
-def is_runtime(value) -> bool:
-    """Whether ``value`` is (or contains) a runtime tensor."""
-    if isinstance(value, tensor):
-        return True
-    return isinstance(value, (tuple, list)) and any(is_runtime(v) for v in value)
 
 
 def _is_jit(value) -> bool:
@@ -83,6 +81,19 @@ _PY_BUILTINS: Dict[str, Any] = {n: getattr(_py, n) for n in (
     "str", "repr", "getattr", "hasattr", "all", "any", "type", "reversed", "divmod", "abs")}
 _PY_BUILTINS.update({"print": _print, "min": _py_min, "max": _py_max})
 
+# Python builtins that only inspect values, so they may take runtime ones, and those that
+# rearrange containers, so they may take tuples (or aggregates) holding runtime ones.
+_INSPECTING = (isinstance, getattr, hasattr, type)
+_CONTAINER = (len, zip, enumerate, tuple, list, reversed)
+
+
+def _python_may_take(fn, args) -> bool:
+    """Whether the plain Python function ``fn`` may be called with these runtime arguments."""
+    if any(fn is f for f in _INSPECTING):
+        return True
+    return any(fn is f for f in _CONTAINER) and not any(isinstance(a, tensor) for a in args)
+
+
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
            ast.RShift: "shr", ast.Pow: "pow"}
@@ -96,7 +107,7 @@ _PY_CMPOPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": ope
               "ge": operator.ge}
 
 
-class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
+class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
     """Generates the body of one ``@jit`` function into the semantic layer's builder.
 
     ``scope`` maps parameter names to their values; ``inlined_at`` is the call's location
@@ -115,6 +126,8 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         self.hidden: Dict[str, str] = {}  # names not visible here, and why
         self.returned = False
         self.return_value = None
+        self.return_loc = None  # where the return statement that ended the function is
+        self.unused_call = None  # the call node of the expression statement being visited
 
     # ----------------------------------------------------------------- driver
     def run(self):
@@ -145,9 +158,13 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         self.error(f"{what} {kind} are not supported in kernels", UnsupportedSyntaxError)
 
     def visit_block(self, stmts) -> None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if self.returned:
                 break
+            if isinstance(stmt, (ast.If, ast.For)) and contains_return(stmt):
+                with self.sem.builder.located(self.loc(stmt)):
+                    if self.visit_returning(stmt, stmts[i + 1:]):  # took the rest of the block with it
+                        return
             self.visit(stmt)
 
     # ------------------------------------------------------------------ names
@@ -173,6 +190,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         if isinstance(value, constexpr):
             return value.value
         if value is None or isinstance(value, (types.ModuleType, type, DType, PointerType, DistributedLayout)) \
+                or is_aggregate(value) \
                 or callable(value) or type(value).__module__.startswith("gluonkit."):
             return value
         self.error(f"the kernel reads the global variable '{name}' = {value!r}, which is not a "
@@ -186,6 +204,8 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
         if isinstance(target, ast.Name):
             self.scope[target.id] = self.sanitize(value) if sanitize else value
             self.hidden.pop(target.id, None)
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, tensor) or not isinstance(value, (tuple, list)):
                 self.error(f"cannot unpack {value!r} into {len(target.elts)} names: expected a tuple",
@@ -200,13 +220,18 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
                        "(assign a new name instead)", UnsupportedSyntaxError)
 
     def sanitize(self, value):
-        """Python numbers assigned to names become runtime scalars (Triton's rule)."""
+        """Python numbers assigned to names become runtime scalars, also inside tuples
+        (Triton's rule)."""
         if isinstance(value, (bool, int, float)):
             return self.sem.to_tensor(value)
+        if type(value) is tuple:
+            return tuple(self.sanitize(v) for v in value)
         return value
 
     # ------------------------------------------------------------- statements
     def visit_Expr(self, node):
+        if isinstance(node.value, ast.Call):
+            self.unused_call = node.value  # a must_use_result callee refuses this call
         if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             self.visit(node.value)
 
@@ -242,15 +267,16 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
             self.assign(node.target, value, node)
 
     def visit_Return(self, node):
-        if self.runtime_regions:
-            self.error(f"return inside a runtime {self.runtime_regions[-1]} is not supported: a function may "
-                       "return only at its end (assign the result to a variable and return it after the "
-                       f"{self.runtime_regions[-1]})", UnsupportedSyntaxError)
+        loops = [kind for kind in self.runtime_regions if kind.endswith("loop")]
+        if loops:
+            self.error(f"return inside a runtime {loops[-1]} is not supported (as in Gluon): assign the result to a "
+                       f"variable and return it after the {loops[-1]}", UnsupportedSyntaxError)
         value = self.visit(node.value) if node.value is not None else None
         if self.is_kernel and value is not None:
             self.error(f"a kernel cannot return a value (got {value!r}); store results through pointers",
                        UnsupportedSyntaxError)
         self.return_value = value
+        self.return_loc = self.sem.builder.loc
         self.returned = True
 
     def visit_Break(self, node):
@@ -263,9 +289,10 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
 
     def visit_Assert(self, node):
         test = self.visit(node.test)
-        if is_runtime(test):
-            self.error("assert on a runtime value is not supported; use gl.static_assert for compile-time "
-                       "conditions", UnsupportedSyntaxError)
+        if is_runtime(test):  # Gluon's rule: a runtime assert is gl.device_assert (debug mode only)
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            self.sem.device_assert(test, msg, None)
+            return
         if not test:
             msg = self.visit(node.msg) if node.msg is not None else ""
             self.error(f"assertion failed{': ' + str(msg) if msg else ''}")
@@ -298,7 +325,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
     def visit_Attribute(self, node):
         base = self.visit(node.value)
         try:
-            return unwrap(getattr(base, node.attr))
+            return self.bind_method(base, node.attr, unwrap(getattr(base, node.attr)))
         except AttributeError:
             what = f"a tensor of type {base.type}" if isinstance(base, tensor) else repr(base)
             self.error(f"{what} has no attribute '{node.attr}'", UndefinedNameError)
@@ -408,9 +435,14 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
             if kw.arg is None:
                 self.error("**kwargs in calls is not supported in kernels", UnsupportedSyntaxError)
             kwargs[kw.arg] = self.visit(kw.value)
+        if node is self.unused_call:
+            self.check_result_used(fn, ast.unparse(node.func))
         return unwrap(self.call(fn, args, kwargs, ast.unparse(node.func)))
 
     def call(self, fn, args, kwargs, name: str):
+        result = self.call_structured(fn, args, kwargs, name)
+        if result is not NOT_HANDLED:
+            return result
         if _is_jit(fn):
             return self.call_jit(fn, args, kwargs)
         if is_builtin(fn):
@@ -426,7 +458,7 @@ class CodeGenerator(ControlFlowMixin, ast.NodeVisitor):
                        ConstexprRequiredError)
         if not callable(fn):
             self.error(f"{name} ({fn!r}) is not callable", TypeMismatchError)
-        if fn is not isinstance and (is_runtime(args) or is_runtime(list(kwargs.values()))):
+        if (is_runtime(args) or is_runtime(list(kwargs.values()))) and not _python_may_take(fn, args):
             self.error(f"{name}() is a Python function and cannot take runtime tensors; only gl builtins and "
                        "@jit functions can", TypeMismatchError)
         try:

@@ -16,7 +16,7 @@ __all__ = [
 
 
 class UnsupportedSyntaxError(CompilationError):
-    """A Python construct kernels cannot express (``break``, ``try``, early ``return`` …)."""
+    """A Python construct kernels cannot express (``break``, ``try``, ``return`` inside a runtime loop …)."""
 
 
 class TypeMismatchError(CompilationError):

@@ -14,18 +14,18 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import os
 import textwrap
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..ir import Builder, Function, verify
 from ..ir.diagnostics import Location
-from ..ir.types import DType, PointerType, TensorDescType
 from .codegen import CodeGenerator
 from .constexpr import is_constexpr_annotation, unwrap
 from .errors import ArgumentError, CompilationError, ConstexprRequiredError
+from .kernel_params import flatten_params, param_values
+from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
-from .tensor import tensor
-from .nvidia.tma import tensor_descriptor
 
 __all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
 
@@ -40,7 +40,8 @@ def set_launcher(fn: Callable) -> None:
 
 
 def set_compiler(fn: Callable) -> None:
-    """Register ``fn(kernel, args, target, num_warps, constexprs)``, which ``kernel.compile`` calls."""
+    """Register ``fn(kernel, args, target, options, constexprs)``, which ``kernel.compile`` calls
+    (``options``: every launch option, see :mod:`.launch_options`)."""
     global _compiler
     _compiler = fn
 
@@ -110,27 +111,36 @@ class JITFunction:
 
     # ----------------------------------------------------------------- build
     def build_ir(self, arg_types: Sequence, constexprs: Optional[Dict[str, Any]] = None, num_warps: int = 4,
-                 specialization: Optional[Dict[str, Dict[str, int]]] = None) -> Function:
+                 specialization: Optional[Dict[str, Dict[str, int]]] = None, num_ctas: int = 1) -> Function:
         """The IR of this kernel for one specialization (cached; see the module docstring).
 
-        ``arg_types`` gives one type (DType, PointerType or TensorDescType) per runtime
-        parameter, in signature order (a descriptor becomes several kernel parameters: see
-        :meth:`~gluonkit.ir.TensorDescType.flat_arg_types`); runtime parameters are those not
-        in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
+        ``arg_types`` gives one type (DType, PointerType or TensorDescType, or a tuple of them
+        for a tuple argument) per runtime parameter, in signature order (see
+        :mod:`.kernel_params`); runtime parameters are those not in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
         ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
+        ``num_warps`` and ``num_ctas`` are the launch options (:mod:`.launch_options`).
         """
         constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
         specialization = dict(specialization or {})
-        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization))
+        debug = self.debug_enabled()
+        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas, debug)
         cached = self.cache.get(key)
         if cached is None:
-            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization)
+            cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization, num_ctas,
+                                                   debug)
         return cached
 
-    def _build(self, arg_types, constexprs, num_warps, specialization) -> Function:
+    def debug_enabled(self) -> bool:
+        """Whether ``gl.device_assert`` (and runtime ``assert``) are compiled in: with
+        ``@jit(debug=True)`` or ``GLUONKIT_DEBUG=1`` in the environment (Gluon's ``debug``
+        option and ``TRITON_DEBUG``)."""
+        if self.options.get("debug") is not None:
+            return bool(self.options["debug"])
+        return os.environ.get("GLUONKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas=1, debug=False) -> Function:
         loc = self.def_location()
-        if not isinstance(num_warps, int) or num_warps <= 0 or num_warps & (num_warps - 1):
-            raise ArgumentError(f"num_warps must be a positive power of two, got {num_warps!r}", loc)
+        check_launch_options({"num_warps": num_warps, "num_ctas": num_ctas}, loc)
         unknown = sorted(set(constexprs) - set(self.arg_names))
         if unknown:
             raise ArgumentError(f"{self.__name__} has no parameter(s) {unknown}; its parameters are "
@@ -148,33 +158,13 @@ class JITFunction:
         if len(arg_types) != len(runtime):
             raise ArgumentError(f"{self.__name__} takes {len(runtime)} runtime argument(s) {runtime}, got "
                                 f"{len(arg_types)} type(s)", loc)
-        flat_types, flat_names = [], []
-        for name, ty in zip(runtime, arg_types):
-            if isinstance(ty, TensorDescType):  # the descriptor, then its runtime shape and strides
-                flat_types += ty.flat_arg_types()
-                flat_names += [name] + [f"{name}_shape{d}" for d in range(ty.rank)] + \
-                    [f"{name}_stride{d}" for d in range(ty.rank)]
-            elif isinstance(ty, (DType, PointerType)):
-                flat_types.append(ty)
-                flat_names.append(name)
-            else:
-                raise ArgumentError(f"argument '{name}' must have a scalar, pointer or tensor descriptor type, "
-                                    f"got {ty!r}", loc)
+        flat_types, flat_names = flatten_params(runtime, arg_types, loc)
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
                         specialization=specialization, num_warps=num_warps)
-        sem = Semantic(Builder(func.body), num_warps)
+        sem = Semantic(Builder(func.body), num_warps, num_ctas)
+        sem.debug = debug
         sem.builder.loc = loc
-        flat_args = iter(func.args)
-        for name, arg in zip(runtime, flat_args):
-            if isinstance(arg.type, TensorDescType):
-                shape = [tensor(next(flat_args)) for _ in range(arg.type.rank)]
-                values[name] = tensor_descriptor(arg, shape, [tensor(next(flat_args)) for _ in range(arg.type.rank)])
-                continue
-            value = tensor(arg)
-            if specialization.get(name, {}).get("divisibility"):
-                value = sem.hint(value, multiple_of=specialization[name]["divisibility"])
-                value.handle.name_hint = name
-            values[name] = value
+        values.update(param_values(runtime, arg_types, iter(func.args), sem, specialization))
         values.update(constexprs)
         scope = {n: values[n] for n in self.arg_names}
         CodeGenerator(sem, self, scope, is_kernel=True).run()
@@ -193,17 +183,20 @@ class JITFunction:
 
         return launch
 
-    def compile(self, *args, target: str = "sm_90a", num_warps: int = 4, **constexprs):
+    def compile(self, *args, target: str = "sm_90a", **kwargs):
         """Compile without launching (no GPU needed) and return the compiled kernel.
 
         ``args`` are the runtime arguments as examples (arrays, tensors, numbers) or as type
         strings (``"*fp32"``, ``"i32"``, ``"*bf16:16"`` with ``:16`` for divisible by 16);
-        the result's ``asm`` has ``ir``, ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the
-        CUDA tools are found) and its ``metadata`` registers, shared memory and spills.
+        ``kwargs`` the launch options (``num_warps=4``, ``num_ctas=1``) and the compile-time
+        arguments by name, bound as a launch binds them.  The result's ``asm`` has ``ir``,
+        ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the CUDA tools are found) and its
+        ``metadata`` registers, shared memory and spills.
         """
         if _compiler is None:
             raise RuntimeError("no compiler is registered; import gluonkit first")
-        return _compiler(self, args, target, num_warps, constexprs)
+        options, constexprs = split_launch_options(self.arg_names, kwargs)
+        return _compiler(self, args, target, options, constexprs)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

@@ -20,7 +20,7 @@ from .sem_core import is_power_of_two
 from .tensor import builtin, tensor, tensor_member
 
 __all__ = ["add", "sub", "mul", "clamp", "umulhi", "fdiv", "div_rn", "sqrt_rn", "xor_sum", "reduce_or", "ravel",
-           "broadcast", "to_tensor", "max_constancy"]
+           "broadcast", "max_constancy"]
 
 
 @builtin
@@ -142,12 +142,6 @@ def ravel(x, can_reorder=False, _semantic=None):
 def broadcast(input, other, _semantic=None):
     """``input`` and ``other`` broadcast to their common shape (and layout)."""
     return tuple(_semantic.broadcast_all([_semantic.to_tensor(input), _semantic.to_tensor(other)]))
-
-
-@builtin
-def to_tensor(x, _semantic=None):
-    """A runtime value for ``x`` (a Python number becomes a scalar constant)."""
-    return _semantic.to_tensor(unwrap(x))
 
 
 @builtin

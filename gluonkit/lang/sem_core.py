@@ -32,9 +32,11 @@ def is_power_of_two(n) -> bool:
 class CoreSemantic:
     """Op creation, constants, casts and broadcasting (see the module docstring)."""
 
-    def __init__(self, builder: Builder, num_warps: int):
+    def __init__(self, builder: Builder, num_warps: int, num_ctas: int = 1):
         self.builder = builder
         self.num_warps = num_warps
+        self.num_ctas = num_ctas
+        self.debug = False  # whether device_assert is compiled in (the kernel's debug option)
         self.call_jit = None  # set by the code generator: (jit_fn, args) -> value (inlining)
         self.partition_warps = None  # inside a warp_specialize partition: its warp count (lang/warp_specialize.py)
 
@@ -54,8 +56,11 @@ class CoreSemantic:
     def require_constexpr(self, value, what: str):
         """``value`` if it is a compile-time value, else a :class:`ConstexprRequiredError`."""
         if isinstance(value, tensor) or (isinstance(value, tuple) and any(isinstance(v, tensor) for v in value)):
+            hint = "" if isinstance(value, tensor) else (
+                " (numbers in a tuple assigned with a plain '=' become runtime scalars, as in Gluon: write "
+                "'name: gl.constexpr = (...)' to keep the tuple compile-time)")
             self.error(f"{what} must be a compile-time constant (gl.constexpr), got a runtime value "
-                       f"of type {value.type if isinstance(value, tensor) else 'tuple'}", ConstexprRequiredError)
+                       f"of type {value.type if isinstance(value, tensor) else 'tuple'}{hint}", ConstexprRequiredError)
         return value
 
     def require_int(self, value, what: str) -> int:

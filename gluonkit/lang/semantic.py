@@ -220,6 +220,22 @@ class Semantic(ElementwiseSemantic):
         self.create("store", operands, [], {"cache_modifier": cache_modifier, "eviction_policy": eviction_policy,
                                             "has_mask": mask is not None})
 
+    def device_assert(self, cond, msg, mask) -> None:
+        """``gl.device_assert``: an assert op at the current line when debugging is on
+        (``cond | ~mask`` with a mask, as in Triton)."""
+        msg = self.require_constexpr(msg, "the device_assert message")
+        if not isinstance(msg, str):
+            self.error(f"the device_assert message must be a string, got {msg!r}", TypeMismatchError)
+        if not self.debug:
+            return
+        cond = self.to_bool(cond, "the device_assert condition")
+        if mask is not None:
+            cond = self.logical("or", cond, self.logical_not(self.to_bool(mask, "the device_assert mask")))
+        loc = self.builder.loc
+        self.create("device_assert", [cond], [], {"message": msg, "file": loc.file if loc else "",
+                                                  "line": loc.line if loc else 0,
+                                                  "function": loc.function if loc else ""})
+
     def hint(self, x, multiple_of=None, max_contiguous=None) -> tensor:
         x = self.require_tensor(x, "the hinted value")
         values = multiple_of if multiple_of is not None else max_contiguous

@@ -39,7 +39,6 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
     "atomics": ("atomic memory operations", 10),
     "inline_asm": ("inline PTX", 10),
-    "frontend": ("aggregates, constexpr functions and cluster queries", 10),
     "coalesced_layout": ("CoalescedLayout", 10),
     "cache_policy": ("cache policies", 10),
     "packed_arith": ("packed two- and four-lane arithmetic", 10),
@@ -171,11 +170,8 @@ def install(namespace: dict, table: Dict[str, Tuple[str, str]]) -> List[str]:
 GL = {  # gluonkit.language
     "CachePolicy": ("class", "cache_policy"),
     "CoalescedLayout": ("class", "coalesced_layout"),  # layouts
-    "aggregate_replace": ("fn", "frontend"),  # frontend
-    "num_ctas": ("fn", "frontend"),  # frontend
     "atomic_poll": ("fn", "atomics"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
-    "device_assert": ("fn", "hints"),
     "expect_zero": ("fn", "hints"),
     "float8e4b15": ("dtype", "dtypes"),
     "float8e4b8": ("dtype", "dtypes"),
@@ -188,9 +184,6 @@ GL = {  # gluonkit.language
 }
 
 TOP = {  # gluonkit
-    "aggregate": ("fn", "frontend"),  # frontend
-    "constexpr_function": ("fn", "frontend"),  # frontend
-    "must_use_result": ("fn", "frontend"),  # frontend
     "GluonASTSource": ("class", "compiler_api"),
 }
 

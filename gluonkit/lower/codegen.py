@@ -8,10 +8,11 @@ ends the kernel.  Every emitted instruction gets the op's source line as debug i
 from __future__ import annotations
 
 from ..ir import CompilationError, Function
-from .ops import control, debug_print, elementwise, layout_ops, memory, reduce, shared_memory  # noqa: F401  (register rules)
-from .ops import atomics, inline_asm, warp_specialize  # noqa: F401  (register the atomics' and inline assembly's rules)
+from .ops import (  # noqa: F401  (register the rules of every op family)
+    atomics, collective, control, debug_print, device_assert, dot_fma, elementwise, inline_asm, layout_ops, memory,
+    reduce, shared_memory, warp_specialize,
+)
 from .nvidia import async_copy, mbarrier, tma, wgmma  # noqa: F401  (register the hardware units' rules)
-from .ops import collective, dot_fma  # noqa: F401  (scan, histogram, gather, map_elementwise, dot_fma)
 from .context import KernelLowering
 from .registry import LOWERINGS
 from .walk import lower_block

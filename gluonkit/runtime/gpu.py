@@ -41,6 +41,7 @@ class CompiledLaunch:
     block: Tuple[int, int, int]
     shared_bytes: int
     device: int
+    tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
 
     def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None) -> None:
         """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints).
@@ -48,6 +49,8 @@ class CompiledLaunch:
         ``raw``, when given, holds the values already converted for the argument block (see
         :func:`signature_and_raw`), which skips the packer's conversions.
         """
+        if self.tuple_args:
+            values = flatten_tuple_args(values)
         packed = self.packer.pack(values, self.device) if raw is None else self.packer.pack_raw(raw)
         if len(grid) < 3:
             grid = tuple(grid) + (1,) * (3 - len(grid))
@@ -125,6 +128,8 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
         return (kind,), value
     if value is None or isinstance(value, constexpr):
         return None, None
+    if kind is tuple:  # a tuple argument: its elements' signatures, compile-time elements by value
+        return (tuple,) + tuple(signature_of(v) or ("constexpr", _constexpr_key(v)) for v in value), None
     if kind is TensorDescriptor:  # typed by its block; the kernel takes (map, *shape, *strides)
         signature = (kind, value.block_shape, value.dtype, value.layout, value.is_cuda)
         if not value.is_cuda or max(value.shape) >= 2**31:
@@ -140,8 +145,39 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
     return (kind, repr(ir_type_of(value)), aligned), None
 
 
+def _constexpr_key(value):
+    value = value.value if isinstance(value, constexpr) else value
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def flatten_tuple_args(values: Sequence[Any]) -> List[Any]:
+    """The runtime arguments with tuples replaced by their runtime elements (depth first)."""
+    out: List[Any] = []
+    for v in values:
+        if type(v) is tuple:
+            out += flatten_tuple_args([x for x in v if x is not None and not isinstance(x, constexpr)])
+        else:
+            out.append(v)
+    return out
+
+
+def _tuple_leaves(name: str, ty) -> List[Tuple[str, Any]]:
+    """(flat name, type) of the runtime leaves of a tuple argument's type, as the packer sees them."""
+    if isinstance(ty, tuple):
+        return [leaf for i, t in enumerate(ty) for leaf in _tuple_leaves(f"{name}_{i}", t)]
+    return [] if isinstance(ty, constexpr) else [(name, ty)]
+
+
 def _runtime_key(name: str, value) -> Tuple[Any, bool]:
-    """(IR type, divisible by 16) of one runtime argument."""
+    """(IR type, divisible by 16) of one runtime argument; a tuple's type is the tuple of its
+    elements' types (``gl.constexpr`` for compile-time ones), never specialized."""
+    if type(value) is tuple:
+        return tuple(constexpr(v.value if isinstance(v, constexpr) else v) if v is None or isinstance(v, constexpr)
+                     else _runtime_key(name, v)[0] for v in value), False
     ty = ir_type_of(value, name)
     if isinstance(ty, TensorDescType):
         return ty, False
@@ -187,5 +223,7 @@ def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
     loaded = module.get_kernel(func.name)
     shared = int(compiled.metadata.get("shared", 0))
     loaded.set_dynamic_shared_memory(shared)
-    return CompiledLaunch(compiled, loaded, ArgPacker(arg_types, names), (compiled.metadata["num_threads"], 1, 1), shared,
-                          driver.current_device())
+    leaves = [leaf for n, ty in zip(names, arg_types) for leaf in _tuple_leaves(n, ty)]
+    packer = ArgPacker([ty for _, ty in leaves], [n for n, _ in leaves])
+    return CompiledLaunch(compiled, loaded, packer, (compiled.metadata["num_threads"], 1, 1), shared, driver.current_device(),
+                          any(isinstance(ty, tuple) for ty in arg_types))

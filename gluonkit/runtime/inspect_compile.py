@@ -3,7 +3,8 @@
 Runtime arguments are given as examples (numpy arrays, torch/CuPy tensors, numbers,
 ``TensorDescriptor`` objects, IR types such as ``ir.TensorDescType(...)``) or as
 Triton-style type strings: ``"*fp32"`` (pointer), ``"i32"``, ``"fp16"``; a ``:16`` suffix
-(``"*fp32:16"``, ``"i32:16"``) declares divisibility by 16.  Example integers and array
+(``"*fp32:16"``, ``"i32:16"``) declares divisibility by 16.  A tuple argument is a tuple
+of these (``gl.constexpr`` values for its compile-time elements).  Example integers and array
 addresses divisible by 16 are specialized as a launch would.  ``asm["sass"]`` is added when
 ``cuobjdump`` is on ``PATH``.
 """
@@ -17,9 +18,10 @@ import tempfile
 from typing import Any, Dict, Sequence
 
 from .. import ir
-from ..lang.constexpr import unwrap
+from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_compiler
+from ..lang.launch_options import check_launch_options
 from ..lower.compiler import CompiledKernel, compile_function
 from .args import ir_type_of
 
@@ -62,24 +64,35 @@ def _example_type(name: str, value):
     return ty, False
 
 
-def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, num_warps: int,
+def _argument_type(kernel: JITFunction, name: str, value, specialization: dict):
+    """The IR type of one example argument (a tuple of types for a tuple, with ``gl.constexpr``
+    for its compile-time elements); divisibility facts go to ``specialization`` by flat name."""
+    if type(value) is tuple:
+        return tuple(_argument_type(kernel, f"{name}_{i}", v, specialization) for i, v in enumerate(value))
+    if value is None or isinstance(value, constexpr):
+        return constexpr(value)
+    try:
+        ty, divisible = _example_type(name, value)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"compiling {kernel.__name__}: parameter {name!r}: {e}", kernel.def_location()) from None
+    if divisible:
+        specialization[name] = {"divisibility": 16}
+    return ty
+
+
+def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, options: Dict[str, Any],
                    constexprs: Dict[str, Any]) -> CompiledKernel:
-    """Build, infer, lower and assemble ``kernel`` for ``target``; see the module docstring."""
+    """Build, infer, lower and assemble ``kernel`` for ``target`` with the launch ``options``
+    (``num_warps``, ``num_ctas``); see the module docstring."""
+    check_launch_options(options, kernel.def_location())
     constexprs = {k: unwrap(v) for k, v in constexprs.items()}
     runtime = [n for n in kernel.arg_names if n not in constexprs and n not in kernel.constexpr_names]
     if len(args) != len(runtime):
         raise ArgumentError(f"compiling {kernel.__name__}: expected {len(runtime)} runtime arguments "
                             f"({', '.join(runtime)}), got {len(args)}", kernel.def_location())
-    arg_types, specialization = [], {}
-    for name, value in zip(runtime, args):
-        try:
-            ty, divisible = _example_type(name, value)
-        except (TypeError, ValueError) as e:
-            raise ArgumentError(f"compiling {kernel.__name__}: parameter {name!r}: {e}", kernel.def_location()) from None
-        arg_types.append(ty)
-        if divisible:
-            specialization[name] = {"divisibility": 16}
-    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+    specialization: Dict[str, Dict[str, int]] = {}
+    arg_types = [_argument_type(kernel, name, value, specialization) for name, value in zip(runtime, args)]
+    func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"])
     compiled = compile_function(func, target)
     if "cubin" in compiled.asm and shutil.which("cuobjdump"):
         compiled.asm["sass"] = _disassemble(compiled.asm["cubin"])

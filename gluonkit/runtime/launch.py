@@ -5,9 +5,11 @@
 does that).  With ``GLUONKIT_INTERPRET=1`` (or ``true``/``yes``/``on``) in the environment
 at launch time the kernel runs in the CPU interpreter:
 
-1. the arguments are bound to the kernel's parameters like a Python call; parameters
-   annotated ``gl.constexpr``, values wrapped in ``gl.constexpr`` and ``None`` are
-   compile-time, the rest runtime;
+1. the launch options (``num_warps``, ``num_ctas``) are taken from the keyword arguments —
+   a kernel parameter of the same name receives the value too, as in Gluon
+   (:mod:`gluonkit.lang.launch_options`) — and the arguments are bound to the kernel's
+   parameters like a Python call; parameters annotated ``gl.constexpr``, values wrapped in
+   ``gl.constexpr`` and ``None`` are compile-time, the rest runtime;
 2. runtime arguments are typed as in Triton: ``bool`` → int1, ``int`` → int32 / int64 /
    uint64 by range, ``float`` → float32, numpy arrays and CPU torch tensors → pointers to
    their dtype (they are registered in a fresh :class:`~gluonkit.interpret.Memory` and
@@ -18,7 +20,8 @@ at launch time the kernel runs in the CPU interpreter:
    alignment) are recorded as ``specialization[name] = {"divisibility": 16}``, unless named
    in the kernel's ``do_not_specialize``;
 4. ``grid`` — 1 to 3 ints, or a callable of the meta-parameters (every bound argument by
-   name, plus ``num_warps``) returning them — is evaluated;
+   name, plus the launch options ``num_warps`` and ``num_ctas`` where no parameter has
+   their name) returning them — is evaluated;
 5. the frontend builds the IR, layout inference resolves ``AutoLayout``, the verifier checks
    the result, and :func:`~gluonkit.interpret.run_grid` runs every program.
 
@@ -44,6 +47,7 @@ from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
+from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.infer.solve import infer_layouts
 from ..nvidia.hopper import TensorDescriptor
 from .args import ir_type_of
@@ -52,7 +56,6 @@ from .gpu import launch_on_gpu, signature_and_raw
 
 __all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
-LAUNCH_OPTIONS = {"num_warps": 4}
 _INTERPRET_VALUES = ("1", "true", "yes", "on")
 _inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
 
@@ -73,16 +76,18 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
         return
     call_key = (len(args), tuple(kwargs))
     all_values = args + tuple(kwargs.values())
-    num_warps = unwrap(kwargs.pop("num_warps", LAUNCH_OPTIONS["num_warps"]))
+    options, kwargs = split_launch_options(kernel.arg_names, kwargs)
+    check_launch_options(options, kernel.def_location())
+    num_warps = options["num_warps"]
     bound = _bind(kernel, args, kwargs)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
     runtime = [n for n in kernel.arg_names if n not in constexprs]
     if callable(grid) or type(grid) is not tuple:
-        grid = _evaluate_grid(kernel, grid, {**{n: unwrap(v) for n, v in bound.items()}, "num_warps": num_warps})
+        grid = _evaluate_grid(kernel, grid, {**options, **{n: unwrap(v) for n, v in bound.items()}})
     else:
         grid = _evaluate_grid(kernel, grid, {})
     if interpreting():
-        _interpret(kernel, grid, bound, constexprs, runtime, num_warps)
+        _interpret(kernel, grid, bound, constexprs, runtime, options)
         return
     if not _gpu_present():
         raise NoBackendError(
@@ -176,26 +181,39 @@ def _gpu_present() -> bool:
 _GPU_FOUND = False
 
 
-def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, num_warps) -> None:
+def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -> None:
     memory = Memory()
     arg_types, values, specialization = [], [], {}
     no_spec = _do_not_specialize(kernel)
     for name in runtime:
-        ty, value = _runtime_arg(kernel, name, bound[name], memory)
-        arg_types.append(ty)
-        if isinstance(ty, TensorDescType):  # the kernel's parameters: the map, its shape, its strides
-            values += [value, *value.shape, *value.strides]
-            continue
-        values.append(value)
-        if name not in no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
-                and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
-            specialization[name] = {"divisibility": 16}
-    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+        arg_types.append(_interpreted_arg(kernel, name, bound[name], memory, name in no_spec, values, specialization))
+    func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"])
     if func not in _inferred:
         infer_layouts(func)
         verify(func, concrete=True)
         _inferred.add(func)
     run_grid(func, grid, values, memory)
+
+
+def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_spec: bool, values: list,
+                     specialization: dict):
+    """The IR type of one runtime argument (a tuple of types for a tuple argument, whose
+    compile-time elements are ``gl.constexpr``); its interpreter values are appended to
+    ``values`` and its divisibility facts recorded in ``specialization`` by flat name."""
+    if type(value) is tuple:
+        return tuple(_interpreted_arg(kernel, f"{name}_{i}", v, memory, no_spec, values, specialization)
+                     for i, v in enumerate(value))
+    if value is None or isinstance(value, constexpr):
+        return constexpr(value)
+    ty, value = _runtime_arg(kernel, name, value, memory)
+    if isinstance(ty, TensorDescType):  # the kernel's parameters: the map, its shape, its strides
+        values += [value, *value.shape, *value.strides]
+        return ty
+    values.append(value)
+    if not no_spec and not isinstance(value, (bool, float)) and int(value) % 16 == 0 \
+            and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
+        specialization[name] = {"divisibility": 16}
+    return ty
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -229,6 +247,9 @@ def _name_set(kernel: JITFunction) -> frozenset:
 
 
 def _is_compile_time(kernel: JITFunction, name: str, value) -> bool:
+    """Constexpr parameters, ``gl.constexpr`` values, ``None`` and tuples holding only those."""
+    if type(value) is tuple:
+        return name in kernel.constexpr_names or all(_is_compile_time(kernel, name, v) for v in value)
     return name in kernel.constexpr_names or isinstance(value, constexpr) or value is None
 
 

@@ -45,7 +45,7 @@ def infer_rule(*names: str):
 
 
 @infer_rule("constant", "program_id", "num_programs", "arange", "splat", "convert_layout",
-            "yield", "condition", "return", "device_print", "assume",
+            "yield", "condition", "return", "device_print", "device_assert", "assume",
             "local_alloc", "local_load", "local_store", "memdesc_index", "memdesc_slice", "memdesc_permute",
             "memdesc_reshape", "memdesc_reinterpret", "mbarrier_init", "mbarrier_expect", "mbarrier_arrive",
             "mbarrier_wait", "mbarrier_invalidate", "fence_async_shared", "thread_barrier",

@@ -18,14 +18,15 @@ from ..context import KernelLowering
 from ..llvm_types import I8, I32, I64, bit_width
 from ..registry import lowering
 
-__all__: List[str] = []
+__all__: List[str] = ["global_string"]
 
 _GENERIC_PTR = lir.PointerType()
 
 
-def _format_string(ctx: KernelLowering, text: str) -> lir.Value:
+def global_string(ctx: KernelLowering, text: str, prefix: str = "printf_format_") -> lir.Value:
+    """A generic pointer to a NUL-terminated constant copy of ``text`` in global memory."""
     data = bytearray(text.encode()) + b"\0"
-    name = f"printf_format_{len([g for g in ctx.module.globals if g.startswith('printf_format_')])}"
+    name = f"{prefix}{len([g for g in ctx.module.globals if g.startswith(prefix)])}"
     var = lir.GlobalVariable(ctx.module, lir.ArrayType(I8, len(data)), name, addrspace=1)
     var.global_constant = True
     var.linkage = "internal"
@@ -80,4 +81,4 @@ def _device_print(ctx: KernelLowering, op: Operation) -> None:
             frame.type = _GENERIC_PTR  # llvmlite gives allocas typed pointers; LLVM wants opaque ones
             for i, a in enumerate(args):
                 b.store(a, b.gep(frame, [I32(0), I32(i)], source_etype=frame_type))
-            b.call(vprintf, [_format_string(ctx, text), frame])
+            b.call(vprintf, [global_string(ctx, text), frame])

@@ -1,0 +1,59 @@
+"""Launch options (``num_warps``, ``num_ctas``) and how they meet kernel parameters.
+
+``kernel[grid](*args, num_warps=8)`` and ``kernel.compile(..., num_warps=8)`` take launch
+options as keyword arguments beside the kernel's own arguments.  As in Gluon, a kernel may
+also *declare* a parameter named like an option, ``def k(x_ptr, num_warps: gl.constexpr)``:
+a keyword argument of that name then sets the option **and** binds the parameter.  A
+positional argument (or the parameter's default) binds only the parameter and leaves the
+option at its default — Triton's binder behaves the same way, which
+``docs/decisions.rst`` records.
+
+``num_ctas`` is accepted so that Gluon launches port unchanged, but only ``1`` is supported:
+thread-block clusters are not implemented yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence, Tuple
+
+from ..ir.diagnostics import Location
+from .constexpr import unwrap
+from .errors import ArgumentError
+
+__all__ = ["LAUNCH_OPTIONS", "split_launch_options", "check_launch_options"]
+
+#: Every launch option and its default.
+LAUNCH_OPTIONS: Dict[str, Any] = {"num_warps": 4, "num_ctas": 1}
+
+
+def split_launch_options(arg_names: Sequence[str], kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """``(options, kwargs for the parameters)`` of one launch's keyword arguments.
+
+    Options missing from ``kwargs`` take their defaults; an option that is also a parameter
+    name stays in the returned keyword arguments, so the parameter receives it too.
+    """
+    options = dict(LAUNCH_OPTIONS)
+    rest = dict(kwargs)
+    for name in LAUNCH_OPTIONS:
+        if name in kwargs:
+            options[name] = unwrap(kwargs[name])
+            if name not in arg_names:
+                del rest[name]
+    return options, rest
+
+
+def check_launch_options(options: Dict[str, Any], loc: Location) -> None:
+    """Raise :class:`ArgumentError` at ``loc`` for an option value gluonkit cannot honour."""
+    num_warps = options.get("num_warps", LAUNCH_OPTIONS["num_warps"])
+    if not _is_power_of_two(num_warps):
+        raise ArgumentError(f"num_warps must be a positive power of two, got {num_warps!r}", loc)
+    num_ctas = options.get("num_ctas", LAUNCH_OPTIONS["num_ctas"])
+    if not _is_power_of_two(num_ctas):
+        raise ArgumentError(f"num_ctas must be a positive power of two, got {num_ctas!r}", loc)
+    if num_ctas != 1:
+        raise ArgumentError(f"num_ctas={num_ctas}: thread-block clusters are not supported yet; launch with "
+                            "num_ctas=1 (the default)", loc)
+
+
+def _is_power_of_two(n) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n > 0 and n & (n - 1) == 0
