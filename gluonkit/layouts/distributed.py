@@ -98,12 +98,28 @@ class DistributedLinearLayout(DistributedLayout):
     def num_warps(self) -> int:
         return 1 << len(self.warp_bases)
 
+    @property
+    def order(self) -> Tuple[int, ...]:
+        """Dimensions from fastest to slowest, as Triton's linear encoding derives it: the
+        dimensions the register bases step along, in the order they first appear, then the
+        rest from the last dimension down."""
+        order: List[int] = []
+        for v in self.reg_bases:
+            first = next((j for j, c in enumerate(v) if c), None)
+            if first is not None and first not in order:
+                order.append(first)
+        return tuple(order + [d for d in reversed(range(self.rank)) if d not in order])
+
     def to_linear_layout(self, shape: Sequence[int] | None = None) -> LinearLayout:
         """The bases as given for ``self.shape``; other shapes are fitted as Triton does for
-        linear encodings (larger dims wrap into more registers, smaller ones broadcast)."""
+        linear encodings: larger dims wrap into more registers (dimensions in :attr:`order`),
+        register bases outside a smaller dim are removed, lane and warp bases broadcast."""
         if shape is None or tuple(shape) == self.shape:
             return self._linear
-        return fit_to_shape(self._linear, check_shape("DistributedLinearLayout", shape, self.rank))
+        shape = check_shape("DistributedLinearLayout", shape, self.rank)
+        names = out_dim_names(self.rank)
+        tile = self._linear.transpose_outs([names[d] for d in self.order])
+        return fit_to_shape(tile, shape, broadcast_registers=False)
 
     def _key(self) -> tuple:
         return (self.reg_bases, self.lane_bases, self.warp_bases, self.block_bases, self.shape)
@@ -155,7 +171,7 @@ def identity_nd(in_dim: str, sizes: Sequence[int], order: Sequence[int]) -> Line
     return layout
 
 
-def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
+def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: bool = True) -> LinearLayout:
     """Fit the layout of one CTA's tile (inputs ``register``/``lane``/``warp``) to ``shape``.
 
     This is Triton's ``combineCtaCgaWithShape`` for a single CTA:
@@ -166,10 +182,12 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
       layout, which is minor to major: ``order`` for a blocked layout, the ``repOrder`` for
       MMA layouts), so all extra registers of the first such dimension come before those of
       the next;
-    * a dimension smaller than the tile broadcasts: its largest basis vectors (lane, warp
-      *and* register) get a zero coordinate, from the largest down, until the tile fits
-      (``ensureLayoutNotLargerThan`` with its default ``broadcastRegisters=true``; Triton's
-      unit test ``Blocked4D`` shows register bases kept as zero vectors, not dropped).
+    * a dimension smaller than the tile broadcasts: every basis whose coordinate along it
+      does not fit is cut (``ensureLayoutNotLargerThan``).  Lane and warp bases get a zero
+      coordinate there (those threads hold copies).  Register bases get a zero coordinate
+      too when ``broadcast_registers`` (Triton's MMA and dot-operand layouts), or are
+      *removed* otherwise (Triton 3.9's blocked and linear layouts): a thread then holds
+      fewer registers instead of duplicate ones.
 
     The result has all four distributed input dimensions (``block`` empty) and outputs
     ``dim0 … dimN-1`` in that order with exactly the sizes of ``shape``.
@@ -181,15 +199,18 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
     for o in tile.out_dims:
         if size_of[o] > tile.out_dim_size(o):
             tile = tile * LinearLayout.identity_1d(size_of[o] // tile.out_dim_size(o), "register", o)
+    limits = [size_of[o] for o in tile.out_dims]
     bases = {d: tile.bases.get(d, []) for d in DISTRIBUTED_IN_DIMS}
-    for j, o in enumerate(tile.out_dims):
-        # Every nonzero coordinate along one dimension is a distinct power of two, so the
-        # bases to broadcast are exactly those whose coordinate does not fit in the shape.
-        for vectors in bases.values():
-            for v in vectors:
-                if v[j] >= size_of[o]:
+    if not broadcast_registers:
+        bases["register"] = [v for v in bases["register"] if all(c < lim for c, lim in zip(v, limits))]
+    # Every nonzero coordinate along one dimension is a distinct power of two, so the
+    # bases to broadcast are exactly those whose coordinate does not fit in the shape.
+    for vectors in bases.values():
+        for v in vectors:
+            for j, lim in enumerate(limits):
+                if v[j] >= lim:
                     v[j] = 0
-    fitted = LinearLayout(bases, {o: size_of[o] for o in tile.out_dims})
+    fitted = LinearLayout(bases, dict(zip(tile.out_dims, limits)))
     return fitted.transpose_outs(names)
 
 
@@ -307,7 +328,7 @@ class BlockedLayout(DistributedLayout):
             * identity_nd("lane", self.threads_per_warp, self.order)
             * identity_nd("warp", self.warps_per_cta, self.order)
         )
-        return fit_to_shape(tile, shape)
+        return fit_to_shape(tile, shape, broadcast_registers=False)
 
     def _key(self) -> tuple:
         return (self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order)
