@@ -107,14 +107,15 @@ def test_num_warps_rank_repr_equality():
     b = BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0])
     s = SliceLayout(1, b)
     assert (b.num_warps, s.num_warps, b.rank, s.rank) == (8, 8, 2, 1)
-    assert repr(b) == "BlockedLayout(size_per_thread=[1, 4], threads_per_warp=[8, 4], warps_per_cta=[4, 2], order=[1, 0])"
+    assert repr(b) == "BlockedLayout(size_per_thread=[1, 4], threads_per_warp=[8, 4], warps_per_cta=[4, 2], order=[1, 0], cga_layout=[])"
     assert repr(s) == f"SliceLayout(dim=1, parent={b!r})"
     assert b == BlockedLayout((1, 4), (8, 4), (4, 2), (1, 0), cga_layout=[])
     assert hash(s) == hash(SliceLayout(1, BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0])))
     assert b != BlockedLayout([1, 4], [8, 4], [4, 2], [0, 1])
     assert s != SliceLayout(0, b)
-    # One-CTA cluster parameters in the older spelling are accepted and change nothing.
-    assert b == BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0], ctas_per_cga=[1, 1], cta_split_num=[1, 1], cta_order=[0, 1])
+    # Gluon 3.9 has no ctas_per_cga / cta_split_num / cta_order: cga_layout replaced them.
+    with pytest.raises(TypeError):
+        BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0], ctas_per_cga=[1, 1])
 
 
 # ------------------------------------------------------------------------- brute force
@@ -233,9 +234,6 @@ def test_slice_is_the_parent_with_dim_removed(params, data):
         (([1, 1], [8, 4], [1, 1], [0]), {}, "order must have rank 2"),
         (([], [], [], []), {}, "size_per_thread"),
         (([1, 1], [8, 4], [1, 1], [1, 0], [[0, 1]]), {}, "cga_layout"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"ctas_per_cga": [2, 1]}, "ctas_per_cga"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"cta_split_num": [1, 2]}, "cta_split_num"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"cta_order": [0, 0]}, "cta_order"),
     ],
 )
 def test_blocked_errors_name_the_parameter(args, kwargs, name):

@@ -214,26 +214,20 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: 
     return fitted.transpose_outs(names)
 
 
-def check_single_cta(owner: str, rank: int, cga_layout, ctas_per_cga, cta_split_num, cta_order) -> None:
-    """Accept cluster (CGA) parameters only when they describe one CTA.
+def check_single_cta(owner: str, rank: int, cga_layout) -> Tuple[Tuple[int, ...], ...]:
+    """Accept a cluster (CGA) layout only when it describes one CTA; return it as a tuple.
 
-    ``cga_layout`` is Gluon's list of ``block`` basis vectors (empty for one CTA); the older
-    ``ctas_per_cga`` / ``cta_split_num`` / ``cta_order`` spelling is accepted with all-ones
-    counts.  Anything else raises: multi-CTA layouts are not supported yet.
+    ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit (empty, or
+    ``None``, for one CTA).  Anything else raises: multi-CTA distributed layouts are not
+    supported yet.
     """
-    if cga_layout is not None and len(list(cga_layout)) != 0:
+    bases = tuple(tuple(v) for v in (cga_layout or ()))
+    if bases:
         raise ValueError(
             f"{owner}: cga_layout must be empty (one CTA per cluster); multi-CTA layouts are "
-            f"unsupported, got {[list(v) for v in cga_layout]}"
+            f"unsupported, got {[list(v) for v in bases]}"
         )
-    for name, value in (("ctas_per_cga", ctas_per_cga), ("cta_split_num", cta_split_num)):
-        if value is not None and (len(value) != rank or any(c != 1 for c in value)):
-            raise ValueError(
-                f"{owner}: {name} must be {[1] * rank} (one CTA per cluster); multi-CTA "
-                f"layouts are unsupported, got {list(value)}"
-            )
-    if cta_order is not None and sorted(cta_order) != list(range(rank)):
-        raise ValueError(f"{owner}: cta_order must be a permutation of {list(range(rank))}, got {list(cta_order)}")
+    return bases
 
 
 def _int_list(owner: str, name: str, values) -> Tuple[int, ...]:
@@ -271,22 +265,10 @@ class BlockedLayout(DistributedLayout):
     ``size_per_thread`` (registers), ``threads_per_warp`` (lanes, product 32) and
     ``warps_per_cta`` (warps).  For a tensor shape, the tile repeats (more registers) where
     the shape is larger and is broadcast where it is smaller (see :func:`fit_to_shape`).
-    Cluster parameters (``cga_layout``, or ``ctas_per_cga``/``cta_split_num``/``cta_order``)
-    are accepted only for one CTA.
+    ``cga_layout`` (the cluster's CTA bases) must be empty: one CTA per cluster.
     """
 
-    def __init__(
-        self,
-        size_per_thread,
-        threads_per_warp,
-        warps_per_cta,
-        order,
-        cga_layout=None,
-        *,
-        ctas_per_cga=None,
-        cta_split_num=None,
-        cta_order=None,
-    ):
+    def __init__(self, size_per_thread, threads_per_warp, warps_per_cta, order, cga_layout=None):
         owner = "BlockedLayout"
         self.size_per_thread = _int_list(owner, "size_per_thread", size_per_thread)
         self.threads_per_warp = _int_list(owner, "threads_per_warp", threads_per_warp)
@@ -310,7 +292,7 @@ class BlockedLayout(DistributedLayout):
             )
         if sorted(self.order) != list(range(rank)):
             raise ValueError(f"{owner}: order must be a permutation of {list(range(rank))}, got {list(self.order)}")
-        check_single_cta(owner, rank, cga_layout, ctas_per_cga, cta_split_num, cta_order)
+        self.cga_layout = check_single_cta(owner, rank, cga_layout)
 
     @property
     def rank(self) -> int:
@@ -337,7 +319,7 @@ class BlockedLayout(DistributedLayout):
         return (
             f"BlockedLayout(size_per_thread={list(self.size_per_thread)}, "
             f"threads_per_warp={list(self.threads_per_warp)}, "
-            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)})"
+            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)}, cga_layout=[])"
         )
 
 

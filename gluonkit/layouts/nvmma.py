@@ -80,17 +80,7 @@ class NVMMADistributedLayout(DistributedLayout):
     M) or ``[2, 0]`` for Ampere ``mma.sync`` (``instr_shape = [16, 8]``).  Rank 2 only.
     """
 
-    def __init__(
-        self,
-        version,
-        warps_per_cta,
-        instr_shape,
-        cga_layout=None,
-        *,
-        ctas_per_cga=None,
-        cta_split_num=None,
-        cta_order=None,
-    ):
+    def __init__(self, version, warps_per_cta, instr_shape, cga_layout=None):
         owner = "NVMMADistributedLayout"
         self.version = _int_list(owner, "version", version)
         self.warps_per_cta = _int_list(owner, "warps_per_cta", warps_per_cta)
@@ -118,7 +108,7 @@ class NVMMADistributedLayout(DistributedLayout):
                 )
         elif self.instr_shape != (16, 8):
             raise ValueError(f"{owner}: instr_shape for version [2, 0] must be [16, 8], got {list(self.instr_shape)}")
-        check_single_cta(owner, 2, cga_layout, ctas_per_cga, cta_split_num, cta_order)
+        self.cga_layout = check_single_cta(owner, 2, cga_layout)
 
     @property
     def is_hopper(self) -> bool:
@@ -146,7 +136,7 @@ class NVMMADistributedLayout(DistributedLayout):
     def __repr__(self) -> str:
         return (
             f"NVMMADistributedLayout(version={list(self.version)}, warps_per_cta={list(self.warps_per_cta)}, "
-            f"instr_shape={list(self.instr_shape)})"
+            f"instr_shape={list(self.instr_shape)}, cga_layout=[])"
         )
 
 

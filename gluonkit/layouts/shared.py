@@ -202,9 +202,16 @@ class NVMMASharedLayout(SharedLayout):
         box = self.tma_block_shape(shape)
         names = out_dim_names(self.rank)
         if self.swizzle_byte_width == 0:
-            # Row-major over the TMA box (last dimension fastest), then whole boxes.
+            # Row-major over the TMA box (last dimension fastest; dim0 fastest when
+            # transposed), then whole boxes.
+            if self.transposed and self.rank > 2:
+                raise ValueError(
+                    "NVMMASharedLayout: an unswizzled transposed layout is defined for rank 2 only "
+                    f"(Triton 3.9's rank-{self.rank} version leaves offsets unused); got shape {list(shape)}"
+                )
+            order = range(self.rank) if self.transposed else reversed(range(self.rank))
             tile = LinearLayout.empty()
-            for d in reversed(range(self.rank)):
+            for d in order:
                 tile = tile * LinearLayout.identity_1d(box[d], "offset", names[d])
             tile = _grow(tile, "offset", dict(zip(names, per_cta))).transpose_outs(names)
             return _with_cga(tile, self.cga_layout)

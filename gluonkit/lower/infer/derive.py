@@ -126,7 +126,7 @@ def permute_layout(layout: DistributedLayout, src_shape, order: Sequence[int]) -
     dst_shape = [src_shape[i] for i in order]
     bases = _bases(layout, src_shape)
     moved = _from_bases({d: [[v[i] for i in order] for v in vs] for d, vs in bases.items()}, dst_shape)
-    if isinstance(layout, BlockedLayout) and getattr(layout, "cga_layout", None) is None:
+    if isinstance(layout, BlockedLayout) and not layout.cga_layout:
         where = {src: dst for dst, src in enumerate(order)}
         blocked = BlockedLayout(
             size_per_thread=[layout.size_per_thread[i] for i in order],
