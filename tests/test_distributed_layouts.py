@@ -113,6 +113,7 @@ def test_num_warps_rank_repr_equality():
     assert hash(s) == hash(SliceLayout(1, BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0])))
     assert b != BlockedLayout([1, 4], [8, 4], [4, 2], [0, 1])
     assert s != SliceLayout(0, b)
+    assert b.cga_layout == () and s.cga_layout == ()
     # Gluon 3.9 has no ctas_per_cga / cta_split_num / cta_order: cga_layout replaced them.
     with pytest.raises(TypeError):
         BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0], ctas_per_cga=[1, 1])

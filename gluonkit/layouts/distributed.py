@@ -143,11 +143,11 @@ class AutoLayout(DistributedLayout):
 
     @property
     def rank(self) -> int:
-        raise ValueError("AutoLayout has no rank until layout inference resolves it")
+        raise ValueError(f"{type(self).__name__} has no rank until layout inference resolves it")
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         raise ValueError(
-            "AutoLayout has no linear layout: it is resolved by layout inference; "
+            f"{type(self).__name__} has no linear layout: it is resolved by layout inference; "
             "use set_auto_layout or a concrete layout where one is needed"
         )
 
@@ -156,6 +156,20 @@ class AutoLayout(DistributedLayout):
 
     def __repr__(self) -> str:
         return "AutoLayout()"
+
+
+class CoalescedLayout(AutoLayout):
+    """A layout left to the compiler, meant for coalesced global memory access (Gluon's name).
+
+    Like :class:`AutoLayout` it has no rank or linear layout of its own; layout inference
+    resolves it together with the values it meets, and where nothing pins it, to the
+    default blocked layout (consecutive elements on consecutive lanes, which is coalesced).
+    Unlike Triton, gluonkit does not widen it to several elements per thread from pointer
+    alignment (see docs/decisions.rst).
+    """
+
+    def __repr__(self) -> str:
+        return "CoalescedLayout()"
 
 
 # ------------------------------------------------------------------ shared helpers
@@ -352,6 +366,11 @@ class SliceLayout(DistributedLayout):
     @property
     def num_warps(self) -> int:
         return self.parent.num_warps
+
+    @property
+    def cga_layout(self) -> Tuple[Tuple[int, ...], ...]:
+        """The parent's CTA bases without dimension ``dim`` (empty: one CTA)."""
+        return tuple(v[: self.dim] + v[self.dim + 1 :] for v in getattr(self.parent, "cga_layout", ()))
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("SliceLayout", shape, self.rank)

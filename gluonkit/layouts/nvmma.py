@@ -179,6 +179,11 @@ class DotOperandLayout(DistributedLayout):
     def num_warps(self) -> int:
         return self.parent.num_warps
 
+    @property
+    def cga_layout(self):
+        """The parent's CTA bases (empty: one CTA; multi-CTA parents are rejected)."""
+        return self.parent.cga_layout
+
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("DotOperandLayout", shape, 2)
         # K is the inner (register-contiguous) dimension and repeats first: dim1 for A,
