@@ -197,6 +197,11 @@ def nvmma_shared_cases():
                                transposed=transposed)
                 for shape in ([2, 64, 64], [4, 16, 128], [2, 128, 32]):
                     cases.append((layout3, shape))
+    for cga in ([[1, 0]], [[0, 1]], [[1, 0], [2, 0]], [[0, 1], [1, 0]], [[0, 0]]):
+        for swizzle, transposed in ((128, False), (64, True), (0, False), (0, True)):
+            layout = spec("NVMMASharedLayout", swizzle_byte_width=swizzle, element_bitwidth=16, transposed=transposed,
+                          cga_layout=cga)
+            cases += [(layout, shape) for shape in ([128, 128], [256, 64], [64, 256])]
     fp4 = spec("NVMMASharedLayout", swizzle_byte_width=128, element_bitwidth=8, fp4_padded=True)
     cases += [(fp4, shape) for shape in ([64, 64], [128, 128], [64, 256], [256, 64])]
     fp4t = spec("NVMMASharedLayout", swizzle_byte_width=128, element_bitwidth=8, fp4_padded=True, transposed=True)
@@ -214,6 +219,9 @@ def swizzled_cases():
         layout3 = spec("SwizzledSharedLayout", vec=vec, per_phase=per_phase, max_phase=max_phase, order=[2, 0, 1])
         cases += [(layout3, shape) for shape in ([4, 16, 32], [2, 64, 8])]
     cases += [(spec("SwizzledSharedLayout", vec=1, per_phase=1, max_phase=1, order=[0]), [n]) for n in (1, 64)]
+    for cga in ([[1, 0]], [[0, 1]], [[1, 0], [0, 1]], [[0, 0]]):
+        layout = spec("SwizzledSharedLayout", vec=4, per_phase=2, max_phase=4, order=[1, 0], cga_layout=cga)
+        cases += [(layout, shape) for shape in ([64, 64], [16, 128])]
     return cases
 
 
@@ -251,12 +259,12 @@ def tmem_cases():
 def tmem_reg_cases():
     cases = []
     for block in ((128, 64), (128, 128), (128, 256), (64, 64), (64, 128), (128, 32)):
-        for bits, col_stride in ((32, 1), (16, 1), (16, 2), (8, 1), (8, 4)):
+        for bits, col_stride in ((32, 1), (16, 1), (16, 2), (8, 4)):
             for shape in ([128, 64], [128, 128], [64, 64], [256, 128], [128, 32]):
                 if shape[0] < block[0] and not (block[0] == 128 and shape[0] == 64):
                     continue
                 for num_warps in (4, 8):
-                    for variant in ("32x32b", "16x64b", "16x128b", "16x256b"):
+                    for variant in ("32x32b", "16x64b", "16x128b", "16x256b", "32x32b_splitn"):
                         cases.append({"bits": bits, "shape": shape, "num_warps": num_warps, "instr_variant": variant,
                                       "layout": spec("TensorMemoryLayout", block=list(block), col_stride=col_stride)})
     return cases
@@ -322,6 +330,20 @@ def run_case(layout_spec, shape):
     return {"layout": layout_spec, "shape": list(shape), "repr": repr(layout), "bases": bases}
 
 
+def deduplicated(cases):
+    """``{"layouts": [{"layout", "repr"}, ...], "cases": [{"layout": index, "shape", "bases"}]}``:
+    each layout is stored once, which keeps the data file small."""
+    layouts, index = [], {}
+    out = []
+    for case in cases:
+        key = json.dumps(case["layout"], sort_keys=True)
+        if key not in index:
+            index[key] = len(layouts)
+            layouts.append({"layout": case["layout"], "repr": case["repr"]})
+        out.append({"layout": index[key], "shape": case["shape"], "bases": case["bases"]})
+    return {"layouts": layouts, "cases": out}
+
+
 def main():
     groups = {
         "blocked": blocked_cases(),
@@ -335,7 +357,7 @@ def main():
     }
     data = {"triton_version": __import__("triton").__version__}
     for name, cases in groups.items():
-        data[name] = [run_case(layout, shape) for layout, shape in cases]
+        data[name] = deduplicated([run_case(layout, shape) for layout, shape in cases])
         print(f"{name}: {len(cases)} cases", file=sys.stderr)
     regs = []
     for case in tmem_reg_cases():

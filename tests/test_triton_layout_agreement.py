@@ -17,7 +17,13 @@ import pytest
 from gluonkit import layouts as L
 
 DATA = json.loads((Path(__file__).parent / "data" / "triton39_layouts.json").read_text())
-DTYPE_BITS = {8: 8, 16: 16, 32: 32, 64: 64}
+
+
+def cases_of(group):
+    """The cases of ``group``, each with its layout spec and Triton's ``repr`` inlined (the
+    file stores every layout once and cases refer to it by index)."""
+    layouts = DATA[group]["layouts"]
+    return [{**case, **layouts[case["layout"]]} for case in DATA[group]["cases"]]
 
 
 def build(spec):
@@ -100,7 +106,7 @@ GROUPS = ["blocked", "slice", "distributed_linear", "mma", "nvmma_shared", "swiz
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_linear_layouts_match_triton(group):
-    cases = DATA[group]
+    cases = cases_of(group)
     assert len(cases) > 0
     bad = mismatches(cases, compare_linear)
     assert not bad, f"{len(bad)} of {len(cases)} {group} cases differ from Triton 3.9:\n" + "\n".join(bad[:15])
@@ -116,7 +122,7 @@ def compare_repr(case):
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_repr_matches_gluon(group):
-    bad = mismatches(DATA[group], compare_repr)
+    bad = mismatches(cases_of(group), compare_repr)
     assert not bad, f"{len(bad)} {group} reprs differ from Gluon 3.9:\n" + "\n".join(bad[:10])
 
 

@@ -161,16 +161,29 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
 
     Returns a :class:`DistributedLinearLayout` (Gluon's ``get_tmem_reg_layout``, one CTA).
     ``element_ty``: see :func:`~gluonkit.layouts.shared.bitwidth_of`.  ``instr_variant``:
-    one of ``"32x32b"``, ``"16x64b"``, ``"16x128b"``, ``"16x256b"``.  Sub-32-bit elements
-    that share a 32-bit column go to consecutive registers.  ``num_warps`` is a power of
-    two >= 4; warps beyond the first four take further column blocks (or repeat data when
-    there are too few columns).
+    one of ``"32x32b"``, ``"16x64b"``, ``"16x128b"``, ``"16x256b"``, or ``"32x32b_splitn"``:
+    the 32x32b layout with the column bit ``N / 2`` moved into the highest register, so the
+    loaded tensor can be split in two halves along N without data movement.  Sub-32-bit
+    elements that share a 32-bit column go to consecutive registers.  ``num_warps`` is a
+    power of two >= 4; warps beyond the first four take further column blocks (or repeat
+    data when there are too few columns).
     """
     bits = bitwidth_of(element_ty, "get_tmem_reg_layout")
     if not is_power_of_two(bits) or bits > 32:
         raise ValueError(f"get_tmem_reg_layout: element_ty must be 1 to 32 bits (a power of two), got {bits} bits")
+    if instr_variant == "16x32bx2":
+        raise ValueError(
+            "get_tmem_reg_layout: the 16x32bx2 atom is chosen implicitly (a 32x32b layout whose "
+            "lanes 16..31 hold the upper columns); request instr_variant='32x32b'"
+        )
+    splitn = instr_variant == "32x32b_splitn"
+    if splitn:
+        instr_variant = "32x32b"
     if instr_variant not in _ATOMS:
-        raise ValueError(f"get_tmem_reg_layout: instr_variant must be one of {list(_ATOMS)}, got {instr_variant!r}")
+        raise ValueError(
+            f"get_tmem_reg_layout: instr_variant must be one of {list(_ATOMS) + ['32x32b_splitn']}, "
+            f"got {instr_variant!r}"
+        )
     if not is_power_of_two(num_warps) or num_warps < 4:
         raise ValueError(f"get_tmem_reg_layout: num_warps must be a power of two >= 4, got {num_warps!r}")
     if not isinstance(layout, (TensorMemoryLayout, TensorMemoryScalesLayout)):
@@ -193,7 +206,46 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
             f"of {layout!r} with num_warps={num_warps}"
         )
     b = result.bases
+    if splitn:
+        _move_half_n_into_registers(b, shape[1], bits)
     return DistributedLinearLayout(b["register"], b["lane"], b["warp"], [], shape)
+
+
+def _move_half_n_into_registers(bases: Dict[str, List[List[int]]], n: int, bits: int) -> None:
+    """Make ``[0, n // 2]`` the last register basis (in place), for ``32x32b_splitn``.
+
+    With no registers, the lane that holds the upper half becomes a register (that lane
+    then repeats the lower half).  Otherwise the last register trades places with the
+    lane or warp basis (not one of the first two warp bits: those select TMEM lane
+    quarters) that steps ``n // 2``; this needs more registers than one 32-bit word holds.
+    """
+    half = [0, n // 2]
+    regs = bases["register"]
+    if not regs:
+        if bases["lane"][-1] != half:
+            raise ValueError(
+                f"get_tmem_reg_layout: 32x32b_splitn with one register needs the last lane to step "
+                f"{half}, got lane bases {bases['lane']}"
+            )
+        regs.append(half)
+        bases["lane"][-1] = [0, 0]
+        return
+    if regs[-1] == half:
+        return
+    if len(regs) <= log2_exact(32 // bits):
+        raise ValueError(
+            f"get_tmem_reg_layout: 32x32b_splitn needs more than {32 // bits} {bits}-bit registers "
+            f"per thread (two 32x32b.x1 loads); load with '32x32b' and convert_layout instead"
+        )
+    for dim, first in (("lane", 0), ("warp", 2)):
+        for i in range(first, len(bases[dim])):
+            if bases[dim][i] == half:
+                regs[-1], bases[dim][i] = bases[dim][i], regs[-1]
+                return
+    raise ValueError(
+        f"get_tmem_reg_layout: 32x32b_splitn needs a lane or warp (beyond the first two warp bits) "
+        f"that steps {half}; got {bases}"
+    )
 
 
 # --------------------------------------------------------------------- internals
