@@ -142,13 +142,19 @@ def mma_cases():
     for parent in mma_parents():
         for shape in shapes:
             cases.append((parent, shape))
-        for k_width in (1, 2, 4, 8):
+        for k_width in (0, 1, 2, 4, 8):
             for op in (0, 1):
-                if op == 1 and parent["args"]["version"][0] == 3:
-                    continue
                 dot = spec("DotOperandLayout", operand_index=op, parent=parent, k_width=k_width)
                 for shape in ([64, 64], [16, 16], [32, 128], [256, 64], [8, 8]):
                     cases.append((dot, shape))
+    # Operands of dot_fma: a blocked parent, k_width 0 (Triton rejects any other).
+    for _ in range(12):
+        rank = RNG.choice([2, 2, 3])
+        parent = random_blocked(rank, RNG.choice([1, 4, 8]))
+        for op in (0, 1):
+            for k_width in (0, 2):
+                dot = spec("DotOperandLayout", operand_index=op, parent=parent, k_width=k_width)
+                cases += [(dot, random_shape(rank, max_log=6)) for _ in range(2)]
     return cases
 
 

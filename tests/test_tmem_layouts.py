@@ -141,6 +141,18 @@ def test_equality_hash_repr():
     assert repr(TensorMemoryScalesLayout()) == "TensorMemoryScalesLayout(cga_layout=[])"
 
 
+def test_32x32b_splitn_moves_the_half_n_column_bit_into_the_last_register():
+    # 64 x 64 on 4 warps: plain 32x32b has lanes 16..31 on columns 32..63; splitn swaps
+    # that lane bit with the last register, so splitting N in two halves is register-local.
+    plain = get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "32x32b")
+    split = get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "32x32b_splitn")
+    assert plain.reg_bases[-1] == (0, 16) and plain.lane_bases[-1] == (0, 32)
+    assert split.reg_bases == plain.reg_bases[:-1] + ((0, 32),)
+    assert split.lane_bases == plain.lane_bases[:-1] + ((0, 16),)
+    with pytest.raises(ValueError, match="16x32bx2 atom is chosen implicitly"):
+        get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "16x32bx2")
+
+
 def test_cga_layout_gives_one_ctas_share():
     # Two CTAs splitting dim0 ([1, 0]): each holds 128 of the 256 rows, as one 128 x 64 block.
     ll = TensorMemoryLayout((128, 64), 1, [[1, 0]]).to_linear_layout([256, 64])
