@@ -330,6 +330,37 @@ def guarded(fn):
     return json.loads(text).get("ok") if text else None
 
 
+def view_cases():
+    """Gluon's text views of a few small layouts (exact strings)."""
+    picks = [
+        (spec("BlockedLayout", size_per_thread=[1, 2], threads_per_warp=[4, 8], warps_per_cta=[2, 1], order=[1, 0]),
+         [8, 4]),
+        (spec("BlockedLayout", size_per_thread=[2], threads_per_warp=[32], warps_per_cta=[1], order=[0]), [8]),
+        (spec("BlockedLayout", size_per_thread=[1, 1, 2], threads_per_warp=[2, 4, 4], warps_per_cta=[1, 1, 1],
+              order=[2, 1, 0]), [2, 2, 2]),
+        (spec("BlockedLayout", size_per_thread=[1, 16], threads_per_warp=[32, 1], warps_per_cta=[4, 1], order=[1, 0]),
+         [16, 16]),
+        (spec("SliceLayout", dim=1, parent=spec("BlockedLayout", size_per_thread=[1, 4], threads_per_warp=[8, 4],
+                                                  warps_per_cta=[4, 1], order=[1, 0])), [32]),
+        (spec("NVMMADistributedLayout", version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 16, 16]), [64, 16]),
+        (spec("DistributedLinearLayout", reg_bases=[], lane_bases=[[1], [2], [4], [8], [16]], warp_bases=[],
+              block_bases=[[32]], shape=[64]), [64]),
+        (spec("SwizzledSharedLayout", vec=2, per_phase=1, max_phase=2, order=[1, 0]), [2, 4]),
+        (spec("SwizzledSharedLayout", vec=1, per_phase=1, max_phase=1, order=[1, 0]), [16, 2]),
+        (spec("SwizzledSharedLayout", vec=1, per_phase=1, max_phase=1, order=[2, 1, 0]), [2, 2, 16]),
+        (spec("SwizzledSharedLayout", vec=1, per_phase=1, max_phase=1, order=[1, 0], cga_layout=[[1, 0]]), [4, 2]),
+        (spec("NVMMASharedLayout", swizzle_byte_width=32, element_bitwidth=16), [8, 16]),
+        (spec("NVMMASharedLayout", swizzle_byte_width=64, element_bitwidth=16, transposed=True), [32, 8]),
+        (spec("NVMMASharedLayout", swizzle_byte_width=128, element_bitwidth=8, fp4_padded=True), [8, 64]),
+    ]
+    out = []
+    for layout_spec, shape in picks:
+        layout = build(layout_spec)
+        out.append({"layout": layout_spec, "shape": shape, "tensor": layout.format_tensor_view(shape),
+                    "hardware": layout.format_hardware_view(shape)})
+    return out
+
+
 def run_case(layout_spec, shape):
     layout = build(layout_spec)
     bases = guarded(lambda: linear_bases(layout, shape))
@@ -373,6 +404,7 @@ def main():
     print(f"tmem_reg: {len(regs)} cases ({sum(r['result'] is not None for r in regs)} supported)", file=sys.stderr)
     data["nvmma_default_for"] = default_for_cases()
     data["padded_with_identity_for"] = padded_identity_cases()
+    data["views"] = view_cases()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n")
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)", file=sys.stderr)

@@ -164,3 +164,18 @@ def test_padded_with_identity_for_matches_gluon():
 
     bad = mismatches(DATA["padded_with_identity_for"], compare)
     assert not bad, "\n".join(bad)
+
+
+def test_text_views_match_gluon():
+    def compare(case):
+        layout = build(case["layout"])
+        for kind in ("tensor", "hardware"):
+            got = getattr(layout, f"format_{kind}_view")(case["shape"])
+            if got != case[kind]:
+                return f"{kind} view differs:\ngluonkit:\n{got[:600]}\ngluon:\n{case[kind][:600]}"
+        return None
+
+    cases = DATA["views"]
+    assert len(cases) > 5
+    bad = mismatches(cases, compare)
+    assert not bad, "\n".join(bad)

@@ -13,6 +13,7 @@ from typing import List, Sequence, Tuple
 
 from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two
+from .views import hardware_view, tensor_view
 
 DISTRIBUTED_IN_DIMS = ("register", "lane", "warp", "block")
 
@@ -47,6 +48,14 @@ class DistributedLayout(LayoutBase):
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """The layout of a tensor of ``shape`` as a linear layout (Triton's conventions)."""
         raise NotImplementedError
+
+    def format_tensor_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: each element of a ``shape`` tensor with its holders (thread:register)."""
+        return tensor_view(self.to_linear_layout(list(shape)), shape)
+
+    def format_hardware_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: per warp and register, the element each lane holds."""
+        return hardware_view(self.to_linear_layout(list(shape)), shape)
 
 
 class DistributedLinearLayout(DistributedLayout):

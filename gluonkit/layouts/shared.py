@@ -22,6 +22,7 @@ from typing import Dict, List, Sequence, Tuple
 from .distributed import check_shape, out_dim_names
 from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two, log2_exact
+from .views import hardware_view, tensor_view
 
 NVMMA_SWIZZLE_WIDTHS = (0, 32, 64, 128)
 NVMMA_ELEMENT_BITWIDTHS = (8, 16, 32, 64)
@@ -70,6 +71,14 @@ class SharedLayout(LayoutBase):
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """The layout of a buffer of ``shape``: ``offset``, ``block`` → ``dim0 …``."""
         raise NotImplementedError
+
+    def format_tensor_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: where each element of a ``shape`` buffer is stored."""
+        return tensor_view(self.to_linear_layout(list(shape)), shape)
+
+    def format_hardware_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: the element at each offset of each CTA's buffer."""
+        return hardware_view(self.to_linear_layout(list(shape)), shape)
 
 
 # --------------------------------------------------------------------------- NVMMA
