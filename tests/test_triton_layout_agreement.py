@@ -1,12 +1,14 @@
 """Every layout class agrees with Triton 3.9, basis for basis.
 
 ``tests/data/triton39_layouts.json`` holds what Triton 3.9's own C++ layout code computed
-for ~2,000 layouts and shapes (written by ``scripts/gen_triton_layout_reference.py``
+for about 3,500 layouts and shapes (written by ``scripts/gen_triton_layout_reference.py``
 under the Triton reference environment; Triton is not needed to run this test).  Each
 case is rebuilt here with gluonkit's class of the same name and arguments, and its linear
 layout must have exactly Triton's bases; where Triton rejected the input, gluonkit must
-raise a ValueError.  ``repr`` must match Gluon's too: Gluon code embeds it in tensor
-descriptor signatures.
+raise a ValueError.  ``repr`` must match Gluon's too (Gluon code embeds it in tensor
+descriptor signatures), and so must the text views ``format_tensor_view`` /
+``format_hardware_view``.  The few deliberate differences are spelled out in
+:func:`deliberate_difference` and docs/decisions.rst.
 """
 
 import json
