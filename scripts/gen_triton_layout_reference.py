@@ -169,13 +169,35 @@ def slice_cases():
         for dim in (0, 1):
             for n in (1, 8, 64, 256):
                 cases.append((spec("SliceLayout", dim=dim, parent=parent), [n]))
+    for _ in range(10):
+        parent = random_linear(RNG.choice([2, 3]))
+        rank = len(parent["args"]["shape"])
+        cases.append((spec("SliceLayout", dim=RNG.randrange(rank), parent=parent), random_shape(rank - 1)))
+    dot = spec("DotOperandLayout", operand_index=0, parent=mma_parents()[0], k_width=2)
+    cases += [(spec("SliceLayout", dim=d, parent=dot), [n]) for d in (0, 1) for n in (16, 64)]
     nested = spec("SliceLayout", dim=1, parent=random_blocked(3, 4))
     cases += [(spec("SliceLayout", dim=0, parent=nested), [n]) for n in (1, 4, 64)]
     return cases
 
 
+def random_linear(rank):
+    """A DistributedLinearLayout: Triton's layout of a random blocked layout for a random
+    shape, bases shuffled within each input dimension (so the register order is arbitrary)."""
+    blocked = build(random_blocked(rank, RNG.choice([1, 2, 4, 8])))
+    shape = random_shape(rank, max_log=6, max_total_log=10)
+    ll = BUILDER.to_linear_layout(blocked._to_ir(BUILDER), shape)
+    regs = list(ll.reg_bases)
+    RNG.shuffle(regs)
+    return spec("DistributedLinearLayout", reg_bases=regs, lane_bases=ll.lane_bases, warp_bases=ll.warp_bases,
+                block_bases=[], shape=shape)
+
+
 def linear_cases():
     cases = []
+    for _ in range(40):
+        rank = RNG.choice([1, 2, 2, 3])
+        layout = random_linear(rank)
+        cases += [(layout, random_shape(rank, max_log=7, max_total_log=12)) for _ in range(2)]
     dll = spec("DistributedLinearLayout", reg_bases=[[0, 1]], lane_bases=[[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]],
                warp_bases=[[8, 0], [16, 0]], block_bases=[], shape=[32, 8])
     for shape in ([32, 8], [64, 16], [8, 2], [1, 1], [128, 8], [32, 64]):
