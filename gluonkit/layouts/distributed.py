@@ -237,7 +237,7 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: 
     return fitted.transpose_outs(names)
 
 
-def check_single_cta(owner: str, rank: int, cga_layout) -> Tuple[Tuple[int, ...], ...]:
+def check_single_cta(owner: str, cga_layout) -> Tuple[Tuple[int, ...], ...]:
     """Accept a cluster (CGA) layout only when it describes one CTA; return it as a tuple.
 
     ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit (empty, or
@@ -315,7 +315,7 @@ class BlockedLayout(DistributedLayout):
             )
         if sorted(self.order) != list(range(rank)):
             raise ValueError(f"{owner}: order must be a permutation of {list(range(rank))}, got {list(self.order)}")
-        self.cga_layout = check_single_cta(owner, rank, cga_layout)
+        self.cga_layout = check_single_cta(owner, cga_layout)
 
     @property
     def rank(self) -> int:

@@ -110,7 +110,7 @@ class NVMMADistributedLayout(DistributedLayout):
                 )
         elif self.instr_shape != (16, 8):
             raise ValueError(f"{owner}: instr_shape for version [2, 0] must be [16, 8], got {list(self.instr_shape)}")
-        self.cga_layout = check_single_cta(owner, 2, cga_layout)
+        self.cga_layout = check_single_cta(owner, cga_layout)
 
     @property
     def is_hopper(self) -> bool:

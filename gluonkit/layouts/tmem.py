@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .base import LayoutBase
 from .distributed import DistributedLinearLayout, check_shape
 from .linear import LinearLayout, is_power_of_two, log2_exact
-from .shared import _cga_bases, _shape_per_cta, _show, bitwidth_of
+from .shared import bitwidth_of, cga_bases, shape_per_cta, show_vectors
 
 TMEM_ROWS = 128
 
@@ -68,19 +68,19 @@ class TensorMemoryLayout(LayoutBase):
             raise ValueError(f"{owner}: col_stride must be a power of two from 1 to 32, got {col_stride!r}")
         self.block = block
         self.col_stride = col_stride
-        self.cga_layout = _cga_bases(owner, cga_layout, 2)
+        self.cga_layout = cga_bases(owner, cga_layout, 2)
         self.two_ctas = bool(two_ctas)
         self.fp4_padded = bool(fp4_padded)
         if self.two_ctas and (not self.cga_layout or self.cga_layout[0] != (1, 0)):
             raise ValueError(
                 f"{owner}: two_ctas needs a cga_layout whose first basis is [1, 0] (the CTA pair splits "
-                f"dim0), got cga_layout={_show(self.cga_layout)}"
+                f"dim0), got cga_layout={show_vectors(self.cga_layout)}"
             )
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """``row``, ``col`` → ``dim0``, ``dim1`` for one CTA's share of a tensor of ``shape``."""
         shape = check_shape("TensorMemoryLayout", shape, 2)
-        m, n = _shape_per_cta("TensorMemoryLayout", shape, self.cga_layout)
+        m, n = shape_per_cta("TensorMemoryLayout", shape, self.cga_layout)
         block_m, block_n = self.block[0], min(self.block[1], n)
         # Unused slots first: col_stride - 1 per element, and a second slot per packed fp4
         # pair when fp4_padded (one byte of TMEM per logical fp4 element).
@@ -122,7 +122,7 @@ class TensorMemoryLayout(LayoutBase):
         block = list(self.block) if self._block_is_list else self.block
         return (
             f"TensorMemoryLayout(block={block}, col_stride={self.col_stride}, "
-            f"cga_layout={_show(self.cga_layout)}, two_ctas={self.two_ctas}, fp4_padded={self.fp4_padded})"
+            f"cga_layout={show_vectors(self.cga_layout)}, two_ctas={self.two_ctas}, fp4_padded={self.fp4_padded})"
         )
 
 
@@ -138,11 +138,11 @@ class TensorMemoryScalesLayout(LayoutBase):
     rank = 2
 
     def __init__(self, cga_layout=None):
-        self.cga_layout = _cga_bases("TensorMemoryScalesLayout", cga_layout, 2)
+        self.cga_layout = cga_bases("TensorMemoryScalesLayout", cga_layout, 2)
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("TensorMemoryScalesLayout", shape, 2)
-        m, n = _shape_per_cta("TensorMemoryScalesLayout", shape, self.cga_layout)
+        m, n = shape_per_cta("TensorMemoryScalesLayout", shape, self.cga_layout)
         rows = [[1 << i, 0] for i in range(5)] + [[0, 0], [0, 0]]
         cols = [[0, 1], [0, 2], [32, 0]]
         cols += [[64 << i, 0] for i in range(log2_exact(max(1, m // 64)))]
@@ -153,7 +153,7 @@ class TensorMemoryScalesLayout(LayoutBase):
         return (self.cga_layout,)
 
     def __repr__(self) -> str:
-        return f"TensorMemoryScalesLayout(cga_layout={_show(self.cga_layout)})"
+        return f"TensorMemoryScalesLayout(cga_layout={show_vectors(self.cga_layout)})"
 
 
 def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant: str = "32x32b"):
@@ -191,7 +191,7 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
     if layout.cga_layout:
         raise ValueError(
             f"get_tmem_reg_layout: layout.cga_layout must be empty (one CTA); multi-CTA layouts are "
-            f"unsupported, got {_show(layout.cga_layout)}"
+            f"unsupported, got {show_vectors(layout.cga_layout)}"
         )
     if isinstance(layout, TensorMemoryLayout) and layout.col_stride * bits > 32:
         raise ValueError(
