@@ -138,7 +138,8 @@ def mma_parents():
 
 def mma_cases():
     cases = []
-    shapes = [[16, 8], [64, 64], [128, 128], [128, 256], [256, 64], [64, 16], [16, 16], [32, 32], [8, 8], [1, 64], [64, 1]]
+    shapes = [[16, 8], [64, 64], [128, 128], [128, 256], [256, 64], [64, 16], [16, 16], [32, 32], [8, 8], [1, 64],
+              [64, 1]]
     for parent in mma_parents():
         for shape in shapes:
             cases.append((parent, shape))
@@ -312,17 +313,24 @@ def default_for_cases():
                     except AssertionError:  # Gluon rejects its own default (fp4 without 128B swizzle)
                         layout = None
                     out.append({"block_shape": shape, "bits": bits, "transposed": transposed, "fp4_padded": fp4,
-                                "repr": layout})
+                                "cga_layout": None, "repr": layout})
+    for shape, cga in (([128, 64], [[1, 0]]), ([64, 128], [[0, 1]]), ([256, 32], [[1, 0], [2, 0]]),
+                       ([16, 64], [[1, 0]])):
+        for transposed in (False, True):
+            layout = gl.NVMMASharedLayout.get_default_for(shape, gl.float16, transposed=transposed, cga_layout=cga)
+            out.append({"block_shape": shape, "bits": 16, "transposed": transposed, "fp4_padded": False,
+                        "cga_layout": cga, "repr": repr(layout)})
     return out
 
 
 def padded_identity_cases():
     out = []
-    for pairs, shape, order in (([[32, 4]], [16, 32], [1, 0]), ([[64, 8], [128, 4]], [64, 64], [0, 1]),
-                                ([[2, 2]], [8], [0]), ([[16, 1]], [4, 8, 16], [2, 1, 0])):
-        layout = gl.PaddedSharedLayout.with_identity_for(pairs, shape, order)
-        out.append({"pairs": pairs, "shape": shape, "order": order, "offset_bases": layout.offset_bases,
-                    "repr": repr(layout)})
+    for pairs, shape, order, cga in (([[32, 4]], [16, 32], [1, 0], []), ([[64, 8], [128, 4]], [64, 64], [0, 1], []),
+                                     ([[2, 2]], [8], [0], []), ([[16, 1]], [4, 8, 16], [2, 1, 0], []),
+                                     ([[32, 4]], [64, 32], [1, 0], [[1, 0]]), ([[8, 1]], [16, 16], [0, 1], [[0, 1]])):
+        layout = gl.PaddedSharedLayout.with_identity_for(pairs, shape, order, cga)
+        out.append({"pairs": pairs, "shape": shape, "order": order, "cga_layout": cga,
+                    "offset_bases": layout.offset_bases, "repr": repr(layout)})
     return out
 
 

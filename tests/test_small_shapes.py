@@ -48,7 +48,8 @@ def small_1d_kernel(in_ptr, out_ptr, N: gl.constexpr, layout: gl.constexpr):
     gl.store(out_ptr + offs, x * 3.0 + total)
 
 
-@pytest.mark.parametrize("src, dst", [(BIG, BIG_COLS), (BIG_COLS, BIG), (BIG, BIG)], ids=["rows-cols", "cols-rows", "same"])
+@pytest.mark.parametrize("src, dst", [(BIG, BIG_COLS), (BIG_COLS, BIG), (BIG, BIG)],
+                         ids=["rows-cols", "cols-rows", "same"])
 @pytest.mark.parametrize("shape", SMALL_SHAPES, ids=[f"{m}x{n}" for m, n in SMALL_SHAPES])
 def test_two_dimensional_ops_on_tensors_smaller_than_the_tile(shape, src, dst):
     m, n = shape
@@ -91,5 +92,6 @@ def test_small_shape_kernels_lower_and_ptxas_accepts_them(shape, target):
     m, n = shape
     compiled = small_kernel.compile(P32, P32, P32, P32, target=target, num_warps=4, M=m, N=n, src=BIG, dst=BIG_COLS)
     assert compiled.asm["cubin"][:4] == b"\x7fELF"
-    one_d = small_1d_kernel.compile(P32, P32, target=target, num_warps=4, N=2, layout=gl.BlockedLayout([8], [32], [4], [0]))
+    one_d = small_1d_kernel.compile(P32, P32, target=target, num_warps=4, N=2,
+                                    layout=gl.BlockedLayout([8], [32], [4], [0]))
     assert one_d.asm["cubin"][:4] == b"\x7fELF"

@@ -137,7 +137,8 @@ def test_tmem_register_layouts_match_triton():
         got = gluonkit_bases(L.get_tmem_reg_layout(*args), case["shape"])
         for d, want in case["result"].items():
             if got.get(d, []) != want:
-                return f"{case['bits']}-bit {case['num_warps']} warps {case['instr_variant']}: {d}: gluonkit {got.get(d, [])} != triton {want}"
+                where = f"{case['bits']}-bit {case['num_warps']} warps {case['instr_variant']}"
+                return f"{where}: {d}: gluonkit {got.get(d, [])} != triton {want}"
         return None
 
     cases = DATA["tmem_reg"]
@@ -147,7 +148,7 @@ def test_tmem_register_layouts_match_triton():
 
 def test_nvmma_get_default_for_matches_gluon():
     def compare(case):
-        args = (case["block_shape"], case["bits"], case["transposed"], case["fp4_padded"])
+        args = (case["block_shape"], case["bits"], case["transposed"], case["fp4_padded"], case["cga_layout"])
         if case["repr"] is None:
             return rejects(L.NVMMASharedLayout.get_default_for, *args)
         got = repr(L.NVMMASharedLayout.get_default_for(*args))
@@ -159,7 +160,7 @@ def test_nvmma_get_default_for_matches_gluon():
 
 def test_padded_with_identity_for_matches_gluon():
     def compare(case):
-        layout = L.PaddedSharedLayout.with_identity_for(case["pairs"], case["shape"], case["order"])
+        layout = L.PaddedSharedLayout.with_identity_for(case["pairs"], case["shape"], case["order"], case["cga_layout"])
         if [list(v) for v in layout.offset_bases] != case["offset_bases"]:
             return f"offset_bases {layout.offset_bases} != {case['offset_bases']}"
         return None if repr(layout) == case["repr"] else f"gluonkit repr {layout!r} != {case['repr']}"
