@@ -199,6 +199,21 @@ def test_blocked_covers_every_element_equally(params):
     assert counts.min() == counts.max() == ll.total_in_size() // int(np.prod(shape))
 
 
+@given(blocked_params())
+def test_a_thread_never_holds_an_element_twice(params):
+    # Triton 3.9's small-shape rule: registers outside the shape are removed, so within one
+    # thread distinct registers always hold distinct elements; copies live in other lanes
+    # or warps only.
+    spt, tpw, wpc, order, shape = params
+    ll = BlockedLayout(spt, tpw, wpc, order).to_linear_layout(shape)
+    regs = np.array(ll.bases["register"], dtype=np.int64).reshape(-1, len(shape))
+    images = {tuple(np.bitwise_xor.reduce(regs[[b for b in range(len(regs)) if r >> b & 1]], axis=0))
+              if r else (0,) * len(shape) for r in range(1 << len(regs))}
+    assert len(images) == 1 << len(regs)
+    assert len(regs) == sum(min(s, p).bit_length() - 1 for s, p in zip(spt, shape)) + sum(
+        max(0, (p // (s * t * w)).bit_length() - 1) for s, t, w, p in zip(spt, tpw, wpc, shape))
+
+
 @given(blocked_params(), st.data())
 def test_slice_is_the_parent_with_dim_removed(params, data):
     spt, tpw, wpc, order, shape = params
