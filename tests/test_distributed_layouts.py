@@ -43,14 +43,15 @@ def test_blocked_1d_broadcasts_when_shape_is_smaller():
     }
 
 
-def test_blocked_registers_broadcast_not_dropped():
+def test_blocked_registers_outside_a_small_shape_are_dropped():
     # size_per_thread [1,1,1,4] along order [3,0,1,2] on shape [2,1,1,1]: dim3 has size 1,
-    # so both register bases ([0,0,0,1], [0,0,0,2]) are kept as zero vectors, as are the 4
-    # lanes along dim3; lane bit 4 is the first along dim0 -> [1,0,0,0]; warps go along
-    # dim1 (2) and dim2 (4), both of size 1 -> zeros.  (Agrees with Triton's unit test
-    # "Blocked4D", which has threads_per_warp [2,1,1,16] too.)
+    # so both register bases ([0,0,0,1], [0,0,0,2]) are removed (a thread holds 1 element,
+    # not 4 copies of it), while the 4 lanes along dim3 stay as zero vectors (broadcast);
+    # lane bit 4 is the first along dim0 -> [1,0,0,0]; warps go along dim1 (2) and dim2
+    # (4), both of size 1 -> zeros.  This is what Triton 3.9 computes (checked with
+    # Triton's own to_linear_layout; older Triton kept zero register bases).
     assert bases(BlockedLayout([1, 1, 1, 4], [2, 1, 1, 16], [1, 2, 4, 1], [3, 0, 1, 2]), [2, 1, 1, 1]) == {
-        "register": [[0, 0, 0, 0], [0, 0, 0, 0]],
+        "register": [],
         "lane": [[0, 0, 0, 0]] * 4 + [[1, 0, 0, 0]],
         "warp": [[0, 0, 0, 0]] * 3,
         "block": [],
@@ -106,14 +107,16 @@ def test_num_warps_rank_repr_equality():
     b = BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0])
     s = SliceLayout(1, b)
     assert (b.num_warps, s.num_warps, b.rank, s.rank) == (8, 8, 2, 1)
-    assert repr(b) == "BlockedLayout(size_per_thread=[1, 4], threads_per_warp=[8, 4], warps_per_cta=[4, 2], order=[1, 0])"
+    assert repr(b) == "BlockedLayout(size_per_thread=[1, 4], threads_per_warp=[8, 4], warps_per_cta=[4, 2], order=[1, 0], cga_layout=[])"
     assert repr(s) == f"SliceLayout(dim=1, parent={b!r})"
     assert b == BlockedLayout((1, 4), (8, 4), (4, 2), (1, 0), cga_layout=[])
     assert hash(s) == hash(SliceLayout(1, BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0])))
     assert b != BlockedLayout([1, 4], [8, 4], [4, 2], [0, 1])
     assert s != SliceLayout(0, b)
-    # One-CTA cluster parameters in the older spelling are accepted and change nothing.
-    assert b == BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0], ctas_per_cga=[1, 1], cta_split_num=[1, 1], cta_order=[0, 1])
+    assert b.cga_layout == () and s.cga_layout == ()
+    # Gluon 3.9 has no ctas_per_cga / cta_split_num / cta_order: cga_layout replaced them.
+    with pytest.raises(TypeError):
+        BlockedLayout([1, 4], [8, 4], [4, 2], [1, 0], ctas_per_cga=[1, 1])
 
 
 # ------------------------------------------------------------------------- brute force
@@ -123,13 +126,16 @@ def brute_force_blocked(spt, tpw, wpc, order, shape):
     Within a thread, register ``r`` splits into an element of the ``size_per_thread`` block
     (low part) and a repetition index (high part); lane, warp, element and repetition are
     each unflattened along ``order`` (order[0] fastest).  Along dim d the coordinate is
-    ``elem + spt*(lane + tpw*(warp + wpc*rep))``, taken modulo the shape (a tile larger than
-    the shape wraps onto itself: replication).  Rows are ordered register-minor, then lane,
-    then warp, as in ``LinearLayout.table()``.
+    ``elem + spt*(lane + tpw*(warp + wpc*rep))``, taken modulo the shape (lanes and warps
+    of a tile larger than the shape wrap onto themselves: replication).  A thread holds only
+    the elements of its block that lie inside the shape (``min(spt, shape)`` along each
+    dim; Triton 3.9 drops the others rather than repeating them).  Rows are ordered
+    register-minor, then lane, then warp, as in ``LinearLayout.table()``.
     """
     rank = len(shape)
     tile = [spt[d] * tpw[d] * wpc[d] for d in range(rank)]
     reps = [max(1, shape[d] // tile[d]) for d in range(rank)]
+    spt_in = [min(spt[d], shape[d]) for d in range(rank)]
 
     def unflatten(i, sizes):
         idx = [0] * rank
@@ -138,13 +144,13 @@ def brute_force_blocked(spt, tpw, wpc, order, shape):
             i //= sizes[d]
         return idx
 
-    n_elem = int(np.prod(spt))
+    n_elem = int(np.prod(spt_in))
     n_reg = n_elem * int(np.prod(reps))
     rows = []
     for w in range(int(np.prod(wpc))):
         for lane in range(32):
             for r in range(n_reg):
-                e, rep = unflatten(r % n_elem, spt), unflatten(r // n_elem, reps)
+                e, rep = unflatten(r % n_elem, spt_in), unflatten(r // n_elem, reps)
                 ln, wp = unflatten(lane, tpw), unflatten(w, wpc)
                 rows.append(
                     [(e[d] + spt[d] * (ln[d] + tpw[d] * (wp[d] + wpc[d] * rep[d]))) % shape[d] for d in range(rank)]
@@ -193,6 +199,21 @@ def test_blocked_covers_every_element_equally(params):
     assert counts.min() == counts.max() == ll.total_in_size() // int(np.prod(shape))
 
 
+@given(blocked_params())
+def test_a_thread_never_holds_an_element_twice(params):
+    # Triton 3.9's small-shape rule: registers outside the shape are removed, so within one
+    # thread distinct registers always hold distinct elements; copies live in other lanes
+    # or warps only.
+    spt, tpw, wpc, order, shape = params
+    ll = BlockedLayout(spt, tpw, wpc, order).to_linear_layout(shape)
+    regs = np.array(ll.bases["register"], dtype=np.int64).reshape(-1, len(shape))
+    images = {tuple(np.bitwise_xor.reduce(regs[[b for b in range(len(regs)) if r >> b & 1]], axis=0))
+              if r else (0,) * len(shape) for r in range(1 << len(regs))}
+    assert len(images) == 1 << len(regs)
+    assert len(regs) == sum(min(s, p).bit_length() - 1 for s, p in zip(spt, shape)) + sum(
+        max(0, (p // (s * t * w)).bit_length() - 1) for s, t, w, p in zip(spt, tpw, wpc, shape))
+
+
 @given(blocked_params(), st.data())
 def test_slice_is_the_parent_with_dim_removed(params, data):
     spt, tpw, wpc, order, shape = params
@@ -229,9 +250,6 @@ def test_slice_is_the_parent_with_dim_removed(params, data):
         (([1, 1], [8, 4], [1, 1], [0]), {}, "order must have rank 2"),
         (([], [], [], []), {}, "size_per_thread"),
         (([1, 1], [8, 4], [1, 1], [1, 0], [[0, 1]]), {}, "cga_layout"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"ctas_per_cga": [2, 1]}, "ctas_per_cga"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"cta_split_num": [1, 2]}, "cta_split_num"),
-        (([1, 1], [8, 4], [1, 1], [1, 0]), {"cta_order": [0, 0]}, "cta_order"),
     ],
 )
 def test_blocked_errors_name_the_parameter(args, kwargs, name):
@@ -271,9 +289,10 @@ def test_slice_and_shape_errors():
 def test_distributed_linear_layout_fits_other_shapes_like_triton():
     # 16x8 tile: register along dim1, lanes 4 along dim1 then 8 along dim0, one warp bit on dim0.
     layout = DistributedLinearLayout([[0, 1]], [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], [[8, 0]], [], [16, 8])
-    # A 16x1 tensor (an expand_dims result): every dim1 coordinate broadcasts to 0.
+    # A 16x1 tensor (an expand_dims result): the register along dim1 is dropped, lanes
+    # along dim1 broadcast (Triton 3.9's linear encoding).
     narrow = layout.to_linear_layout([16, 1]).bases
-    assert narrow["register"] == [[0, 0]]
+    assert narrow["register"] == []
     assert narrow["lane"] == [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]]
     # A 32x8 tensor wraps dim0 into one more register that steps over a whole tile.
     assert layout.to_linear_layout([32, 8]).bases["register"] == [[0, 1], [16, 0]]

@@ -197,7 +197,7 @@ def test_mma_sync_operands():
 # ------------------------------------------------------------------- value semantics
 def test_repr_equality_hash():
     acc = wgmma([4, 1], 64)
-    assert repr(acc) == "NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])"
+    assert repr(acc) == "NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16], cga_layout=[])"
     assert acc == NVMMADistributedLayout((3, 0), (4, 1), (16, 64, 16), cga_layout=[])
     assert acc != wgmma([4, 1], 128)
     a = DotOperandLayout(0, acc, 2)
@@ -221,7 +221,6 @@ def test_repr_equality_hash():
         (([3, 0], [4, 1, 1], [16, 64, 16]), {}, "warps_per_cta must be"),
         (([2, 0], [4, 1], [16, 16]), {}, "instr_shape for version \\[2, 0\\]"),
         (([3, 0], [4, 1], [16, 64, 16], [[1, 0]]), {}, "cga_layout"),
-        (([3, 0], [4, 1], [16, 64, 16]), {"ctas_per_cga": [2, 1]}, "ctas_per_cga"),
     ],
 )
 def test_nvmma_errors_name_the_parameter(args, kwargs, name):
@@ -234,9 +233,26 @@ def test_dot_operand_errors():
         DotOperandLayout(1, wgmma([4, 1], 64), 2)
     with pytest.raises(ValueError, match="operand_index must be 0"):
         DotOperandLayout(2, wgmma([4, 1], 64), 2)
-    with pytest.raises(ValueError, match="parent must be an NVMMADistributedLayout"):
-        DotOperandLayout(0, BlockedLayout([1, 1], [8, 4], [4, 1], [1, 0]), 2)
+    with pytest.raises(ValueError, match="parent must be an NVMMADistributedLayout .* or a BlockedLayout"):
+        DotOperandLayout(0, SliceLayout(0, BlockedLayout([1, 1], [8, 4], [4, 1], [1, 0])), 2)
     with pytest.raises(ValueError, match="k_width must be a power of two"):
         DotOperandLayout(0, wgmma([4, 1], 64), 3)
     with pytest.raises(ValueError, match="shape must have rank 2"):
         DotOperandLayout(0, wgmma([4, 1], 64), 2).to_linear_layout([64])
+
+
+def test_fma_operands_hold_the_whole_k_extent_per_thread():
+    # dot_fma operands of a blocked accumulator (k_width 0): A = [M, K] keeps the parent's
+    # rows, every thread holds all 32 K elements in registers, and the 8 lanes and the warp
+    # bit that the parent spreads along dim1 (K for A) hold copies.
+    parent = BlockedLayout([1, 4], [4, 8], [2, 2], [1, 0])
+    a = DotOperandLayout(0, parent, 0).to_linear_layout([32, 32]).bases
+    assert a["register"] == [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [8, 0], [16, 0]]
+    assert a["lane"] == [[0, 0], [0, 0], [0, 0], [1, 0], [2, 0]]
+    assert a["warp"] == [[0, 0], [4, 0]]
+    # B = [K, N]: K (dim0) is in registers after the parent's 4 N elements per thread.
+    b = DotOperandLayout(1, parent, 0).to_linear_layout([32, 32]).bases
+    assert b["register"] == [[0, 1], [0, 2], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]
+    assert b["lane"] == [[0, 4], [0, 8], [0, 16], [0, 0], [0, 0]]
+    with pytest.raises(ValueError, match="k_width must be 0 with a BlockedLayout parent"):
+        DotOperandLayout(0, parent, 2)

@@ -310,7 +310,6 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
      "tcgen05_mma is not supported by gluonkit yet (tcgen05: Blackwell tensor memory and tcgen05 MMAs"),
     ("blackwell.allocate_tensor_memory(gl.float32, [128, 128], blackwell.TensorMemoryLayout([128, 128], 1))",
      UnsupportedFeatureError, "allocate_tensor_memory is not supported by gluonkit yet"),
-    ("x = gl.CoalescedLayout()", UnsupportedFeatureError, "CoalescedLayout is not supported by gluonkit yet"),
     ("x = gl.zeros([32], gl.float8e4b15)", UnsupportedFeatureError, "gl.float8e4b15 is not supported"),
     ("gl.extra.libdevice.exp(1.0)", UnsupportedFeatureError, "libdevice.exp is not supported by gluonkit yet"),
     ("ampere.mma_v2(d, d, d)", UnsupportedFeatureError, "mma_v2 is not supported by gluonkit yet"),

@@ -137,7 +137,39 @@ def test_equality_hash_repr():
     a = TensorMemoryLayout((128, 64), 1)
     assert a == TensorMemoryLayout([128, 64], 1) and hash(a) == hash(TensorMemoryLayout((128, 64), 1))
     assert a != TensorMemoryLayout((128, 64), 2)
-    assert repr(a) == "TensorMemoryLayout(block=(128, 64), col_stride=1, cta_split_num=None, two_ctas=False)"
+    assert repr(a) == "TensorMemoryLayout(block=(128, 64), col_stride=1, cga_layout=[], two_ctas=False, fp4_padded=False)"
+    assert repr(TensorMemoryScalesLayout()) == "TensorMemoryScalesLayout(cga_layout=[])"
+
+
+def test_32x32b_splitn_moves_the_half_n_column_bit_into_the_last_register():
+    # 64 x 64 on 4 warps: plain 32x32b has lanes 16..31 on columns 32..63; splitn swaps
+    # that lane bit with the last register, so splitting N in two halves is register-local.
+    plain = get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "32x32b")
+    split = get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "32x32b_splitn")
+    assert plain.reg_bases[-1] == (0, 16) and plain.lane_bases[-1] == (0, 32)
+    assert split.reg_bases == plain.reg_bases[:-1] + ((0, 32),)
+    assert split.lane_bases == plain.lane_bases[:-1] + ((0, 16),)
+    with pytest.raises(ValueError, match="16x32bx2 atom is chosen implicitly"):
+        get_tmem_reg_layout(32, [64, 64], TensorMemoryLayout((64, 64), 1), 4, "16x32bx2")
+
+
+def test_cga_layout_gives_one_ctas_share():
+    # Two CTAs splitting dim0 ([1, 0]): each holds 128 of the 256 rows, as one 128 x 64 block.
+    ll = TensorMemoryLayout((128, 64), 1, [[1, 0]]).to_linear_layout([256, 64])
+    assert ll.bases == {"row": ROWS_128, "col": [[0, 1 << i] for i in range(6)]}
+    assert ll.out_dim_sizes == {"dim0": 128, "dim1": 64}
+
+
+def test_two_cta_m64_puts_the_upper_half_of_the_columns_in_the_upper_lanes():
+    # cta_group::2 with M=64 per CTA: lanes 64..127 hold columns 32..63 of the CTA's 64 x 64.
+    ll = TensorMemoryLayout((64, 64), 1, [[1, 0]], two_ctas=True).to_linear_layout([128, 64])
+    assert ll.bases["row"] == [[1, 0], [2, 0], [4, 0], [8, 0], [16, 0], [32, 0], [0, 32]]
+    assert ll.bases["col"] == [[0, 1 << i] for i in range(5)]
+
+
+def test_fp4_padded_gives_each_packed_byte_pair_two_slots():
+    ll = TensorMemoryLayout((128, 64), 1, fp4_padded=True).to_linear_layout([128, 64])
+    assert ll.bases["col"] == [[0, 0]] + [[0, 1 << i] for i in range(6)]
 
 
 @pytest.mark.parametrize(
@@ -145,7 +177,10 @@ def test_equality_hash_repr():
     [
         (lambda: TensorMemoryLayout((96, 64), 1), r"block must be \(M, N\) with M in \(64, 128\)"),
         (lambda: TensorMemoryLayout((128, 64), 3), "col_stride must be a power of two"),
-        (lambda: TensorMemoryLayout((128, 64), 1, cta_split_num=(3, 1)), "cta_split_num must be two powers"),
+        (lambda: TensorMemoryLayout((128, 64), 1, [[3, 0]]), "cga_layout.* power-of-two"),
+        (lambda: TensorMemoryLayout((128, 64), 1, two_ctas=True), r"two_ctas needs a cga_layout .* \[1, 0\]"),
+        (lambda: TensorMemoryLayout((128, 64), 1).to_linear_layout([64, 64]), "smaller than one block"),
+        (lambda: get_tmem_reg_layout(32, [256, 64], TensorMemoryLayout((128, 64), 1, [[1, 0]]), 4), "one CTA"),
         (lambda: TensorMemoryLayout((128, 64), 1).to_linear_layout([64, 64]), "smaller than one block"),
         (lambda: get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1), 2), "num_warps must be"),
         (lambda: get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1), 4, "8x8b"), "instr_variant"),

@@ -44,7 +44,8 @@ from .warp_specialize import warp_specialize
 # alongside this package; names that do not exist yet are simply absent (a kernel using
 # one gets a clear "not defined" error), never replaced by a stand-in.
 _LAYOUT_NAMES = (
-    "AutoLayout", "BlockedLayout", "SliceLayout", "DistributedLayout", "DistributedLinearLayout",
+    "AutoLayout", "CoalescedLayout", "BlockedLayout", "SliceLayout", "DistributedLayout",
+    "DistributedLinearLayout",
     "NVMMADistributedLayout", "DotOperandLayout", "NVMMASharedLayout", "SwizzledSharedLayout",
     "SharedLinearLayout", "PaddedSharedLayout", "SharedLayout", "TensorMemoryLayout",
 )

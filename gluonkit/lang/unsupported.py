@@ -39,7 +39,6 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
     "atomics": ("atomic memory operations", 10),
     "inline_asm": ("inline PTX", 10),
-    "coalesced_layout": ("CoalescedLayout", 10),
     "cache_policy": ("cache policies", 10),
     "packed_arith": ("packed two- and four-lane arithmetic", 10),
     "mma_v2": ("Ampere mma_v2", 10),
@@ -169,7 +168,6 @@ def install(namespace: dict, table: Dict[str, Tuple[str, str]]) -> List[str]:
 # ---------------------------------------------------------------------------- the stubs
 GL = {  # gluonkit.language
     "CachePolicy": ("class", "cache_policy"),
-    "CoalescedLayout": ("class", "coalesced_layout"),  # layouts
     "atomic_poll": ("fn", "atomics"),  # asyncops
     "inline_asm": ("fn", "inline_asm"),  # asyncops
     "expect_zero": ("fn", "hints"),

@@ -1,7 +1,9 @@
 """The layout algebra: linear layouts and every distributed, shared and tensor-memory layout."""
 
 from .linear import LinearLayout, is_power_of_two, log2_exact
-from .distributed import AutoLayout, BlockedLayout, DistributedLayout, DistributedLinearLayout, SliceLayout
+from .distributed import (
+    AutoLayout, BlockedLayout, CoalescedLayout, DistributedLayout, DistributedLinearLayout, SliceLayout,
+)
 from .nvmma import DotOperandLayout, NVMMADistributedLayout
 from .shared import NVMMASharedLayout, PaddedSharedLayout, SharedLayout, SharedLinearLayout, SwizzledSharedLayout
 from .barrier import MBarrierLayout

@@ -13,6 +13,7 @@ from typing import List, Sequence, Tuple
 
 from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two
+from .views import hardware_view, tensor_view
 
 DISTRIBUTED_IN_DIMS = ("register", "lane", "warp", "block")
 
@@ -47,6 +48,14 @@ class DistributedLayout(LayoutBase):
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         """The layout of a tensor of ``shape`` as a linear layout (Triton's conventions)."""
         raise NotImplementedError
+
+    def format_tensor_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: each element of a ``shape`` tensor with its holders (thread:register)."""
+        return tensor_view(self.to_linear_layout(list(shape)), shape)
+
+    def format_hardware_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: per warp and register, the element each lane holds."""
+        return hardware_view(self.to_linear_layout(list(shape)), shape)
 
 
 class DistributedLinearLayout(DistributedLayout):
@@ -98,12 +107,28 @@ class DistributedLinearLayout(DistributedLayout):
     def num_warps(self) -> int:
         return 1 << len(self.warp_bases)
 
+    @property
+    def order(self) -> Tuple[int, ...]:
+        """Dimensions from fastest to slowest, as Triton's linear encoding derives it: the
+        dimensions the register bases step along, in the order they first appear, then the
+        rest from the last dimension down."""
+        order: List[int] = []
+        for v in self.reg_bases:
+            first = next((j for j, c in enumerate(v) if c), None)
+            if first is not None and first not in order:
+                order.append(first)
+        return tuple(order + [d for d in reversed(range(self.rank)) if d not in order])
+
     def to_linear_layout(self, shape: Sequence[int] | None = None) -> LinearLayout:
         """The bases as given for ``self.shape``; other shapes are fitted as Triton does for
-        linear encodings (larger dims wrap into more registers, smaller ones broadcast)."""
+        linear encodings: larger dims wrap into more registers (dimensions in :attr:`order`),
+        register bases outside a smaller dim are removed, lane and warp bases broadcast."""
         if shape is None or tuple(shape) == self.shape:
             return self._linear
-        return fit_to_shape(self._linear, check_shape("DistributedLinearLayout", shape, self.rank))
+        shape = check_shape("DistributedLinearLayout", shape, self.rank)
+        names = out_dim_names(self.rank)
+        tile = self._linear.transpose_outs([names[d] for d in self.order])
+        return fit_to_shape(tile, shape, broadcast_registers=False)
 
     def _key(self) -> tuple:
         return (self.reg_bases, self.lane_bases, self.warp_bases, self.block_bases, self.shape)
@@ -127,11 +152,11 @@ class AutoLayout(DistributedLayout):
 
     @property
     def rank(self) -> int:
-        raise ValueError("AutoLayout has no rank until layout inference resolves it")
+        raise ValueError(f"{type(self).__name__} has no rank until layout inference resolves it")
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         raise ValueError(
-            "AutoLayout has no linear layout: it is resolved by layout inference; "
+            f"{type(self).__name__} has no linear layout: it is resolved by layout inference; "
             "use set_auto_layout or a concrete layout where one is needed"
         )
 
@@ -140,6 +165,20 @@ class AutoLayout(DistributedLayout):
 
     def __repr__(self) -> str:
         return "AutoLayout()"
+
+
+class CoalescedLayout(AutoLayout):
+    """A layout left to the compiler, meant for coalesced global memory access (Gluon's name).
+
+    Like :class:`AutoLayout` it has no rank or linear layout of its own; layout inference
+    resolves it together with the values it meets, and where nothing pins it, to the
+    default blocked layout (consecutive elements on consecutive lanes, which is coalesced).
+    Unlike Triton, gluonkit does not widen it to several elements per thread from pointer
+    alignment (see docs/decisions.rst).
+    """
+
+    def __repr__(self) -> str:
+        return "CoalescedLayout()"
 
 
 # ------------------------------------------------------------------ shared helpers
@@ -155,7 +194,7 @@ def identity_nd(in_dim: str, sizes: Sequence[int], order: Sequence[int]) -> Line
     return layout
 
 
-def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
+def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: bool = True) -> LinearLayout:
     """Fit the layout of one CTA's tile (inputs ``register``/``lane``/``warp``) to ``shape``.
 
     This is Triton's ``combineCtaCgaWithShape`` for a single CTA:
@@ -166,10 +205,12 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
       layout, which is minor to major: ``order`` for a blocked layout, the ``repOrder`` for
       MMA layouts), so all extra registers of the first such dimension come before those of
       the next;
-    * a dimension smaller than the tile broadcasts: its largest basis vectors (lane, warp
-      *and* register) get a zero coordinate, from the largest down, until the tile fits
-      (``ensureLayoutNotLargerThan`` with its default ``broadcastRegisters=true``; Triton's
-      unit test ``Blocked4D`` shows register bases kept as zero vectors, not dropped).
+    * a dimension smaller than the tile broadcasts: every basis whose coordinate along it
+      does not fit is cut (``ensureLayoutNotLargerThan``).  Lane and warp bases get a zero
+      coordinate there (those threads hold copies).  Register bases get a zero coordinate
+      too when ``broadcast_registers`` (Triton's MMA and dot-operand layouts), or are
+      *removed* otherwise (Triton 3.9's blocked and linear layouts): a thread then holds
+      fewer registers instead of duplicate ones.
 
     The result has all four distributed input dimensions (``block`` empty) and outputs
     ``dim0 … dimN-1`` in that order with exactly the sizes of ``shape``.
@@ -181,38 +222,35 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int]) -> LinearLayout:
     for o in tile.out_dims:
         if size_of[o] > tile.out_dim_size(o):
             tile = tile * LinearLayout.identity_1d(size_of[o] // tile.out_dim_size(o), "register", o)
+    limits = [size_of[o] for o in tile.out_dims]
     bases = {d: tile.bases.get(d, []) for d in DISTRIBUTED_IN_DIMS}
-    for j, o in enumerate(tile.out_dims):
-        # Every nonzero coordinate along one dimension is a distinct power of two, so the
-        # bases to broadcast are exactly those whose coordinate does not fit in the shape.
-        for vectors in bases.values():
-            for v in vectors:
-                if v[j] >= size_of[o]:
+    if not broadcast_registers:
+        bases["register"] = [v for v in bases["register"] if all(c < lim for c, lim in zip(v, limits))]
+    # Every nonzero coordinate along one dimension is a distinct power of two, so the
+    # bases to broadcast are exactly those whose coordinate does not fit in the shape.
+    for vectors in bases.values():
+        for v in vectors:
+            for j, lim in enumerate(limits):
+                if v[j] >= lim:
                     v[j] = 0
-    fitted = LinearLayout(bases, {o: size_of[o] for o in tile.out_dims})
+    fitted = LinearLayout(bases, dict(zip(tile.out_dims, limits)))
     return fitted.transpose_outs(names)
 
 
-def check_single_cta(owner: str, rank: int, cga_layout, ctas_per_cga, cta_split_num, cta_order) -> None:
-    """Accept cluster (CGA) parameters only when they describe one CTA.
+def check_single_cta(owner: str, cga_layout) -> Tuple[Tuple[int, ...], ...]:
+    """Accept a cluster (CGA) layout only when it describes one CTA; return it as a tuple.
 
-    ``cga_layout`` is Gluon's list of ``block`` basis vectors (empty for one CTA); the older
-    ``ctas_per_cga`` / ``cta_split_num`` / ``cta_order`` spelling is accepted with all-ones
-    counts.  Anything else raises: multi-CTA layouts are not supported yet.
+    ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit (empty, or
+    ``None``, for one CTA).  Anything else raises: multi-CTA distributed layouts are not
+    supported yet.
     """
-    if cga_layout is not None and len(list(cga_layout)) != 0:
+    bases = tuple(tuple(v) for v in (cga_layout or ()))
+    if bases:
         raise ValueError(
             f"{owner}: cga_layout must be empty (one CTA per cluster); multi-CTA layouts are "
-            f"unsupported, got {[list(v) for v in cga_layout]}"
+            f"unsupported, got {[list(v) for v in bases]}"
         )
-    for name, value in (("ctas_per_cga", ctas_per_cga), ("cta_split_num", cta_split_num)):
-        if value is not None and (len(value) != rank or any(c != 1 for c in value)):
-            raise ValueError(
-                f"{owner}: {name} must be {[1] * rank} (one CTA per cluster); multi-CTA "
-                f"layouts are unsupported, got {list(value)}"
-            )
-    if cta_order is not None and sorted(cta_order) != list(range(rank)):
-        raise ValueError(f"{owner}: cta_order must be a permutation of {list(range(rank))}, got {list(cta_order)}")
+    return bases
 
 
 def _int_list(owner: str, name: str, values) -> Tuple[int, ...]:
@@ -250,22 +288,10 @@ class BlockedLayout(DistributedLayout):
     ``size_per_thread`` (registers), ``threads_per_warp`` (lanes, product 32) and
     ``warps_per_cta`` (warps).  For a tensor shape, the tile repeats (more registers) where
     the shape is larger and is broadcast where it is smaller (see :func:`fit_to_shape`).
-    Cluster parameters (``cga_layout``, or ``ctas_per_cga``/``cta_split_num``/``cta_order``)
-    are accepted only for one CTA.
+    ``cga_layout`` (the cluster's CTA bases) must be empty: one CTA per cluster.
     """
 
-    def __init__(
-        self,
-        size_per_thread,
-        threads_per_warp,
-        warps_per_cta,
-        order,
-        cga_layout=None,
-        *,
-        ctas_per_cga=None,
-        cta_split_num=None,
-        cta_order=None,
-    ):
+    def __init__(self, size_per_thread, threads_per_warp, warps_per_cta, order, cga_layout=None):
         owner = "BlockedLayout"
         self.size_per_thread = _int_list(owner, "size_per_thread", size_per_thread)
         self.threads_per_warp = _int_list(owner, "threads_per_warp", threads_per_warp)
@@ -289,7 +315,7 @@ class BlockedLayout(DistributedLayout):
             )
         if sorted(self.order) != list(range(rank)):
             raise ValueError(f"{owner}: order must be a permutation of {list(range(rank))}, got {list(self.order)}")
-        check_single_cta(owner, rank, cga_layout, ctas_per_cga, cta_split_num, cta_order)
+        self.cga_layout = check_single_cta(owner, cga_layout)
 
     @property
     def rank(self) -> int:
@@ -307,7 +333,7 @@ class BlockedLayout(DistributedLayout):
             * identity_nd("lane", self.threads_per_warp, self.order)
             * identity_nd("warp", self.warps_per_cta, self.order)
         )
-        return fit_to_shape(tile, shape)
+        return fit_to_shape(tile, shape, broadcast_registers=False)
 
     def _key(self) -> tuple:
         return (self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order)
@@ -316,7 +342,7 @@ class BlockedLayout(DistributedLayout):
         return (
             f"BlockedLayout(size_per_thread={list(self.size_per_thread)}, "
             f"threads_per_warp={list(self.threads_per_warp)}, "
-            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)})"
+            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)}, cga_layout=[])"
         )
 
 
@@ -349,6 +375,11 @@ class SliceLayout(DistributedLayout):
     @property
     def num_warps(self) -> int:
         return self.parent.num_warps
+
+    @property
+    def cga_layout(self) -> Tuple[Tuple[int, ...], ...]:
+        """The parent's CTA bases without dimension ``dim`` (empty: one CTA)."""
+        return tuple(v[: self.dim] + v[self.dim + 1 :] for v in getattr(self.parent, "cga_layout", ()))
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("SliceLayout", shape, self.rank)

@@ -2,7 +2,8 @@
 
 ``NVMMADistributedLayout`` is the accumulator (C/D) layout of ``wgmma`` (version ``[3, 0]``,
 Hopper) or ``mma.sync`` (version ``[2, 0]``, Ampere); ``DotOperandLayout`` is the layout of
-an operand held in registers: A (and, for ``mma.sync``, B).  Both are built as Triton does
+an operand held in registers: A (and, for ``mma.sync``, B), or either operand of an FMA
+dot over a blocked accumulator.  Both are built as Triton does
 (``nvidiaMmaTile`` in ``LinearLayoutConversions.cpp``), so their linear layouts match
 Triton's basis for basis, and agree with the fragment figures of the PTX ISA:
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .distributed import (
+    BlockedLayout,
     DistributedLayout,
     _int_list,
     _is_int,
@@ -80,17 +82,7 @@ class NVMMADistributedLayout(DistributedLayout):
     M) or ``[2, 0]`` for Ampere ``mma.sync`` (``instr_shape = [16, 8]``).  Rank 2 only.
     """
 
-    def __init__(
-        self,
-        version,
-        warps_per_cta,
-        instr_shape,
-        cga_layout=None,
-        *,
-        ctas_per_cga=None,
-        cta_split_num=None,
-        cta_order=None,
-    ):
+    def __init__(self, version, warps_per_cta, instr_shape, cga_layout=None):
         owner = "NVMMADistributedLayout"
         self.version = _int_list(owner, "version", version)
         self.warps_per_cta = _int_list(owner, "warps_per_cta", warps_per_cta)
@@ -118,7 +110,7 @@ class NVMMADistributedLayout(DistributedLayout):
                 )
         elif self.instr_shape != (16, 8):
             raise ValueError(f"{owner}: instr_shape for version [2, 0] must be [16, 8], got {list(self.instr_shape)}")
-        check_single_cta(owner, 2, cga_layout, ctas_per_cga, cta_split_num, cta_order)
+        self.cga_layout = check_single_cta(owner, cga_layout)
 
     @property
     def is_hopper(self) -> bool:
@@ -146,7 +138,7 @@ class NVMMADistributedLayout(DistributedLayout):
     def __repr__(self) -> str:
         return (
             f"NVMMADistributedLayout(version={list(self.version)}, warps_per_cta={list(self.warps_per_cta)}, "
-            f"instr_shape={list(self.instr_shape)})"
+            f"instr_shape={list(self.instr_shape)}, cga_layout=[])"
         )
 
 
@@ -159,23 +151,32 @@ class DotOperandLayout(DistributedLayout):
     ``k_width`` is the number of consecutive K elements per thread and register group:
     32 // element bits for wgmma (2 for 16-bit types).  A thread's fragment covers a
     16 x (8 * k_width) tile of A (or (8 * k_width) x 8 of B); warps along N hold copies of A.
+
+    With a :class:`~gluonkit.layouts.distributed.BlockedLayout` parent (the operands of
+    ``dot_fma``; ``k_width`` must be 0) each thread holds the whole K extent of the rows
+    (A) or columns (B) its outputs need; lanes and warps along K hold copies.
     """
 
     def __init__(self, operand_index: int, parent: DistributedLayout, k_width: int):
         owner = "DotOperandLayout"
-        if not isinstance(parent, NVMMADistributedLayout):
+        if not isinstance(parent, (NVMMADistributedLayout, BlockedLayout)):
             raise ValueError(
                 f"{owner}: parent must be an NVMMADistributedLayout (wgmma [3, 0] or mma.sync "
-                f"[2, 0]); other parents are not supported, got {parent!r}"
+                f"[2, 0]) or a BlockedLayout (dot_fma); other parents are not supported, got {parent!r}"
             )
         if not _is_int(operand_index) or operand_index not in (0, 1):
             raise ValueError(f"{owner}: operand_index must be 0 (A) or 1 (B), got {operand_index!r}")
-        if operand_index == 1 and parent.is_hopper:
+        if isinstance(parent, BlockedLayout):
+            if k_width != 0 or not _is_int(k_width):
+                raise ValueError(f"{owner}: k_width must be 0 with a BlockedLayout parent (dot_fma), got {k_width!r}")
+            if parent.rank < 2:
+                raise ValueError(f"{owner}: a BlockedLayout parent needs rank >= 2, got {parent!r}")
+        elif operand_index == 1 and parent.is_hopper:
             raise ValueError(
                 f"{owner}: operand_index 1 (B) is not supported with a version [3, 0] parent: wgmma "
                 f"reads B from shared memory; only A (operand_index 0) can be in registers"
             )
-        if not _is_int(k_width) or not is_power_of_two(int(k_width)):
+        elif not _is_int(k_width) or not is_power_of_two(int(k_width)):
             raise ValueError(f"{owner}: k_width must be a power of two (32 // element bits), got {k_width!r}")
         self.operand_index = int(operand_index)
         self.parent = parent
@@ -189,7 +190,14 @@ class DotOperandLayout(DistributedLayout):
     def num_warps(self) -> int:
         return self.parent.num_warps
 
+    @property
+    def cga_layout(self):
+        """The parent's CTA bases (empty: one CTA; multi-CTA parents are rejected)."""
+        return self.parent.cga_layout
+
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
+        if isinstance(self.parent, BlockedLayout):
+            return self._fma_operand(check_shape("DotOperandLayout", shape, self.rank))
         shape = check_shape("DotOperandLayout", shape, 2)
         # K is the inner (register-contiguous) dimension and repeats first: dim1 for A,
         # dim0 for B (Triton's getOrderForDotOperand with kContig, also its repOrder).
@@ -200,6 +208,31 @@ class DotOperandLayout(DistributedLayout):
             tile = _mma_tile(8, 8 * self.k_width, self.k_width, inner=k_dim, rep_order=[0, 1])
         warps = _warp_tiling(self.parent.warps_per_cta, self.parent.is_hopper, broadcast_dim=k_dim)
         return fit_to_shape(tile * warps, shape)
+
+    def _fma_operand(self, shape: Sequence[int]) -> LinearLayout:
+        """An operand of ``dot_fma``: the parent's blocked layout, with each thread holding
+        the whole K extent in registers and lanes and warps along K broadcast (they share
+        the row of A / column of B that their outputs need)."""
+        parent, rank = self.parent, self.rank
+        k_dim = rank - 1 if self.operand_index == 0 else rank - 2
+        per_thread = list(parent.size_per_thread)
+        per_thread[k_dim] = shape[k_dim]
+
+        def over(in_dim: str, sizes: Sequence[int]) -> LinearLayout:
+            layout = LinearLayout.empty()
+            for d in parent.order:
+                if d == k_dim:
+                    layout = layout * LinearLayout.zeros_1d(sizes[d], in_dim, f"dim{d}")
+                else:
+                    layout = layout * LinearLayout.identity_1d(sizes[d], in_dim, f"dim{d}")
+            return layout
+
+        tile = (
+            identity_nd("register", per_thread, parent.order)
+            * over("lane", parent.threads_per_warp)
+            * over("warp", parent.warps_per_cta)
+        )
+        return fit_to_shape(tile, shape)
 
     def _key(self) -> tuple:
         return (self.operand_index, self.parent, self.k_width)

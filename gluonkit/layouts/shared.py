@@ -22,6 +22,7 @@ from typing import Dict, List, Sequence, Tuple
 from .distributed import check_shape, out_dim_names
 from .base import LayoutBase
 from .linear import LinearLayout, is_power_of_two, log2_exact
+from .views import hardware_view, tensor_view
 
 NVMMA_SWIZZLE_WIDTHS = (0, 32, 64, 128)
 NVMMA_ELEMENT_BITWIDTHS = (8, 16, 32, 64)
@@ -71,6 +72,14 @@ class SharedLayout(LayoutBase):
         """The layout of a buffer of ``shape``: ``offset``, ``block`` → ``dim0 …``."""
         raise NotImplementedError
 
+    def format_tensor_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: where each element of a ``shape`` buffer is stored."""
+        return tensor_view(self.to_linear_layout(list(shape)), shape)
+
+    def format_hardware_view(self, shape: Sequence[int]) -> str:
+        """Gluon's text view: the element at each offset of each CTA's buffer."""
+        return hardware_view(self.to_linear_layout(list(shape)), shape)
+
 
 # --------------------------------------------------------------------------- NVMMA
 class NVMMASharedLayout(SharedLayout):
@@ -117,7 +126,7 @@ class NVMMASharedLayout(SharedLayout):
         self._rank = rank
         self.transposed = bool(transposed)
         self.fp4_padded = bool(fp4_padded)
-        self.cga_layout = _cga_bases("NVMMASharedLayout", cga_layout, rank)
+        self.cga_layout = cga_bases("NVMMASharedLayout", cga_layout, rank)
 
     @staticmethod
     def get_default_for(block_shape, dtype, transposed=False, fp4_padded=False, cga_layout=None):
@@ -131,7 +140,7 @@ class NVMMASharedLayout(SharedLayout):
         block_shape = [int(s) for s in block_shape]
         bits = bitwidth_of(dtype, "NVMMASharedLayout.get_default_for")
         rank = len(block_shape)
-        per_cta = _shape_per_cta("NVMMASharedLayout.get_default_for", block_shape, _cga_bases(
+        per_cta = shape_per_cta("NVMMASharedLayout.get_default_for", block_shape, cga_bases(
             "NVMMASharedLayout.get_default_for", cga_layout, rank))
         if transposed:
             per_cta = per_cta[1:] + per_cta[:1]
@@ -178,7 +187,7 @@ class NVMMASharedLayout(SharedLayout):
         ``packed=False`` counts fp4 elements (two per byte) for ``fp4_padded``.
         """
         shape = check_shape("NVMMASharedLayout", shape, self.rank)
-        box = _shape_per_cta("NVMMASharedLayout", shape, self.cga_layout)
+        box = shape_per_cta("NVMMASharedLayout", shape, self.cga_layout)
         contig = 0 if self.transposed else self.rank - 1
         if self.fp4_padded:
             box[contig] *= 2
@@ -198,13 +207,20 @@ class NVMMASharedLayout(SharedLayout):
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("NVMMASharedLayout", shape, self.rank)
-        per_cta = _shape_per_cta("NVMMASharedLayout", shape, self.cga_layout)
+        per_cta = shape_per_cta("NVMMASharedLayout", shape, self.cga_layout)
         box = self.tma_block_shape(shape)
         names = out_dim_names(self.rank)
         if self.swizzle_byte_width == 0:
-            # Row-major over the TMA box (last dimension fastest), then whole boxes.
+            # Row-major over the TMA box (last dimension fastest; dim0 fastest when
+            # transposed), then whole boxes.
+            if self.transposed and self.rank > 2:
+                raise ValueError(
+                    "NVMMASharedLayout: an unswizzled transposed layout is defined for rank 2 only "
+                    f"(Triton 3.9's rank-{self.rank} version leaves offsets unused); got shape {list(shape)}"
+                )
+            order = range(self.rank) if self.transposed else reversed(range(self.rank))
             tile = LinearLayout.empty()
-            for d in reversed(range(self.rank)):
+            for d in order:
                 tile = tile * LinearLayout.identity_1d(box[d], "offset", names[d])
             tile = _grow(tile, "offset", dict(zip(names, per_cta))).transpose_outs(names)
             return _with_cga(tile, self.cga_layout)
@@ -262,7 +278,7 @@ class NVMMASharedLayout(SharedLayout):
             f"NVMMASharedLayout(swizzle_byte_width={self.swizzle_byte_width}, "
             f"element_bitwidth={self.element_bitwidth}, rank={self._rank}, "
             f"transposed={self.transposed}, fp4_padded={self.fp4_padded}, "
-            f"cga_layout={_show(self.cga_layout)})"
+            f"cga_layout={show_vectors(self.cga_layout)})"
         )
 
 
@@ -287,7 +303,7 @@ class SwizzledSharedLayout(SharedLayout):
                 f"SwizzledSharedLayout: order must be a permutation of 0..rank-1, got {list(order)}"
             )
         self.vec, self.per_phase, self.max_phase, self.order = vec, per_phase, max_phase, order
-        self.cga_layout = _cga_bases("SwizzledSharedLayout", cga_layout, len(order))
+        self.cga_layout = cga_bases("SwizzledSharedLayout", cga_layout, len(order))
 
     @property
     def rank(self) -> int:
@@ -295,7 +311,7 @@ class SwizzledSharedLayout(SharedLayout):
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("SwizzledSharedLayout", shape, self.rank)
-        per_cta = _shape_per_cta("SwizzledSharedLayout", shape, self.cga_layout)
+        per_cta = shape_per_cta("SwizzledSharedLayout", shape, self.cga_layout)
         names = out_dim_names(self.rank)
         if self.rank == 1:
             tile = LinearLayout.identity_1d(per_cta[0], "offset", "dim0")
@@ -317,7 +333,7 @@ class SwizzledSharedLayout(SharedLayout):
     def __repr__(self) -> str:
         return (
             f"SwizzledSharedLayout(vec={self.vec}, per_phase={self.per_phase}, "
-            f"max_phase={self.max_phase}, order={list(self.order)}, cga_layout={_show(self.cga_layout)})"
+            f"max_phase={self.max_phase}, order={list(self.order)}, cga_layout={show_vectors(self.cga_layout)})"
         )
 
 
@@ -361,8 +377,8 @@ class SharedLinearLayout(SharedLayout):
 
     def __repr__(self) -> str:
         return (
-            f"SharedLinearLayout(offset_bases={_show(self.offset_bases)}, "
-            f"block_bases={_show(self.block_bases)}, alignment={self.alignment})"
+            f"SharedLinearLayout(offset_bases={show_vectors(self.offset_bases)}, "
+            f"block_bases={show_vectors(self.block_bases)}, alignment={self.alignment})"
         )
 
 
@@ -398,8 +414,8 @@ class PaddedSharedLayout(SharedLayout):
             raise ValueError(f"PaddedSharedLayout: intervals must be distinct, got {intervals}")
         self.interval_padding_pairs = tuple(pairs)
         self.offset_bases = _vectors("PaddedSharedLayout", "offset_bases", offset_bases, rank)
-        self.cga_layout = _cga_bases("PaddedSharedLayout", cga_layout, rank)
-        per_cta = _shape_per_cta("PaddedSharedLayout", self.shape, self.cga_layout)
+        self.cga_layout = cga_bases("PaddedSharedLayout", cga_layout, rank)
+        per_cta = shape_per_cta("PaddedSharedLayout", self.shape, self.cga_layout)
         for i, v in enumerate(self.offset_bases):
             if any(c >= s for c, s in zip(v, per_cta)):
                 raise ValueError(
@@ -419,8 +435,8 @@ class PaddedSharedLayout(SharedLayout):
                 "PaddedSharedLayout.with_identity_for: order must be a permutation of "
                 f"0..{len(shape) - 1}, got {order}"
             )
-        per_cta = _shape_per_cta("PaddedSharedLayout.with_identity_for", shape,
-                                 _cga_bases("PaddedSharedLayout.with_identity_for", cga_layout, len(shape)))
+        per_cta = shape_per_cta("PaddedSharedLayout.with_identity_for", shape,
+                                 cga_bases("PaddedSharedLayout.with_identity_for", cga_layout, len(shape)))
         bases = []
         for d in order:
             for i in range(log2_exact(per_cta[d])):
@@ -445,14 +461,15 @@ class PaddedSharedLayout(SharedLayout):
 
     def __repr__(self) -> str:
         return (
-            f"PaddedSharedLayout(interval_padding_pairs={_show(self.interval_padding_pairs)}, "
-            f"offset_bases={_show(self.offset_bases)}, cga_layout={_show(self.cga_layout)}, "
+            f"PaddedSharedLayout(interval_padding_pairs={show_vectors(self.interval_padding_pairs)}, "
+            f"offset_bases={show_vectors(self.offset_bases)}, cga_layout={show_vectors(self.cga_layout)}, "
             f"shape={list(self.shape)})"
         )
 
 
 # ------------------------------------------------------------------------- helpers
-def _show(vectors) -> List[List[int]]:
+def show_vectors(vectors) -> List[List[int]]:
+    """Basis vectors as lists, the way Gluon's reprs print them."""
     return [list(v) for v in vectors]
 
 
@@ -469,7 +486,7 @@ def _vectors(owner: str, what: str, vectors, rank: int) -> Tuple[Tuple[int, ...]
     return tuple(out)
 
 
-def _cga_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
+def cga_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
     """Validate CTA bases: per CTA bit, the CTA-tile index it moves to (0 = shared tile)."""
     bases = _vectors(owner, "cga_layout", cga_layout, rank)
     for i, v in enumerate(bases):
@@ -483,13 +500,15 @@ def _cga_extent(cga_layout, rank: int) -> List[int]:
     return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
 
 
-def _shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
+def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
+    """One CTA's share of ``shape`` under ``cga_layout``; an error naming ``owner`` when the
+    cluster's split does not divide it."""
     extent = _cga_extent(cga_layout, len(shape))
     for d, (s, e) in enumerate(zip(shape, extent)):
         if s % e:
             raise ValueError(
                 f"{owner}: shape {list(shape)} is not divisible by the CTA split {extent} "
-                f"of cga_layout {_show(cga_layout)} (dimension {d})"
+                f"of cga_layout {show_vectors(cga_layout)} (dimension {d})"
             )
     return [s // e for s, e in zip(shape, extent)]
 

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .base import LayoutBase
 from .distributed import DistributedLinearLayout, check_shape
 from .linear import LinearLayout, is_power_of_two, log2_exact
-from .shared import bitwidth_of
+from .shared import bitwidth_of, cga_bases, shape_per_cta, show_vectors
 
 TMEM_ROWS = 128
 
@@ -45,43 +45,47 @@ class TensorMemoryLayout(LayoutBase):
     ``block = (M, N)``: the tile of one MMA, ``M`` in {64, 128} rows.  ``col_stride``: TMEM
     element slots between logically adjacent columns; 1 packs (32-bit elements, or two
     16-bit per 32-bit column), ``32 // bitwidth`` leaves one element per 32-bit column.
-    ``cta_split_num = (m, n)``: the tensor is split over ``m x n`` CTAs of the cluster.
-    ``two_ctas``: the layout of a cta_group::2 MMA (M=64 then spans all 128 lanes).
+    ``cga_layout``: per CTA bit of the cluster, which dimension it splits (``[1, 0]`` halves
+    dim0, ``[0, 1]`` dim1; empty for one CTA); the linear layout is that of one CTA's share.
+    ``two_ctas``: the layout of a cta_group::2 MMA (``cga_layout[0]`` must be ``[1, 0]``;
+    M=64 then spans all 128 lanes).  ``fp4_padded``: operand A of an fp4 MMA whose packed
+    byte pairs (the descriptor's ``i8`` elements) each take two column slots, one byte per
+    logical fp4 element.
     """
 
     rank = 2
 
-    def __init__(self, block: Sequence[int], col_stride: int,
-                 cta_split_num: Optional[Sequence[int]] = None, two_ctas: bool = False):
+    def __init__(self, block: Sequence[int], col_stride: int, cga_layout=None, two_ctas: bool = False,
+                 fp4_padded: bool = False):
+        owner = "TensorMemoryLayout"
+        self._block_is_list = isinstance(block, list)
         block = tuple(int(b) for b in block)
         if len(block) != 2 or block[0] not in (64, 128) or not is_power_of_two(block[1]):
             raise ValueError(
-                "TensorMemoryLayout: block must be (M, N) with M in (64, 128) and N a power of two, "
-                f"got {list(block)}"
+                f"{owner}: block must be (M, N) with M in (64, 128) and N a power of two, got {list(block)}"
             )
         if not is_power_of_two(col_stride) or col_stride > 32:
-            raise ValueError(
-                f"TensorMemoryLayout: col_stride must be a power of two from 1 to 32, got {col_stride!r}"
-            )
+            raise ValueError(f"{owner}: col_stride must be a power of two from 1 to 32, got {col_stride!r}")
         self.block = block
         self.col_stride = col_stride
-        self.cta_split_num = _split("TensorMemoryLayout", cta_split_num)
+        self.cga_layout = cga_bases(owner, cga_layout, 2)
         self.two_ctas = bool(two_ctas)
-        if self.two_ctas and block == (64, 1):
-            raise ValueError("TensorMemoryLayout: two_ctas with block M=64 needs N >= 2, got block (64, 1)")
+        self.fp4_padded = bool(fp4_padded)
+        if self.two_ctas and (not self.cga_layout or self.cga_layout[0] != (1, 0)):
+            raise ValueError(
+                f"{owner}: two_ctas needs a cga_layout whose first basis is [1, 0] (the CTA pair splits "
+                f"dim0), got cga_layout={show_vectors(self.cga_layout)}"
+            )
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
-        """``row``, ``col`` → ``dim0``, ``dim1`` for a tensor of ``shape`` (all CTAs' parts;
-        the columns of other CTAs are the highest ``col`` bits, M split first)."""
+        """``row``, ``col`` → ``dim0``, ``dim1`` for one CTA's share of a tensor of ``shape``."""
         shape = check_shape("TensorMemoryLayout", shape, 2)
-        split_m, split_n = self.cta_split_num or (1, 1)
-        if shape[0] % split_m or shape[1] % split_n:
-            raise ValueError(
-                f"TensorMemoryLayout: shape {list(shape)} is not divisible by cta_split_num {[split_m, split_n]}"
-            )
-        m, n = shape[0] // split_m, shape[1] // split_n
+        m, n = shape_per_cta("TensorMemoryLayout", shape, self.cga_layout)
         block_m, block_n = self.block[0], min(self.block[1], n)
-        cols = [[0, 0]] * log2_exact(self.col_stride) + [[0, 1 << i] for i in range(log2_exact(block_n))]
+        # Unused slots first: col_stride - 1 per element, and a second slot per packed fp4
+        # pair when fp4_padded (one byte of TMEM per logical fp4 element).
+        unused = log2_exact(self.col_stride) + int(self.fp4_padded)
+        cols = [[0, 0]] * unused + [[0, 1 << i] for i in range(log2_exact(block_n))]
         if block_m == 64 and not self.two_ctas:
             # Each lane quarter holds 16 rows; its lanes 16..31 hold the next 64 rows, else
             # the next N block, else nothing.
@@ -104,23 +108,21 @@ class TensorMemoryLayout(LayoutBase):
                 f"TensorMemoryLayout: shape {list(shape)} is smaller than one block "
                 f"{tile.out_dim_size('dim0')} x {tile.out_dim_size('dim1')} per CTA"
             )
-        # Further blocks along dim0 then dim1, then the other CTAs' parts (M split first).
+        # Further blocks along dim0, then dim1.
         return (
             tile
             * LinearLayout.identity_1d(reps_m, "col", "dim0")
             * LinearLayout.identity_1d(reps_n, "col", "dim1")
-            * LinearLayout.identity_1d(split_m, "col", "dim0")
-            * LinearLayout.identity_1d(split_n, "col", "dim1")
         )
 
     def _key(self) -> tuple:
-        return (self.block, self.col_stride, self.cta_split_num, self.two_ctas)
+        return (self.block, self.col_stride, self.cga_layout, self.two_ctas, self.fp4_padded)
 
     def __repr__(self) -> str:
-        split = None if self.cta_split_num is None else list(self.cta_split_num)
+        block = list(self.block) if self._block_is_list else self.block
         return (
-            f"TensorMemoryLayout(block={self.block}, col_stride={self.col_stride}, "
-            f"cta_split_num={split}, two_ctas={self.two_ctas})"
+            f"TensorMemoryLayout(block={block}, col_stride={self.col_stride}, "
+            f"cga_layout={show_vectors(self.cga_layout)}, two_ctas={self.two_ctas}, fp4_padded={self.fp4_padded})"
         )
 
 
@@ -130,40 +132,28 @@ class TensorMemoryScalesLayout(LayoutBase):
     Rows 0..31 hold dim0 0..31 (repeated in each lane quarter: the zero bases at rows 32
     and 64), 4 columns hold dim1 0..3, the next column slot holds dim0 + 32 (the PTX
     "scale factor A/B layout" figures); larger tensors repeat over further columns, dim0
-    first.
+    first.  ``cga_layout`` as for :class:`TensorMemoryLayout` (one CTA's share).
     """
 
     rank = 2
 
-    def __init__(self, cta_split_num: Optional[Sequence[int]] = None):
-        self.cta_split_num = _split("TensorMemoryScalesLayout", cta_split_num)
+    def __init__(self, cga_layout=None):
+        self.cga_layout = cga_bases("TensorMemoryScalesLayout", cga_layout, 2)
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("TensorMemoryScalesLayout", shape, 2)
-        split_m, split_n = self.cta_split_num or (1, 1)
-        if shape[0] % split_m or shape[1] % split_n:
-            raise ValueError(
-                f"TensorMemoryScalesLayout: shape {list(shape)} is not divisible by "
-                f"cta_split_num {[split_m, split_n]}"
-            )
-        m, n = shape[0] // split_m, shape[1] // split_n
+        m, n = shape_per_cta("TensorMemoryScalesLayout", shape, self.cga_layout)
         rows = [[1 << i, 0] for i in range(5)] + [[0, 0], [0, 0]]
         cols = [[0, 1], [0, 2], [32, 0]]
         cols += [[64 << i, 0] for i in range(log2_exact(max(1, m // 64)))]
         cols += [[0, 4 << i] for i in range(log2_exact(max(1, n // 4)))]
-        tile = _zero_beyond(LinearLayout({"row": rows, "col": cols}, ["dim0", "dim1"]), (m, n))
-        return (
-            tile
-            * LinearLayout.identity_1d(split_m, "col", "dim0")
-            * LinearLayout.identity_1d(split_n, "col", "dim1")
-        )
+        return _zero_beyond(LinearLayout({"row": rows, "col": cols}, ["dim0", "dim1"]), (m, n))
 
     def _key(self) -> tuple:
-        return (self.cta_split_num,)
+        return (self.cga_layout,)
 
     def __repr__(self) -> str:
-        split = None if self.cta_split_num is None else list(self.cta_split_num)
-        return f"TensorMemoryScalesLayout(cta_split_num={split})"
+        return f"TensorMemoryScalesLayout(cga_layout={show_vectors(self.cga_layout)})"
 
 
 def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant: str = "32x32b"):
@@ -171,23 +161,37 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
 
     Returns a :class:`DistributedLinearLayout` (Gluon's ``get_tmem_reg_layout``, one CTA).
     ``element_ty``: see :func:`~gluonkit.layouts.shared.bitwidth_of`.  ``instr_variant``:
-    one of ``"32x32b"``, ``"16x64b"``, ``"16x128b"``, ``"16x256b"``.  Sub-32-bit elements
-    that share a 32-bit column go to consecutive registers.  ``num_warps`` is a power of
-    two >= 4; warps beyond the first four take further column blocks (or repeat data when
-    there are too few columns).
+    one of ``"32x32b"``, ``"16x64b"``, ``"16x128b"``, ``"16x256b"``, or ``"32x32b_splitn"``:
+    the 32x32b layout with the column bit ``N / 2`` moved into the highest register, so the
+    loaded tensor can be split in two halves along N without data movement.  Sub-32-bit
+    elements that share a 32-bit column go to consecutive registers.  ``num_warps`` is a
+    power of two >= 4; warps beyond the first four take further column blocks (or repeat
+    data when there are too few columns).
     """
     bits = bitwidth_of(element_ty, "get_tmem_reg_layout")
     if not is_power_of_two(bits) or bits > 32:
         raise ValueError(f"get_tmem_reg_layout: element_ty must be 1 to 32 bits (a power of two), got {bits} bits")
+    if instr_variant == "16x32bx2":
+        raise ValueError(
+            "get_tmem_reg_layout: the 16x32bx2 atom is chosen implicitly (a 32x32b layout whose "
+            "lanes 16..31 hold the upper columns); request instr_variant='32x32b'"
+        )
+    splitn = instr_variant == "32x32b_splitn"
+    if splitn:
+        instr_variant = "32x32b"
     if instr_variant not in _ATOMS:
-        raise ValueError(f"get_tmem_reg_layout: instr_variant must be one of {list(_ATOMS)}, got {instr_variant!r}")
+        raise ValueError(
+            f"get_tmem_reg_layout: instr_variant must be one of {list(_ATOMS) + ['32x32b_splitn']}, "
+            f"got {instr_variant!r}"
+        )
     if not is_power_of_two(num_warps) or num_warps < 4:
         raise ValueError(f"get_tmem_reg_layout: num_warps must be a power of two >= 4, got {num_warps!r}")
     if not isinstance(layout, (TensorMemoryLayout, TensorMemoryScalesLayout)):
         raise ValueError(f"get_tmem_reg_layout: layout must be a TensorMemoryLayout, got {layout!r}")
-    if layout.cta_split_num not in (None, (1, 1)):
+    if layout.cga_layout:
         raise ValueError(
-            f"get_tmem_reg_layout: layout.cta_split_num must be None (one CTA), got {list(layout.cta_split_num)}"
+            f"get_tmem_reg_layout: layout.cga_layout must be empty (one CTA); multi-CTA layouts are "
+            f"unsupported, got {show_vectors(layout.cga_layout)}"
         )
     if isinstance(layout, TensorMemoryLayout) and layout.col_stride * bits > 32:
         raise ValueError(
@@ -202,7 +206,46 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
             f"of {layout!r} with num_warps={num_warps}"
         )
     b = result.bases
+    if splitn:
+        _move_half_n_into_registers(b, shape[1], bits)
     return DistributedLinearLayout(b["register"], b["lane"], b["warp"], [], shape)
+
+
+def _move_half_n_into_registers(bases: Dict[str, List[List[int]]], n: int, bits: int) -> None:
+    """Make ``[0, n // 2]`` the last register basis (in place), for ``32x32b_splitn``.
+
+    With no registers, the lane that holds the upper half becomes a register (that lane
+    then repeats the lower half).  Otherwise the last register trades places with the
+    lane or warp basis (not one of the first two warp bits: those select TMEM lane
+    quarters) that steps ``n // 2``; this needs more registers than one 32-bit word holds.
+    """
+    half = [0, n // 2]
+    regs = bases["register"]
+    if not regs:
+        if bases["lane"][-1] != half:
+            raise ValueError(
+                f"get_tmem_reg_layout: 32x32b_splitn with one register needs the last lane to step "
+                f"{half}, got lane bases {bases['lane']}"
+            )
+        regs.append(half)
+        bases["lane"][-1] = [0, 0]
+        return
+    if regs[-1] == half:
+        return
+    if len(regs) <= log2_exact(32 // bits):
+        raise ValueError(
+            f"get_tmem_reg_layout: 32x32b_splitn needs more than {32 // bits} {bits}-bit registers "
+            f"per thread (two 32x32b.x1 loads); load with '32x32b' and convert_layout instead"
+        )
+    for dim, first in (("lane", 0), ("warp", 2)):
+        for i in range(first, len(bases[dim])):
+            if bases[dim][i] == half:
+                regs[-1], bases[dim][i] = bases[dim][i], regs[-1]
+                return
+    raise ValueError(
+        f"get_tmem_reg_layout: 32x32b_splitn needs a lane or warp (beyond the first two warp bits) "
+        f"that steps {half}; got {bases}"
+    )
 
 
 # --------------------------------------------------------------------- internals
@@ -322,12 +365,3 @@ def _zero_beyond(layout: LinearLayout, shape: Sequence[int]) -> LinearLayout:
             bases[d][i][j] = 0
             have //= 2
     return LinearLayout(bases, dict(zip(layout.out_dims, (min(s, w) for s, w in zip(layout.out_dim_sizes.values(), shape)))))
-
-
-def _split(owner: str, cta_split_num) -> Optional[Tuple[int, int]]:
-    if cta_split_num is None:
-        return None
-    split = tuple(int(s) for s in cta_split_num)
-    if len(split) != 2 or not all(is_power_of_two(s) for s in split):
-        raise ValueError(f"{owner}: cta_split_num must be two powers of two, got {list(split)}")
-    return split

@@ -39,9 +39,9 @@ def fit_to_shape(layout: DistributedLayout, shape: Sequence[int]) -> Distributed
 
     Named layouts describe every shape already.  A :class:`DistributedLinearLayout` is tied
     to one shape; a group of values joined by ``broadcast`` has several shapes (``[1, N]``
-    and ``[M, N]``), so the smaller one gets the projection of the larger one's layout:
-    coordinates reduced modulo the size (``x mod 2^k`` is linear over GF(2)), register bases
-    that became zero dropped — what Triton does for shapes smaller than a layout.
+    and ``[M, N]``), so the smaller one gets the larger one's layout fitted to its shape by
+    :meth:`DistributedLinearLayout.to_linear_layout` (Triton 3.9's rule: register bases
+    outside the shape removed, lane and warp bases broadcast).
     """
     shape = tuple(int(s) for s in shape)
     if not isinstance(layout, DistributedLinearLayout) or layout.shape == shape:
@@ -49,13 +49,7 @@ def fit_to_shape(layout: DistributedLayout, shape: Sequence[int]) -> Distributed
     if len(shape) != len(layout.shape) or any(s > t for s, t in zip(shape, layout.shape)):
         raise Underivable(f"layout {layout!r} (for shape {list(layout.shape)}) cannot describe "
                           f"a tensor of shape {list(shape)}")
-
-    def project(vectors):
-        return [[c & (s - 1) for c, s in zip(v, shape)] for v in vectors]
-
-    regs = [v for v in project(layout.reg_bases) if any(v)]
-    return DistributedLinearLayout(regs, project(layout.lane_bases), project(layout.warp_bases),
-                                   project(layout.block_bases), shape)
+    return DistributedLinearLayout.from_linear_layout(layout.to_linear_layout(shape))
 
 
 def linear_at(layout: DistributedLayout, shape: Sequence[int]) -> LinearLayout:
@@ -126,7 +120,7 @@ def permute_layout(layout: DistributedLayout, src_shape, order: Sequence[int]) -
     dst_shape = [src_shape[i] for i in order]
     bases = _bases(layout, src_shape)
     moved = _from_bases({d: [[v[i] for i in order] for v in vs] for d, vs in bases.items()}, dst_shape)
-    if isinstance(layout, BlockedLayout) and getattr(layout, "cga_layout", None) is None:
+    if isinstance(layout, BlockedLayout) and not layout.cga_layout:
         where = {src: dst for dst, src in enumerate(order)}
         blocked = BlockedLayout(
             size_per_thread=[layout.size_per_thread[i] for i in order],
