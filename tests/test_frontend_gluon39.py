@@ -788,3 +788,35 @@ def test_early_return_inside_an_unrolled_loop(rng):
         search_kernel[(1,)](x, out, limit, N=8)
         above = np.nonzero(x > limit)[0]
         assert out[0] == (above[0] if len(above) else -1)
+
+
+def test_triton_autotune_protocol_drives_a_kernel():
+    """``@triton.autotune`` over ``@gluonkit.jit`` calls ``fn.run(*args, grid=, warmup=False, **config)`` with
+    the config's kwargs and its num_warps/num_ctas/num_stages: the kernel runs with them."""
+    import importlib
+
+    jit_module = importlib.import_module("gluonkit.lang.jit")  # the module (gluonkit.lang.jit is also @jit)
+    set_launcher = jit_module.set_launcher
+
+    seen = []
+    previous = jit_module._launcher
+    set_launcher(lambda kernel, grid, args, kwargs: seen.append((kernel, grid, args, kwargs)) or "launched")
+    try:
+        result = _protocol_kernel.run(1, 2, grid=(3,), warmup=False, BLOCK=64, num_warps=8, num_ctas=1, num_stages=3)
+    finally:
+        set_launcher(previous)
+    assert result == "launched"
+    assert seen == [(_protocol_kernel, (3,), (1, 2), {"BLOCK": 64, "num_warps": 8, "num_ctas": 1})]
+
+
+@pytest.mark.parametrize("options, message", [({"maxnreg": 128}, "maxnreg=128 is not supported yet"),
+                                              ({"warmup": True}, r"run\(warmup=True\) is not supported")])
+def test_triton_protocol_options_gluonkit_cannot_honour(options, message):
+    options = {"warmup": False, **options}
+    with pytest.raises(CompilationError, match=message):
+        _protocol_kernel.run(1, 2, grid=(1,), **options)
+
+
+@gluonkit.jit
+def _protocol_kernel(x, y, BLOCK: gl.constexpr):
+    pass

@@ -183,6 +183,22 @@ class JITFunction:
 
         return launch
 
+    def run(self, *args, grid, warmup=False, num_stages=None, maxnreg=None, **kwargs):
+        """Launch as Triton's ``KernelInterface.run`` does, so that ``@triton.autotune`` and
+        ``@triton.heuristics`` (which call ``fn.run(*args, grid=..., warmup=..., **config)``)
+        drive a gluonkit kernel, as Gluon's own tutorials do with ``@gluon.jit``.
+
+        ``num_stages`` is ignored, as in Gluon (pipelines are written by hand); ``maxnreg``
+        and ``warmup=True`` are not supported yet and say so.
+        """
+        if maxnreg is not None:
+            raise ArgumentError(f"{self.__name__}: maxnreg={maxnreg} is not supported yet; leave it None",
+                                self.def_location())
+        if warmup:
+            raise ArgumentError(f"{self.__name__}: run(warmup=True) is not supported; compile without launching "
+                                f"with {self.__name__}.compile(*args, target=...)", self.def_location())
+        return self[grid](*args, **kwargs)
+
     def compile(self, *args, target: str = "sm_90a", **kwargs):
         """Compile without launching (no GPU needed) and return the compiled kernel.
 
