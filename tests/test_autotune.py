@@ -372,7 +372,7 @@ def test_disk_cache_is_hit_by_a_second_tuner_and_missed_after_an_edit(fake, tmp_
 
     _tuned(first, bench, cache_results=True)[grid](x, out, 64)
     assert bench.timed == [128, 512, 1024]
-    entries = list((tmp_path / "cache").glob("*/*/autotune.json"))
+    entries = list((tmp_path / "cache").glob("*/*.entry"))
     assert len(entries) == 1
 
     again = _tuned(first, bench, cache_results=True)  # a new tuner (as in another process)
@@ -393,7 +393,7 @@ def test_disk_cache_is_hit_by_a_second_tuner_and_missed_after_an_edit(fake, tmp_
 
     _tuned(first, bench, configs=CONFIGS[:2], cache_results=True)[grid](x, out, 64)
     assert len(bench.timed) == 8  # other configs: tuned again
-    assert len(list((tmp_path / "cache").glob("*/*/autotune.json"))) == 3
+    assert len(list((tmp_path / "cache").glob("*/*.entry"))) == 3
 
 
 def test_disk_cache_is_off_by_default_and_on_by_environment(fake, tmp_path, monkeypatch):

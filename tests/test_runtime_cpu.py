@@ -1,13 +1,12 @@
-"""The runtime's driver layer, argument packing, kernel cache and benchmark helper.
+"""The runtime's driver layer, argument packing and benchmark helper (the kernel cache:
+test_cache_safety.py).
 
-Most tests run without a GPU (packing, cache, error messages, the no-driver path).  Tests
+Most tests run without a GPU (packing, error messages, the no-driver path).  Tests
 marked ``gpu`` load hand-written PTX kernels through :func:`load_module`, launch them and
 read the results back; they skip when :func:`has_gpu` is False.
 """
 
 import ctypes
-import multiprocessing
-import os
 import struct
 import types
 
@@ -19,7 +18,6 @@ from gluonkit.runtime import args as rt_args
 from gluonkit.runtime import driver
 from gluonkit.runtime.args import ArgPacker, data_pointer, dtype_of, ir_type_of
 from gluonkit.runtime.bench import do_bench, summarize
-from gluonkit.runtime.cache import KernelCache, cache_key
 from gluonkit.runtime.driver import (
     CudaError, DeviceBuffer, Kernel, OutOfResources, check, check_shared_memory, has_gpu,
     load_module,
@@ -231,85 +229,6 @@ def test_pack_checks_the_argument_count_and_device():
 def test_unsupported_parameter_type_is_refused_when_building_the_packer():
     with pytest.raises(TypeError, match="parameter 'f8': kernel arguments of type float8e4nv are not supported"):
         ArgPacker([ir.float8e4nv], ["f8"])
-
-
-# ---------------------------------------------------------------------------- cache
-
-KEY_FIELDS = dict(ir="func @k(%x: ptr<float32>) num_warps=4 { return }", target="sm_90a",
-                  toolchain={"llvmlite": "0.45", "ptxas": "12.8"})
-
-
-def test_cache_key_is_deterministic_and_covers_every_field():
-    key = cache_key(**KEY_FIELDS)
-    assert key == cache_key(**dict(KEY_FIELDS))
-    assert len(key) == 64
-    changes = dict(ir="func @k(%x: ptr<float32>) num_warps=8 { return }", target="sm_100a",
-                   toolchain={"llvmlite": "0.45", "ptxas": "13.0"})
-    for field, value in changes.items():
-        assert cache_key(**{**KEY_FIELDS, field: value}) != key, field
-
-
-def test_cache_round_trip_and_first_writer_wins(tmp_path, monkeypatch):
-    monkeypatch.setenv("GLUONKIT_CACHE_DIR", str(tmp_path))
-    cache = KernelCache()
-    key = cache_key(**KEY_FIELDS)
-    assert cache.get(key) is None
-    entry = cache.put(key, {"kernel.ptx": ".version 8.0", "kernel.cubin": b"\x7fELF", "metadata.json": "{}"})
-    assert entry == tmp_path / key[:2] / key
-    assert cache.get(key) == {"kernel.ptx": b".version 8.0", "kernel.cubin": b"\x7fELF", "metadata.json": b"{}"}
-    cache.put(key, {"kernel.ptx": "other"})
-    assert cache.get(key)["kernel.ptx"] == b".version 8.0"
-    assert [p.name for p in entry.parent.iterdir()] == [key]  # no staging directories left
-
-
-def test_cache_refuses_bad_keys_and_file_names(tmp_path):
-    cache = KernelCache(tmp_path)
-    with pytest.raises(ValueError, match="cache key must be a lowercase hex digest, got '../x'"):
-        cache.get("../x")
-    with pytest.raises(ValueError, match="cache file names must be plain names not starting with '.', got 'a/b'"):
-        cache.put("ab" * 32, {"a/b": b""})
-
-
-def _writer(root, key, tag, barrier, rounds):
-    cache = KernelCache(root)
-    payload = bytes([tag]) * 200_000  # large enough that a torn write would be visible
-    barrier.wait()
-    for _ in range(rounds):
-        cache.put(key, {"kernel.cubin": payload, "kernel.ptx": payload, "metadata.json": str(tag)})
-
-
-def _reader(root, key, barrier, rounds, failures):
-    cache = KernelCache(root)
-    barrier.wait()
-    for _ in range(rounds):
-        files = cache.get(key)
-        if files is not None:
-            tag = int(files["metadata.json"])
-            if files["kernel.cubin"] != bytes([tag]) * 200_000 or files["kernel.ptx"] != files["kernel.cubin"]:
-                failures.value += 1
-
-
-def test_cache_is_atomic_with_several_processes(tmp_path):
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:
-        pytest.skip("needs the fork start method")
-    for trial in range(3):
-        key = cache_key(**{**KEY_FIELDS, "ir": f"func @k{trial}() {{ return }}"})
-        barrier = ctx.Barrier(5)
-        failures = ctx.Value("i", 0)
-        procs = [ctx.Process(target=_writer, args=(tmp_path, key, tag, barrier, 20)) for tag in range(1, 5)]
-        procs.append(ctx.Process(target=_reader, args=(tmp_path, key, barrier, 200, failures)))
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(30)
-            assert p.exitcode == 0
-        assert failures.value == 0
-        files = KernelCache(tmp_path).get(key)
-        tag = int(files["metadata.json"])
-        assert files["kernel.cubin"] == files["kernel.ptx"] == bytes([tag]) * 200_000
-        assert not [name for name in os.listdir(tmp_path / key[:2]) if name.startswith(".tmp")]
 
 
 # ---------------------------------------------------------------------------- driver without a GPU

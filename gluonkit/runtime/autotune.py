@@ -33,7 +33,6 @@ first configuration left after pruning is used.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import inspect
 import json
 import linecache
@@ -43,16 +42,14 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .._version import __version__
 from ..ir.diagnostics import Location
 from ..lang.constexpr import unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction
 from ..lower.backend.ptxas import PtxasError
 from . import bench
-from .cache import KernelCache
+from .cache import KernelCache, cache_key, toolchain_versions
 from .driver import CudaError, OutOfResources, device_properties, has_gpu
-from .gpu import toolchain_versions  # the compiler versions the GPU cache keys on too
 from .launch import LAUNCH_OPTIONS, interpreting
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotunerError"]
@@ -389,12 +386,9 @@ class Autotuner(_KernelWrapper):
 
     # ------------------------------------------------------------------ disk cache
     def _disk_key(self, key: tuple, configs: List[Config]) -> str:
-        document = {
-            "gluonkit": __version__, "toolchain": toolchain_versions(), "device": _device_identity(),
-            "kernel": self.__name__, "sources": self._kernel_sources(),
-            "key": repr(key), "configs": [repr(c) for c in configs], "launch_options": sorted(LAUNCH_OPTIONS),
-        }
-        return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+        return cache_key(kind="autotune", toolchain=toolchain_versions(), device=_device_identity(),
+                         kernel=self.__name__, sources=self._kernel_sources(), key=repr(key),
+                         configs=[repr(c) for c in configs], launch_options=sorted(LAUNCH_OPTIONS))
 
     def _read_disk(self, key: tuple, configs: List[Config]) -> Optional[list]:
         files = KernelCache().get(self._disk_key(key, configs))

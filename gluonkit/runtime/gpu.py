@@ -4,7 +4,7 @@ For each launch the runtime arguments are typed (Triton's rules, :mod:`.args`) a
 specialized on divisibility by 16 (device pointers and integers).  The first launch of a
 specialization builds the IR, compiles it for the device's target
 (:func:`gluonkit.lower.compiler.compile_function`) — or finds the cubin and PTX in the
-on-disk cache, keyed by the IR text, the target and the toolchain — loads the module and
+on-disk cache (keyed by :func:`.cache.kernel_key`) — loads the module and
 keeps a :class:`CompiledLaunch`; later launches only pack the arguments and call
 ``cuLaunchKernel`` on torch's current stream (the legacy default stream without torch).
 """
@@ -17,16 +17,13 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import llvmlite
-
-from ..ir import PointerType, TensorDescType, print_function
+from ..ir import PointerType, TensorDescType
 from ..lang.constexpr import constexpr
 from ..lower.compiler import CompiledKernel, compile_function, dump_stages
-from ..lower.backend.ptxas import find_ptxas, ptxas_version
 from ..nvidia.hopper import TensorDescriptor
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
-from .cache import KernelCache, cache_key
+from .cache import KernelCache, kernel_key
 
 __all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of", "signature_and_raw"]
 
@@ -62,34 +59,41 @@ class CompiledLaunch:
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
 
 
-def toolchain_versions() -> Dict[str, str]:
-    """The versions of the tools that turn IR into a cubin (llvmlite's LLVM, ptxas): cache keys include them."""
-    ptxas = find_ptxas()
-    return {"llvmlite": llvmlite.__version__, "ptxas": ptxas_version(ptxas) if ptxas else "none"}
-
-
 def compile_for_device(func, target: str) -> CompiledKernel:
-    """``compile_function`` through the on-disk cache (cubin, PTX and metadata)."""
+    """``compile_function`` through the on-disk cache (IR, PTX, cubin and metadata).
+
+    An entry that is missing, damaged or incomplete is a miss: the kernel is compiled
+    again and the entry replaced (:mod:`.cache`).
+    """
     cache = KernelCache()
-    ir_text = print_function(func)
-    key = cache_key(ir=ir_text, target=target, toolchain=toolchain_versions())
-    files = cache.get(key)
-    if files is not None:
-        compiled = CompiledKernel(func.name, target)
-        compiled.asm["ir"] = ir_text
-        compiled.asm["ptx"] = files["kernel.ptx"].decode()
-        if "kernel.cubin" in files:
-            compiled.asm["cubin"] = files["kernel.cubin"]
-        compiled.metadata.update(json.loads(files["metadata.json"]))
-        compiled.metadata["arg_types"] = [a.type for a in func.args]
+    key = kernel_key(func, target)
+    compiled = _from_cache(cache.get(key), func, target)
+    if compiled is not None:
         dump_stages(compiled)  # GLUONKIT_DUMP_DIR sees cached kernels too (no llir: not kept)
         return compiled
     compiled = compile_function(func, target)
     metadata = {k: v for k, v in compiled.metadata.items() if k != "arg_types"}
-    stored = {"kernel.ptx": compiled.asm["ptx"], "metadata.json": json.dumps(metadata)}
+    stored = {"kernel.ir": compiled.asm["ir"], "kernel.ptx": compiled.asm["ptx"], "metadata.json": json.dumps(metadata)}
     if "cubin" in compiled.asm:
         stored["kernel.cubin"] = compiled.asm["cubin"]
     cache.put(key, stored)
+    return compiled
+
+
+def _from_cache(files: Optional[Dict[str, bytes]], func, target: str) -> Optional[CompiledKernel]:
+    """The kernel stored in an intact entry's ``files``; ``None`` when one of them is missing or unreadable."""
+    if files is None:
+        return None
+    try:
+        compiled = CompiledKernel(func.name, target)
+        compiled.asm["ir"] = files["kernel.ir"].decode()
+        compiled.asm["ptx"] = files["kernel.ptx"].decode()
+        if "kernel.cubin" in files:
+            compiled.asm["cubin"] = files["kernel.cubin"]
+        compiled.metadata.update(json.loads(files["metadata.json"]))
+    except (KeyError, ValueError):  # ValueError covers bad UTF-8 and bad JSON
+        return None
+    compiled.metadata["arg_types"] = [a.type for a in func.args]
     return compiled
 
 

@@ -56,10 +56,11 @@ def find_ptxas() -> Optional[str]:
 
 
 def ptxas_version(ptxas: str) -> str:
-    """The ``release X.Y`` part of ``ptxas --version``."""
-    out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, check=False).stdout
-    m = re.search(r"release (\d+\.\d+)", out)
-    return m.group(1) if m else "unknown"
+    """What ``ptxas --version`` prints, on one line: the release and the build (e.g.
+    ``... release 13.0, V13.0.88 Build cuda_13.0.r13.0/compiler.36424714_0``), so that
+    two builds of one release tell apart."""
+    proc = subprocess.run([ptxas, "--version"], capture_output=True, text=True, check=False)
+    return " ".join(proc.stdout.split()) or f"unknown (exit status {proc.returncode})"
 
 
 _USAGE = re.compile(r"Used (\d+) registers")
