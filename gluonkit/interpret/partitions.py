@@ -169,12 +169,16 @@ def _warp_specialize(program, op, operands):
         view.num_warps = warps
         view.partition_name = _partition_name(index)
         view.async_state, view.progress, view.at_exit = {}, {}, {}
+        if program.trace is not None:  # each partition records on its own lane of the trace
+            view.trace = program.trace.partition(index, _partition_name(index), warps)
         tasks.append(_Task(index, _partition_name(index), view, region))
     scheduler = _Scheduler(schedule, tasks, op)
     for task in tasks:
         task.program.blocker = (lambda ready, describe, t=task:
                                 scheduler.block(t, ready, describe, t.current_op.loc))
         task.program.progress["partitions"] = lambda prog, inner, t=task: _before_op(scheduler, t, inner)
+        if task.program.trace is not None:  # after the switch: the step counts the op about to run
+            task.program.progress["trace"] = task.program.trace.advance
     scheduler.run()
     for task in tasks:
         for finish in list(task.program.at_exit.values()):
