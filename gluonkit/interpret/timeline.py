@@ -208,10 +208,11 @@ def render_svg(trace: Union[dict, object], select: Optional[str] = None, width: 
                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#444">{t}</text>')
     body.append(f'<text x="{_LEFT - 8}" y="{axis_y + 16}" text-anchor="end" fill="#444">interpreter step</text>')
     y = axis_y + 30
-    y = _legend(body, y, width)
+    y = _legend(body, y, width, _kinds_drawn(procs))
     height = y + 8
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">\n'
+            f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" font-family="sans-serif" '
+            'font-size="11">\n'
             f'<rect width="100%" height="100%" fill="#ffffff"/>\n' + "\n".join(_grid_first(body)) + "\n</svg>\n")
 
 
@@ -268,9 +269,23 @@ def _label(body: List[str], text: str, left: float, width: float, baseline: floa
         body.append(f'<text x="{left + 3:.1f}" y="{baseline:.1f}" fill="{colour}" font-size="9">{escape(text)}</text>')
 
 
-def _legend(body: List[str], y: float, width: int) -> float:
+def _kinds_drawn(procs: List[_Process]) -> set:
+    """The legend's keys for what the picture shows."""
+    kinds = set()
+    for p in procs:
+        for ln in p.lanes.values():
+            kinds.update(b.kind for b in ln.spans + ln.ticks)
+            for box in ln.waits:
+                if box.end > box.start or box.open:
+                    kinds.add("blocked")
+                if box.ready is not None and box.end > box.ready:
+                    kinds.add("ready")
+    return kinds
+
+
+def _legend(body: List[str], y: float, width: int, kinds: set) -> float:
     left = 8
-    for kind, text in _LEGEND:
+    for kind, text in [(k, t) for k, t in _LEGEND if k in kinds]:
         item = 22 + 6 * len(text)
         if left + item > width:
             left, y = 8, y + 16
