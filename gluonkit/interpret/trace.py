@@ -71,16 +71,16 @@ class Trace:
         name = f"{self._launch} · program {tuple(pid)}" + (f" · {schedule}" if schedule else "")
         self._meta(run.pid, None, "process_name", name)
         self._meta(run.pid, None, "process_sort_index", run.pid)
-        lane = Lane(run, 0)
-        self._meta(run.pid, 0, "thread_name", "program")
-        return lane
+        run.lane_names[0] = self._meta(run.pid, 0, "thread_name", "program")
+        return Lane(run, 0)
 
-    def _meta(self, pid: int, tid: Optional[int], what: str, value) -> None:
+    def _meta(self, pid: int, tid: Optional[int], what: str, value) -> dict:
         key = "sort_index" if what.endswith("sort_index") else "name"
         event = {"ph": "M", "name": what, "pid": pid, "args": {key: value}}
         if tid is not None:
             event["tid"] = tid
         self.metadata.append(event)
+        return event
 
     def to_json(self) -> dict:
         """The trace as Chrome's trace-event JSON object (``{"traceEvents": [...], ...}``)."""
@@ -109,10 +109,11 @@ class Trace:
 class _Run:
     """One process: a program instance under one schedule, with its logical clock."""
 
-    __slots__ = ("trace", "pid", "clock")
+    __slots__ = ("trace", "pid", "clock", "lane_names")
 
     def __init__(self, trace: Trace, pid: int):
         self.trace, self.pid, self.clock = trace, pid, 0
+        self.lane_names: Dict[int, dict] = {}  # lane -> its thread_name metadata event
 
 
 class Lane:
@@ -130,13 +131,11 @@ class Lane:
     def partition(self, index: int, name: str, num_warps: int) -> "Lane":
         """The lane of partition ``index`` of a ``warp_specialize`` in this run."""
         label = f"{name.removeprefix('the ')} ({num_warps} warp{'s' if num_warps != 1 else ''})"
-        trace = self.run.trace
-        for event in trace.metadata:  # lane 0's name: the default partition, once partitions exist
-            if event.get("pid") == self.run.pid and event.get("tid") == index and event["name"] == "thread_name":
-                event["args"]["name"] = label
-                break
+        named = self.run.lane_names.get(index)
+        if named is not None:  # lane 0 becomes the default partition's once partitions exist
+            named["args"]["name"] = label
         else:
-            trace._meta(self.run.pid, index, "thread_name", label)
+            self.run.lane_names[index] = self.run.trace._meta(self.run.pid, index, "thread_name", label)
         return Lane(self.run, index)
 
     def _event(self, ph: str, name: str, kind: str, op, args: dict) -> dict:

@@ -117,9 +117,8 @@ def _warpgroup_mma(program, op, operands):
     result = Pending(where, op.loc, fix)
     group = _Group(result, value, reads)
     if program.trace is not None:
-        operands_text = ", ".join(view_name(ref, ty) for ref, ty in ((a, a_ty), (b, b_ty)) if isinstance(ref, SharedRef))
-        group.span = program.trace.start("wgmma", "wgmma", op, shape=list(op.results[0].type.shape),
-                                         reads=operands_text)
+        shared = ", ".join(view_name(ref, ty) for ref, ty in ((a, a_ty), (b, b_ty)) if isinstance(ref, SharedRef))
+        group.span = program.trace.start("wgmma", "wgmma", op, shape=list(op.results[0].type.shape), reads=shared)
     _groups(program).append(group)
     return [result]
 
