@@ -170,7 +170,7 @@ def test_a_deadlocked_launch_is_written_with_its_waits_open(monkeypatch, tmp_pat
     with pytest.raises(InterpreterError, match="deadlock"):
         deadlock_kernel[(1,)](3, num_warps=4)
     data = json.loads(path.read_text())
-    waits = [e for e in data["traceEvents"] if e["ph"] in "BE"]
+    waits = [e for e in data["traceEvents"] if e["ph"] in "BE" and e["args"]["kind"] == "mbarrier.wait"]
     assert sorted((e["ph"], e["tid"], e["args"]["barrier"]) for e in waits) == [("B", 0, "bars[0]"),
                                                                                 ("B", 1, "bars[1]")]
     svg = render_svg(data)

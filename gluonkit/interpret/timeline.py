@@ -4,6 +4,8 @@
 as a group of lanes on a common step axis, one lane per partition (or per program without
 partitions):
 
+* a lane's grey band is where its partition exists (from the fork to its end; the program's
+  whole run for lane 0);
 * an ``mbarrier.wait`` is a box from its start to its return.  Its dark part is the partition
   *blocked*: the phase it waits for had not completed yet — a bubble.  Its light part (only a
   wait that blocked has one) runs from the phase's completion to the return: the partition
@@ -61,6 +63,7 @@ class _Box:
 @dataclass
 class _Lane:
     name: str
+    extent: Optional[_Box] = None  # a partition's lane: from the fork to the partition's end
     waits: List[_Box] = field(default_factory=list)
     spans: List[_Box] = field(default_factory=list)
     ticks: List[_Box] = field(default_factory=list)
@@ -107,7 +110,7 @@ def _processes(events: Sequence[dict]) -> Dict[int, _Process]:
             box = open_waits[(pid, tid)].pop()
             box.end = ts
             box.args.update(args)
-            lane(pid, tid).waits.append(box)
+            _add_slice(lane(pid, tid), box, tid)
         elif ph == "b":
             box = open_spans[e["id"]] = _Box(ts, ts, kind, e["name"], dict(args))
             lane(pid, tid).spans.append(box)
@@ -120,7 +123,7 @@ def _processes(events: Sequence[dict]) -> Dict[int, _Process]:
     for (pid, tid), boxes in open_waits.items():
         for box in boxes:
             box.end, box.open = procs[pid].end, True
-            lane(pid, tid).waits.append(box)
+            _add_slice(lane(pid, tid), box, tid)
     for box in open_spans.values():
         box.open = True
     for pid, p in procs.items():
@@ -134,6 +137,14 @@ def _processes(events: Sequence[dict]) -> Dict[int, _Process]:
                                       if bar == box.args.get("barrier") and parity == box.args.get("parity")
                                       and box.start <= ts <= box.end), None)
     return procs
+
+
+def _add_slice(lane: _Lane, box: _Box, tid: int) -> None:
+    """A slice: a wait, or a partition's extent (lane 0 is the whole program's anyway)."""
+    if box.kind != "partition":
+        lane.waits.append(box)
+    elif tid != 0:
+        lane.extent = box
 
 
 def _pack(spans: List[_Box]) -> List[List[_Box]]:
@@ -224,7 +235,9 @@ def _grid_first(body: List[str]) -> List[str]:
 def _draw_lane(body: List[str], lane: _Lane, y: float, x, end: int) -> float:
     """Draw one lane (its waits and ticks, then its copies' rows) from ``y``; return the next ``y``."""
     body.append(f'<text x="{_LEFT - 8}" y="{y + 14}" text-anchor="end">{escape(lane.name)}</text>')
-    body.append(f'<rect x="{_LEFT}" y="{y + 2}" width="{x(end) - _LEFT:.1f}" height="{_LANE - 4}" fill="#f3f3f3"/>')
+    start, stop = (lane.extent.start, lane.extent.end) if lane.extent is not None else (0, end)
+    body.append(f'<rect x="{x(start):.1f}" y="{y + 2}" width="{x(stop) - x(start):.1f}" height="{_LANE - 4}" '
+                'fill="#ebebeb"/>')
     for box in lane.waits:
         _draw_wait(body, box, y, x)
     for box in lane.ticks:

@@ -6,7 +6,8 @@ trace, and the program's warps — or each of its partitions — a *thread* (a l
 default partition shares lane 0 with the code before and after ``warp_specialize``,
 worker partition ``k`` is lane ``k + 1``.  The rules of the asynchronous units record:
 
-* ``mbarrier.wait`` as a slice from the wait's start to its return (``blocked`` says whether
+* each partition as a slice on its lane, from the fork to the partition's end;
+* ``mbarrier.wait`` as a slice (nested in its partition's) from the wait's start to its return (``blocked`` says whether
   the partition had to hand over meanwhile), with the barrier and the parity;
 * ``mbarrier.arrive`` / ``mbarrier.expect`` and every completed barrier phase as instants;
 * TMA loads and stores, cp.async copies and asynchronous ``warpgroup_mma`` groups as async
@@ -128,15 +129,22 @@ class Lane:
         """Before every op (a ``Program.progress`` hook): the clock moves one step."""
         self.run.clock += 1
 
-    def partition(self, index: int, name: str, num_warps: int) -> "Lane":
-        """The lane of partition ``index`` of a ``warp_specialize`` in this run."""
+    def partition(self, index: int, name: str, num_warps: int, op) -> "Lane":
+        """The lane of partition ``index`` of the ``warp_specialize`` ``op`` in this run; the
+        partition's slice on it begins (:meth:`partition_end` ends it), its waits nest inside."""
         label = f"{name.removeprefix('the ')} ({num_warps} warp{'s' if num_warps != 1 else ''})"
         named = self.run.lane_names.get(index)
         if named is not None:  # lane 0 becomes the default partition's once partitions exist
             named["args"]["name"] = label
         else:
             self.run.lane_names[index] = self.run.trace._meta(self.run.pid, index, "thread_name", label)
-        return Lane(self.run, index)
+        lane = Lane(self.run, index)
+        lane.begin(label, "partition", op, warps=num_warps)
+        return lane
+
+    def partition_end(self, op) -> None:
+        """The partition on this lane has ended (returned from its function)."""
+        self.end(self.run.lane_names[self.tid]["args"]["name"], "partition", op)
 
     def _event(self, ph: str, name: str, kind: str, op, args: dict) -> dict:
         loc = op.loc
