@@ -143,6 +143,11 @@ def test_the_environment_variable_writes_every_launch(monkeypatch, tmp_path):
     names = {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "process_name"}
     assert {n.split(" · ")[0] for n in names} == {"#1 producer_consumer_kernel", "#2 producer_consumer_kernel"}
     assert "logical" in data["otherData"]["clock"]
+    for e in data["traceEvents"]:  # the fields each phase needs in Chrome's trace-event format
+        required = {"M": {"name", "pid", "args"}, "B": {"name", "pid", "tid", "ts"}, "E": {"pid", "tid", "ts"},
+                    "i": {"name", "pid", "tid", "ts", "s"}, "b": {"name", "cat", "id", "pid", "ts"},
+                    "e": {"name", "cat", "id", "pid", "ts"}}[e["ph"]]
+        assert required <= e.keys(), e
 
 
 @gluonkit.jit

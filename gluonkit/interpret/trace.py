@@ -87,7 +87,6 @@ class Trace:
         """The trace as Chrome's trace-event JSON object (``{"traceEvents": [...], ...}``)."""
         return {
             "traceEvents": self.metadata + self.events,
-            "displayTimeUnit": "ns",
             "otherData": {
                 "producer": "gluonkit CPU interpreter",
                 "clock": "logical: ts counts the ops each program has executed, all partitions together "
