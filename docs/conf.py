@@ -2,7 +2,8 @@
 
 Built in CI with ``python -m sphinx -W --keep-going -q -b html docs docs/_build/html``:
 warnings are errors.  Only Sphinx and its bundled extensions are used; ``_ext/`` holds our
-own (``layout_picture``: pictures of layouts computed at build time).
+own (``layout_picture``: pictures of layouts computed at build time; ``timeline_picture``:
+interpreter timelines of examples, recorded at build time).
 """
 
 import os
@@ -22,6 +23,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "layout_picture",
+    "timeline_picture",
 ]
 
 exclude_patterns = ["_build"]

@@ -9,7 +9,9 @@ Distributed tensors are held as per-thread register files in their layouts
 shared buffers and views), :mod:`.nvidia.mbarrier` (barrier phases; deadlocks), :mod:`.partitions` (warp-specialize
 partitions as cooperating tasks, under the schedules of :mod:`.schedules`), :mod:`.nvidia.tma`, :mod:`.nvidia.wgmma`,
 :mod:`.nvidia.async_copy` (cp.async), :mod:`.atomics`, :mod:`.inline_asm`.  Faults the hardware would not catch
-raise :class:`InterpreterError` at the user's source line.
+raise :class:`InterpreterError` at the user's source line.  :mod:`.trace` records the
+programs' barrier waits, arrivals and copies as a Chrome/Perfetto timeline
+(``GLUONKIT_INTERPRET_TRACE``), which :mod:`.timeline` draws as SVG.
 """
 
 from . import control, creation, debug, elementwise, memory_ops, partitions, reduce, shapes, shared_memory  # noqa: F401  (register rules)

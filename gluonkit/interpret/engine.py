@@ -9,6 +9,7 @@ live in their own modules (:mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shape
 Program instances run one after another in grid order (axis 0 fastest), each from a fresh
 environment; they share only the :class:`~.memory.Memory`.  A program with warp-specialize
 partitions runs once per schedule (:mod:`.schedules`), memory restored between the runs.
+Given a :class:`~.trace.Trace`, each run is recorded as one process of it (:mod:`.trace`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class Program:
     """
 
     def __init__(self, func: Function, pid: Tuple[int, int, int], grid: Tuple[int, int, int], memory: Memory,
-                 schedule: Optional[Schedule] = None):
+                 schedule: Optional[Schedule] = None, trace=None):
         self.func = func
         self.schedule = schedule  # how warp-specialize partitions interleave (None: no partitions)
         self.blocker: Optional[Callable] = None  # in a partition: blocker(ready, describe) hands over until ready()
@@ -96,6 +97,9 @@ class Program:
         self.async_state: Dict[str, object] = {}
         self.progress: Dict[str, Callable[["Program", Operation], None]] = {}
         self.at_exit: Dict[str, Callable[["Program", Operation], None]] = {}
+        self.trace = trace  # a trace.Lane where this program's (or partition's) events go; None: not recording
+        if trace is not None:
+            self.progress["trace"] = trace.advance
 
     def placement(self, ty: TensorType, op: Operation) -> Placement:
         return placement(ty, self.num_warps, op.loc)
@@ -151,20 +155,25 @@ def _bind_args(func: Function, args: Sequence[object]) -> List[object]:
     return values
 
 
-def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory) -> None:
+def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory,
+                trace=None) -> None:
     """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`)."""
     grid = _normalize_grid(grid)
-    _run_schedules(func, tuple(pid), grid, _bind_args(func, args), memory)
+    values = _bind_args(func, args)
+    if trace is not None:
+        trace.start_launch(func.name, grid)
+    _run_schedules(func, tuple(pid), grid, values, memory, trace)
 
 
-def _run_schedules(func: Function, pid, grid, values, memory: Memory) -> None:
+def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace) -> None:
     """Run one program under each of its schedules, restoring memory between runs."""
     plans = schedules_for(func)
     for i, schedule in enumerate(plans):
         last = i == len(plans) - 1
         saved = None if last else [a.data.copy() for a in memory.allocations]
         try:
-            Program(func, pid, grid, memory, schedule).run_kernel(values)
+            lane = None if trace is None else trace.program_run(pid, None if schedule is None else str(schedule))
+            Program(func, pid, grid, memory, schedule, lane).run_kernel(values)
         except InterpreterError as e:
             if schedule is not None:
                 e.notes.append((f"found under the {schedule} of warp-specialize partitions (of {len(plans)} tried; "
@@ -176,18 +185,21 @@ def _run_schedules(func: Function, pid, grid, values, memory: Memory) -> None:
                 allocation.data[:] = data
 
 
-def run_grid(func: Function, grid, args: Sequence[object], memory: Memory) -> None:
+def run_grid(func: Function, grid, args: Sequence[object], memory: Memory, trace=None) -> None:
     """Run every program instance of ``grid`` (1 to 3 ints), axis 0 fastest.
 
     ``func`` must be fully inferred (``verify(func, concrete=True)`` holds).  Pointer
     arguments are addresses from ``memory.register``; scalars are Python or numpy numbers,
     converted to their parameter's type; tensor descriptors are :class:`~.tma.TensorMap`
     values (followed by their shape and strides, see ``TensorDescType.flat_arg_types``).
+    ``trace``: a :class:`~.trace.Trace` that records every program's events (None: no recording).
     """
     grid = _normalize_grid(grid)
     values = _bind_args(func, args)
+    if trace is not None:
+        trace.start_launch(func.name, grid)
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                _run_schedules(func, (x, y, z), grid, values, memory)
+                _run_schedules(func, (x, y, z), grid, values, memory, trace)
 

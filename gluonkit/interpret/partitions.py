@@ -87,6 +87,8 @@ class _Scheduler:
             enter(self.clocks, task.index)
             self._await_turn(task)
             task.result = task.program.run_block(task.block, [])
+            if task.program.trace is not None:
+                task.program.trace.partition_end(self.op)
             with self.cond:
                 task.done = True
                 self._hand_over(task)
@@ -169,12 +171,16 @@ def _warp_specialize(program, op, operands):
         view.num_warps = warps
         view.partition_name = _partition_name(index)
         view.async_state, view.progress, view.at_exit = {}, {}, {}
+        if program.trace is not None:  # each partition records on its own lane of the trace
+            view.trace = program.trace.partition(index, _partition_name(index), warps, op)
         tasks.append(_Task(index, _partition_name(index), view, region))
     scheduler = _Scheduler(schedule, tasks, op)
     for task in tasks:
         task.program.blocker = (lambda ready, describe, t=task:
                                 scheduler.block(t, ready, describe, t.current_op.loc))
         task.program.progress["partitions"] = lambda prog, inner, t=task: _before_op(scheduler, t, inner)
+        if task.program.trace is not None:  # after the switch: the step counts the op about to run
+            task.program.progress["trace"] = task.program.trace.advance
     scheduler.run()
     for task in tasks:
         for finish in list(task.program.at_exit.values()):

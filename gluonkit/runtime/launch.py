@@ -23,7 +23,9 @@ at launch time the kernel runs in the CPU interpreter:
    name, plus the launch options ``num_warps`` and ``num_ctas`` where no parameter has
    their name) returning them — is evaluated;
 5. the frontend builds the IR, layout inference resolves ``AutoLayout``, the verifier checks
-   the result, and :func:`~gluonkit.interpret.run_grid` runs every program.
+   the result, and :func:`~gluonkit.interpret.run_grid` runs every program — recording its
+   events when ``GLUONKIT_INTERPRET_TRACE`` names a file or inside
+   :func:`gluonkit.interpret.trace.recording` (:mod:`gluonkit.interpret.trace`).
 
 Mistakes in the call (unknown or missing arguments, values of no kernel type, a bad grid)
 raise :class:`~gluonkit.lang.errors.ArgumentError` at the kernel's ``def`` line, naming the
@@ -42,6 +44,7 @@ import numpy as np
 
 from ..interpret import Memory, run_grid
 from ..interpret.nvidia.tma import TensorMap
+from ..interpret.trace import active_trace
 from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
@@ -192,7 +195,12 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -
         infer_layouts(func)
         verify(func, concrete=True)
         _inferred.add(func)
-    run_grid(func, grid, values, memory)
+    trace = active_trace()
+    try:
+        run_grid(func, grid, values, memory, trace)
+    finally:  # a launch that fails (a deadlock) is in the file too
+        if trace is not None:
+            trace.flush()
 
 
 def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_spec: bool, values: list,

@@ -33,6 +33,7 @@ from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncWrite, SharedRef, byte_mask, element_addresses
+from ..trace import view_name
 from ..values import Tensor, element_text, to_logical
 from .mbarrier import arrive, barrier_state
 
@@ -52,6 +53,9 @@ class _Copy:
         self.what = f"the cp.async copy issued at line {op.loc.line}"
         self.writer = AsyncWrite(byte_mask(ref, self.ty, op), self.what, _FIX)
         self.landed = self.released = False
+        self.span = None if program.trace is None else program.trace.start(
+            f"cp.async → {view_name(ref, self.ty)}", "cp_async", op, destination=view_name(ref, self.ty),
+            bytes=self.ty.nbytes)
 
     def land(self) -> None:
         if self.landed:
@@ -71,6 +75,8 @@ class _Copy:
         buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
         buffer.written[index] = True
         self.landed = True
+        if self.span is not None:
+            self.span.finish()
 
     def release(self) -> None:
         if not self.released:
@@ -167,6 +173,8 @@ def _copy(program, op, operands):
 @rule("async_commit_group")
 def _commit(program, op, operands):
     state = _state(program)
+    if program.trace is not None:
+        program.trace.instant("commit_group", "cp_async.commit", op, copies=len(state.open))
     state.groups.append(state.open)
     state.open = []
     return []
@@ -175,6 +183,9 @@ def _commit(program, op, operands):
 @rule("async_wait_group")
 def _wait(program, op, operands):
     state = _state(program)
+    if program.trace is not None:
+        program.trace.instant("wait_group", "cp_async.wait", op, num_outstanding=op.attrs["num_outstanding"],
+                              retires=max(0, len(state.groups) - op.attrs["num_outstanding"]))
     while len(state.groups) > op.attrs["num_outstanding"]:
         for copy in state.groups.popleft():
             copy.release()

@@ -44,6 +44,7 @@ from ..engine import rule
 from ..errors import InterpreterError
 from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
+from ..trace import view_name
 
 __all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "issue_tx"]
 
@@ -67,6 +68,7 @@ class BarrierState:
     expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
     issued: int = 0  # bytes of the TMA loads issued into that phase
     arrivers: Dict[str, int] = field(default_factory=dict)  # who arrived so far (a partition's name) -> last line
+    name: str = ""  # how a trace names it (``ready[1]``); set only while recording one
 
     def outstanding(self) -> str:
         if self.tx >= 0:
@@ -126,7 +128,11 @@ def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> Non
     state.tx += nbytes
     state.arrivals += count
     state.pending -= count
-    _maybe_complete(state, op.loc)
+    if program.trace is not None:
+        kind = "mbarrier.expect" if op.name == "mbarrier_expect" else "mbarrier.arrive"
+        program.trace.instant(f"{kind.split('.')[1]} {state.name}", kind, op, barrier=state.name, count=count,
+                              bytes=nbytes, phase=phase)
+    _maybe_complete(state, op.loc, program.trace, op)
 
 
 def _partition_hint(program) -> str:
@@ -161,13 +167,14 @@ def issue_tx(state: BarrierState, nbytes: int, op) -> int:
     return phase
 
 
-def complete_tx(state: BarrierState, nbytes: int, loc: Location) -> None:
-    """``nbytes`` of an async copy issued at ``loc`` arrived (``complete_tx``)."""
+def complete_tx(state: BarrierState, nbytes: int, loc: Location, lane=None, op=None) -> None:
+    """``nbytes`` of an async copy issued at ``loc`` (by ``op``, traced on ``lane``) arrived (``complete_tx``)."""
     state.tx -= nbytes
-    _maybe_complete(state, loc)
+    _maybe_complete(state, loc, lane, op)
 
 
-def _maybe_complete(state: BarrierState, loc: Location) -> None:
+def _maybe_complete(state: BarrierState, loc: Location, lane=None, op=None) -> None:
+    """Complete the current phase if nothing is missing; ``lane`` records it on a trace."""
     if state.pending:
         return
     expected = f"mbarrier.expect at line {state.expect_loc.line}" if state.expect_loc else "no mbarrier.expect"
@@ -184,6 +191,9 @@ def _maybe_complete(state: BarrierState, loc: Location) -> None:
             f"transaction bytes mismatch: a phase of the mbarrier initialized at line {state.init_loc.line} "
             f"completed ({expected}) while {in_flight[0].what} counted on it was still in flight; expect the "
             "bytes of every copy the phase waits for", in_flight[0].loc)
+    if lane is not None:
+        lane.instant(f"{state.name} phase {state.completed} complete", "mbarrier.phase", op, barrier=state.name,
+                     phase=state.completed, parity=state.parity)
     state.parity ^= 1
     state.pending = state.count
     state.completed += 1
@@ -198,7 +208,9 @@ def _mbarrier_init(program, op, operands):
         raise InterpreterError(f"mbarrier_init: the mbarrier was already initialized at line {old.init_loc.line}; "
                                "invalidate it before initializing it again", op.loc)
     count = op.attrs["count"]
-    ref.buffer.barriers[where] = BarrierState(count, count, 0, 0, op.loc)
+    state = ref.buffer.barriers[where] = BarrierState(count, count, 0, 0, op.loc)
+    if program.trace is not None:
+        state.name = view_name(ref, op.operands[0].type)
     return []
 
 
@@ -227,8 +239,13 @@ def _mbarrier_wait(program, op, operands):
         return []
     state = barrier_state(ref, op)
     parity = int(phase) & 1
+    trace = program.trace
+    if trace is not None:
+        trace.begin(f"wait {state.name}", "mbarrier.wait", op, barrier=state.name, parity=parity)
     if _wait_done(state, parity, op):
         acquire(state)
+        if trace is not None:
+            trace.end(f"wait {state.name}", "mbarrier.wait", op, blocked=False)
         return []
     if program.blocker is None:
         raise InterpreterError(
@@ -242,6 +259,8 @@ def _mbarrier_wait(program, op, operands):
                              f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
                              f"{_bytes_note(state)}"))
     acquire(state)
+    if trace is not None:
+        trace.end(f"wait {state.name}", "mbarrier.wait", op, blocked=True)
     return []
 
 
@@ -296,5 +315,7 @@ def _fence_async_shared(program, op, operands):
 
 
 @rule("thread_barrier")
-def _ordering_only(program, op, operands):
+def _thread_barrier(program, op, operands):
+    if program.trace is not None:
+        program.trace.instant("thread_barrier", "thread_barrier", op)
     return []

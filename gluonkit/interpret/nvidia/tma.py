@@ -48,6 +48,7 @@ from ..errors import InterpreterError
 from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
 from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
+from ..trace import view_name
 
 __all__ = ["TensorMap"]
 
@@ -109,6 +110,7 @@ class _Load:
         self.issued_in = -1  # the barrier phase its bytes count towards (mbarrier.issue_tx)
         self.writer = AsyncWrite(byte_mask(ref, ty, op), self.what,
                                  "wait on its mbarrier (mbarrier.wait(bar, phase)) first")
+        self.span = None  # its span on a trace, while recording one
 
     def land(self) -> None:
         addresses, inside = _box(self.tmap, self.ty.shape, self.coords)
@@ -123,7 +125,9 @@ class _Load:
         buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
         buffer.written[index] = True
         self.landed = True
-        complete_tx(self.barrier, self.ty.nbytes, self.loc)
+        if self.span is not None:
+            self.span.finish()
+        complete_tx(self.barrier, self.ty.nbytes, self.loc, self.program.trace, self.op)
 
     def release(self) -> None:
         self.ref.buffer.async_writes.remove(self.writer)
@@ -144,6 +148,9 @@ class _Store:
                                 "call tma.store_wait(n) until it has completed, first")
         self.buffer.async_reads.append(self.reader)
         self.flushed = False
+        self.span = None if program.trace is None else program.trace.start(
+            f"TMA store from {view_name(ref, ty)}", "tma.store", op, source_buffer=view_name(ref, ty),
+            coords=list(coords), bytes=ty.nbytes)
 
     def flush(self) -> None:
         if not self.flushed:
@@ -158,6 +165,8 @@ class _Store:
         if not read_only:
             self.flush()
         self.buffer.async_reads.remove(self.reader)
+        if self.span is not None:
+            self.span.finish(read_only=read_only)
 
 
 def _progress(program, op) -> None:
@@ -215,6 +224,11 @@ def _global_to_shared(program, op, operands):
     release(barrier, load.issued_in)  # its bytes complete that phase: the write happens before it
     ref.buffer.async_writes.append(load.writer)
     barrier.copies.append(load)
+    if program.trace is not None:
+        dest = view_name(ref, ty)
+        load.span = program.trace.start(f"TMA load → {dest}", "tma.load", op, destination=dest,
+                                        barrier=barrier.name, phase=load.issued_in, coords=load.coords,
+                                        bytes=ty.nbytes)
     _tma(program).loads.append(load)
     return []
 
@@ -236,6 +250,10 @@ def _shared_to_global(program, op, operands):
 def _store_wait(program, op, operands):
     state = _tma(program)
     read_only = op.attrs["read_only"]
+    if program.trace is not None:
+        retires = max(0, len(state.stores) - op.attrs["pendings"])
+        program.trace.instant("store_wait", "tma.store_wait", op, pendings=op.attrs["pendings"], retires=retires,
+                              read_only=read_only)
     while len(state.stores) > op.attrs["pendings"]:
         store = state.stores.popleft()
         store.retire(read_only)

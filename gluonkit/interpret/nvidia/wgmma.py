@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, List
+from typing import Deque, List, Optional
 
 import numpy as np
 
 from ...ir.types import SharedMemoryDescType
 from ..engine import Pending, rule
 from ..shared_memory import AsyncRead, SharedRef, byte_mask, read
+from ..trace import view_name
 from ..values import Tensor, from_logical, to_logical
 
 __all__: List[str] = []
@@ -44,11 +45,14 @@ class _Group:
     result: Pending
     value: Tensor
     reads: List[tuple]  # (SharedBuffer, AsyncRead)
+    span: Optional[object] = None  # its span on a trace, while recording one
 
     def retire(self) -> None:
         self.result.value = self.value
         for buffer, reader in self.reads:
             buffer.async_reads.remove(reader)
+        if self.span is not None:
+            self.span.finish()
 
 
 def _groups(program) -> Deque[_Group]:
@@ -99,6 +103,8 @@ def _warpgroup_mma(program, op, operands):
     value = from_logical(product.astype(np.float32), op.results[0].type, program.num_warps, op.loc)
     if not op.attrs["is_async"]:
         _retire(program, 0)
+        if program.trace is not None:
+            program.trace.instant("warpgroup_mma", "wgmma.sync", op, shape=list(op.results[0].type.shape))
         return [value]
     where = f"the asynchronous warpgroup_mma at line {op.loc.line}"
     fix = "call warpgroup_mma_wait(num_outstanding=..., deps=[...]) until it has completed, first"
@@ -109,11 +115,19 @@ def _warpgroup_mma(program, op, operands):
             ref.buffer.async_reads.append(reader)
             reads.append((ref.buffer, reader))
     result = Pending(where, op.loc, fix)
-    _groups(program).append(_Group(result, value, reads))
+    group = _Group(result, value, reads)
+    if program.trace is not None:
+        shared = ", ".join(view_name(ref, ty) for ref, ty in ((a, a_ty), (b, b_ty)) if isinstance(ref, SharedRef))
+        group.span = program.trace.start("wgmma", "wgmma", op, shape=list(op.results[0].type.shape), reads=shared)
+    _groups(program).append(group)
     return [result]
 
 
 @rule("warpgroup_mma_wait")
 def _warpgroup_mma_wait(program, op, operands):
+    if program.trace is not None:
+        retires = max(0, len(_groups(program)) - op.attrs["num_outstanding"])
+        program.trace.instant("warpgroup_mma_wait", "wgmma.wait", op, num_outstanding=op.attrs["num_outstanding"],
+                              retires=retires)
     _retire(program, op.attrs["num_outstanding"])
     return [v.value if isinstance(v, Pending) and v.value is not None else v for v in operands]
