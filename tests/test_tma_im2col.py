@@ -328,6 +328,39 @@ def test_lowering_assembles_with_the_im2col_instruction(target, block, boxes):
         assert re.search(r"add\.s32\s+%r\d+, %r\d+, 64;", ptx)
 
 
+@gluonkit.jit
+def order_kernel(desc, n, h, w, c, TAPS: gl.constexpr):
+    """Just the copy (and its barrier), for reading the instruction's operands."""
+    smem = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, desc.block_type.nbytes)
+    tma.async_load_im2col(desc, [n, h, w, c], TAPS, bar, smem)
+    mbarrier.wait(bar, 0)
+    mbarrier.invalidate(bar)
+
+
+# Triton 3.9 compiles the same copy (a Gluon kernel with a
+# tensordesc_im2col<fp16[64, 32],input_rank=4,...> argument, offsets [1, 2]) to
+#   @%p3 cp.async.bulk.tensor.4d.shared::cta.global.im2col.mbarrier::complete_tx::bytes
+#        [%r2], [%rd1, {%r3, %r4, %r5, %r6}], [%r1], {%rs1, %rs2};
+# with %r3..%r6 = c, w, h, n and %rs1, %rs2 = 2, 1: coordinates and offsets innermost first.
+# gluonkit's differs only in the destination's state space (.shared::cluster, docs/decisions.rst).
+@needs_ptxas
+def test_the_instruction_has_triton_39s_operands():
+    ty = ir.TensorDescIm2ColType((64, 32), ir.float16, gl.NVMMASharedLayout(64, 16, rank=2), 4)
+    ptx = order_kernel.compile(ty, "i32", "i32", "i32", "i32", TAPS=(1, 2)).asm["ptx"]
+    params = dict(re.findall(r"ld\.param\.b32\s+(%r\d+), \[order_kernel_param_(\d+)\];", ptx))
+    b16 = dict(re.findall(r"mov\.b16\s+(%rs\d+), (\d+);", ptx))
+    found = re.search(r"@%p\d+ cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col\.mbarrier::complete_tx::"
+                      r"bytes \[%r\d+\], \[%rd\d+, \{(%r\d+), (%r\d+), (%r\d+), (%r\d+)\}\], \[%r\d+\], "
+                      r"\{(%rs\d+), (%rs\d+)\};", ptx)
+    assert found, ptx
+    # parameters: 0 the map, 1-4 its shape, 5-8 its strides, then n, h, w, c as 9, 10, 11, 12
+    assert [params.get(r) for r in found.groups()[:4]] == ["12", "11", "10", "9"]
+    assert [b16.get(r) for r in found.groups()[4:]] == ["2", "1"]
+
+
 @needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("rank", [3, 5])
