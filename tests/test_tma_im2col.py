@@ -93,6 +93,49 @@ def conv_gather_kernel(desc, out_ptr, c0, OUT: gl.constexpr, STRIDE: gl.constexp
     mbarrier.invalidate(bar)
 
 
+@gluonkit.jit
+def _tap_loader(desc, bufs, ready, empty, n, h, w, TAP_W: gl.constexpr, NT: gl.constexpr, STAGES: gl.constexpr):
+    """Worker: one im2col load per filter tap (taps along W at runtime) through a ring of buffers."""
+    for t in range(NT):
+        stage = t % STAGES
+        mbarrier.wait(empty.index(stage), ((t // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(stage), desc.block_type.nbytes)
+        tma.async_load_im2col(desc, [n, h, w, 0], [0, t * TAP_W], ready.index(stage), bufs.index(stage))
+
+
+@gluonkit.jit
+def _tap_consumer(bufs, out_ptr, ready, empty, NT: gl.constexpr, STAGES: gl.constexpr):
+    P: gl.constexpr = bufs.shape[1]
+    C: gl.constexpr = bufs.shape[2]
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, P, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, C, layout=gl.SliceLayout(0, layout))
+    for t in range(NT):
+        stage = t % STAGES
+        mbarrier.wait(ready.index(stage), (t // STAGES) & 1)
+        x = bufs.index(stage).load(layout)
+        gl.thread_barrier()
+        mbarrier.arrive(empty.index(stage))
+        gl.store(out_ptr + rows[:, None] * (NT * C) + (t * C + cols)[None, :], x)
+
+
+@gluonkit.jit
+def warp_specialized_taps_kernel(desc, out_ptr, n, h, w, TAP_W: gl.constexpr, NT: gl.constexpr,
+                                 STAGES: gl.constexpr):
+    """A loader partition feeds one consumer the taps of a 1 x NT filter (a convolution's producer)."""
+    bufs = gl.allocate_shared_memory(desc.dtype, [STAGES, desc.block_shape[0], desc.block_shape[1]], desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    fence_async_shared()
+    gl.warp_specialize([
+        (_tap_consumer, (bufs, out_ptr, ready, empty, NT, STAGES)),
+        (_tap_loader, (desc, bufs, ready, empty, n, h, w, TAP_W, NT, STAGES)),
+    ], [1], [24])
+
+
 # --------------------------------------------------------------------------- helpers
 def _line(kernel, marker: str) -> int:
     lines, first = inspect.getsourcelines(kernel.fn)
@@ -235,6 +278,25 @@ def test_the_gluon_tutorial_loads(name, images, lower, upper, coord, taps, expec
     out = np.full((16, 32), np.nan, np.float32)
     _interpret(gather_kernel, (1,), _tutorial_desc(x, lower, upper), out, *coord, *taps, REG)
     np.testing.assert_array_equal(out, np.repeat(np.array(expected, np.float32)[:, None], 32, 1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_warp_specialized_loader_feeds_the_taps(seed):
+    rng = np.random.default_rng(50 + seed)
+    conv = ((6, 9), (1, 3), (0, 1), (1, 1), (1, 2), _out_extents((6, 9), (0, 1), (1, 1), (1, 2), (1, 3)))
+    x = rng.standard_normal((2, 6, 9, 32)).astype(np.float16)
+    desc = _im2col_desc(x, [32, 32], conv[2], conv[3], conv[4], conv[1])
+    out = np.full((32, 3 * 32), 7.0, np.float16)
+    _interpret(warp_specialized_taps_kernel, (1,), desc, out, 0, 0, -1, TAP_W=2, NT=3, STAGES=2, seed=seed)
+    expected = _reference(x.astype(np.float64), conv[2], conv[3], conv[4], conv[1], 0, 32, 32)
+    np.testing.assert_array_equal(out.astype(np.float64), expected)
+
+
+@needs_ptxas
+def test_a_warp_specialized_loader_assembles():
+    ty = ir.TensorDescIm2ColType((32, 32), ir.float16, _layout([32, 32]), 4)
+    c = warp_specialized_taps_kernel.compile(ty, "*fp16", "i32", "i32", "i32", TAP_W=2, NT=3, STAGES=2)
+    assert ".global.im2col.mbarrier::complete_tx::bytes" in c.asm["ptx"] and "cubin" in c.asm
 
 
 # Walks measured on an H100 (the interpreter agreed on every element): pixel (n, h, w) channel c of a
@@ -431,6 +493,9 @@ def test_the_ir_records_the_offsets_and_the_verifier_checks_them():
     assert str(ty).startswith("!tma_im2col<32x32xfloat16") and ty.rank == 3
     assert ty.flat_arg_types() == (ty, ir.int32, ir.int32, ir.int32, ir.int64, ir.int64, ir.int64)
     assert ty != ir.TensorDescType((32, 32), ir.float16, _layout([32, 32]))
+    assert (ty.max_offset, ir.TensorDescIm2ColType((32, 32), ir.float16, None, 5).max_offset) == (65535, 31)
+    with pytest.raises(ValueError, match="2-D block \\[pixels, channels\\] from a tensor of rank 3, 4 or 5"):
+        ir.TensorDescIm2ColType((32, 32), ir.float16, _layout([32, 32]), 2)
     k = KernelBuilder(args=[("d", ty), ("c", ir.int32), ("p", ir.int1)])
     d, c, p = k.args
     smem = k.value("local_alloc", [], ir.SharedMemoryDescType(ir.float16, (32, 32), _layout([32, 32]), (32, 32)))
@@ -571,6 +636,18 @@ def test_gpu_walks(name, shape, lower, upper, steps, coord, taps, pixels):
     gather_kernel[(1,)](_probe_desc(x, lower, upper, steps), out, *coord, *taps, REG)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.cpu().numpy(), _probe_expected(pixels, coord[-1]))
+
+
+def test_gpu_warp_specialized_loader_feeds_the_taps():
+    rng = np.random.default_rng(51)
+    conv = ((6, 9), (1, 3), (0, 1), (1, 1), (1, 2), _out_extents((6, 9), (0, 1), (1, 1), (1, 2), (1, 3)))
+    x = rng.standard_normal((2, 6, 9, 32)).astype(np.float16)
+    desc = _im2col_desc(x, [32, 32], conv[2], conv[3], conv[4], conv[1])
+    out = np.full((32, 3 * 32), 7.0, np.float16)
+    on_gpu = _gpu_launch(warp_specialized_taps_kernel, (1,), (desc, out, 0, 0, -1), dict(TAP_W=2, NT=3, STAGES=2),
+                         out)
+    expected = _reference(x.astype(np.float64), conv[2], conv[3], conv[4], conv[1], 0, 32, 32)
+    np.testing.assert_array_equal(on_gpu.astype(np.float64), expected)
 
 
 def test_gpu_wide_blocks_take_one_copy_per_swizzle_of_channels():

@@ -289,9 +289,21 @@ class TensorDescIm2ColType(TensorDescType):
 
     input_rank: int = 4
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.input_rank not in (3, 4, 5) or len(self.block_shape) != 2:
+            raise ValueError(f"TensorDescIm2ColType: im2col copies a 2-D block [pixels, channels] from a tensor "
+                             f"of rank 3, 4 or 5, got block {list(self.block_shape)} and rank {self.input_rank}")
+
     @property
     def rank(self) -> int:
         return self.input_rank
+
+    @property
+    def max_offset(self) -> int:
+        """The largest im2col offset a copy may take: PTX's offsets are unsigned, 16, 8 or 5 bits
+        wide for a tensor of rank 3, 4 or 5."""
+        return {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}[self.input_rank]
 
     def __str__(self) -> str:
         dims = "x".join(str(s) for s in self.block_shape)

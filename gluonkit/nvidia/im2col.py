@@ -4,13 +4,15 @@ A convolution written as an implicit GEMM reads, for each filter tap, a column o
 pixels: pixel ``m`` of an output tile is input pixel ``m`` of a sliding window.  TMA's
 im2col mode gathers such a column in one copy: for an N(D)HWC tensor it walks
 ``block_shape[0]`` pixels (*pixels per column*) through a *bounding box* in the spatial
-dimensions, W fastest, then H, then D, then the batch N, and copies ``block_shape[1]``
-channels (*channels per pixel*) of each into one row of shared memory.
+dimensions, W fastest, then H, then D, then the batch N (stepped by ``element_strides[0]``),
+and copies ``block_shape[1]`` channels (*channels per pixel*) of each into one row of
+shared memory.
 
 The bounding box of spatial dimension ``d`` (extent ``S``) spans the filter positions
 ``pixel_box_lower_corner[d]`` to ``S - 1 + pixel_box_upper_corner[d]`` (inclusive), stepped
 by ``element_strides[d + 1]`` (the convolution's stride); for a convolution with padding
-``p`` and a filter of ``R`` taps it is ``lower = -p`` and ``upper = p - (R - 1)``.  The
+``p`` and a filter of ``R`` taps of dilation ``δ`` it is ``lower = -p`` and
+``upper = p - (R - 1) δ``.  The
 kernel's ``tma.async_load_im2col(desc, coord, offsets, ...)`` gives the first filter
 position (``coord``, with the batch and first channel) and the filter tap (``offsets``), which
 shifts every pixel read; pixels outside the tensor read as zero (NaN with

@@ -33,8 +33,7 @@ __all__ = [
     "MAX_GLOBAL_STRIDE", "GLOBAL_ALIGNMENT", "PADDING_MODES",
     "tma_data_type", "tma_swizzle", "TiledParams", "driver_order", "check_global",
     "check_box", "encode_tiled",
-    "IM2COL_RANKS", "IM2COL_CORNER_RANGES", "IM2COL_OFFSET_LIMITS", "MAX_PIXELS_PER_COLUMN",
-    "MAX_CHANNELS_PER_PIXEL", "MAX_ELEMENT_STRIDE", "encode_im2col",
+    "IM2COL_RANKS", "IM2COL_CORNER_RANGES", "MAX_PIXELS_PER_COLUMN", "MAX_ELEMENT_STRIDE", "encode_im2col",
 ]
 
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
@@ -46,13 +45,11 @@ MAX_GLOBAL_STRIDE = 2**40  # bytes, exclusive
 GLOBAL_ALIGNMENT = 16  # bytes: the base address and every stride but the innermost
 
 # im2col mode (cuTensorMapEncodeIm2col): tensors of rank 3 (NWC), 4 (NHWC) or 5 (NDHWC).  The
-# pixel box corners are signed and the instruction's im2col offsets unsigned, both with a
-# width that shrinks as the rank grows (PTX ISA, "im2col mode").
+# pixel box corners are signed, with a width that shrinks as the rank grows (PTX ISA, "im2col
+# mode"); one copy moves at most 1024 pixels (its channels are a box row: MAX_BOX_DIM).
 IM2COL_RANKS = (3, 4, 5)
 IM2COL_CORNER_RANGES = {3: (-2**15, 2**15 - 1), 4: (-2**7, 2**7 - 1), 5: (-2**4, 2**4 - 1)}
-IM2COL_OFFSET_LIMITS = {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}
 MAX_PIXELS_PER_COLUMN = 1024
-MAX_CHANNELS_PER_PIXEL = 256
 MAX_ELEMENT_STRIDE = 8  # elementStrides (im2col: the traversal stride of each spatial dimension)
 
 # gluonkit dtype name -> CUtensorMapDataType member (after CU_TENSOR_MAP_DATA_TYPE_).

@@ -207,7 +207,8 @@ def _global_to_shared(program, op, operands):
     barrier = barrier_state(bar, op, operand=2)
     rank = len(tmap.shape)
     if tmap.im2col is not None:
-        box = im2col_box(tmap, tmap.im2col, ty.shape, _coords(operands[4:4 + rank]), operands[4 + rank:], op.loc)
+        box = im2col_box(tmap, tmap.im2col, ty.shape, _coords(operands[4:4 + rank]), operands[4 + rank:],
+                         op.operands[0].type.max_offset, op.loc)
     else:
         box = _box(tmap, ty.shape, _coords(operands[4:]))
     load = _Load(program, op, tmap, ref, ty, box, barrier)

@@ -37,10 +37,6 @@ from ..errors import InterpreterError
 
 __all__ = ["Im2ColMap", "im2col_box"]
 
-# The im2col offsets' largest value by tensor rank (PTX: unsigned, narrower as the rank grows).
-_OFFSET_LIMITS = {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}
-
-
 @dataclass(frozen=True)
 class Im2ColMap:
     """The im2col part of a descriptor: pixel box corners (spatial dimensions, Python order)
@@ -81,14 +77,14 @@ def _pixels(tmap, im2col: Im2ColMap, count: int, coords: Sequence[int], loc) -> 
 
 
 def im2col_box(tmap, im2col: Im2ColMap, block: Tuple[int, int], coords: Sequence[int], offsets: Sequence[int],
-               loc):
+               limit: int, loc):
     """(byte address per in-bounds element, in-bounds mask of the ``block``) of one im2col load.
 
     ``tmap`` is the descriptor's :class:`~.tma.TensorMap`; ``offsets`` are the instruction's
-    16-bit im2col offsets (as signed int16 values: their bits are what counts).
+    16-bit im2col offsets (as signed int16 values: their bits are what counts), each at
+    most ``limit`` (the descriptor type's ``max_offset``).
     """
     rank = len(tmap.shape)
-    limit = _OFFSET_LIMITS[rank]
     taps = [int(o) & 0xFFFF for o in offsets]
     for d, t in enumerate(taps):
         if t > limit:

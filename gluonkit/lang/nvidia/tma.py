@@ -49,16 +49,13 @@ from ..tensor import builtin, shape_args, tensor
 from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, removed
 
 __all__ = ["tensor_descriptor", "tensor_descriptor_type", "tensor_descriptor_im2col", "tensor_descriptor_im2col_type",
-           "block_type", "async_load", "async_load_im2col", "async_store", "store_wait", "descriptor_value",
+           "block_type", "async_load", "async_load_im2col", "async_store", "store_wait",
            "async_copy_global_to_shared", "async_copy_shared_to_global", "async_copy_global_to_shared_im2col"]
 
 
 block_type = BlockType  # Gluon's spelling of the descriptor's block type
 tensor_descriptor_type = TensorDescType  # the type of a tensor_descriptor (its IR type)
 tensor_descriptor_im2col_type = TensorDescIm2ColType  # the type of a tensor_descriptor_im2col
-
-# The im2col offsets' largest value by tensor rank (PTX: unsigned, narrower as the rank grows).
-_IM2COL_OFFSET_LIMITS = {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}
 
 
 class _descriptor_value:  # noqa: N801
@@ -182,7 +179,7 @@ def async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, 
 def _im2col_offsets(sem, desc: TensorDescIm2ColType, offsets) -> list:
     """The filter-tap offsets as int16 scalars (unsigned 16-bit patterns), one per spatial dimension."""
     offsets = list(shape_args((offsets,)))
-    rank, limit = desc.rank, _IM2COL_OFFSET_LIMITS[desc.rank]
+    rank, limit = desc.rank, desc.max_offset
     if len(offsets) != rank - 2:
         sem.error(f"async_load_im2col's offsets {offsets!r} must have {rank - 2} entries (one per spatial dimension "
                   f"of the rank-{rank} tensor)", ArgumentError)

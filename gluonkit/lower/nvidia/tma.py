@@ -41,6 +41,7 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType
 from ...ir.memdesc import view_to_offset
+from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..llvm_types import I8, I32
 from .mbarrier import elected_thread
@@ -55,14 +56,11 @@ def _asm(ctx: KernelLowering, text: str, constraints: List[str], operands: List[
     ctx.builder.asm(fn_type, text, ",".join(constraints + ["~{memory}"]), operands, side_effect=True)
 
 
-_MAX_BOX_DIM = 256  # the hardware box's largest extent in tiled mode (and for the layout's tile)
-
-
 def _box(desc: TensorDescType) -> List[int]:
     """The box one instruction moves: the layout's TMA box, or im2col's [all pixels, one swizzle of channels]."""
     block = list(desc.block_shape)
     if isinstance(desc, TensorDescIm2ColType):
-        return [block[0], desc.layout.tma_block_shape([min(block[0], _MAX_BOX_DIM), block[1]])[1]]
+        return [block[0], desc.layout.tma_block_shape([min(block[0], TMA_MAX_BOX_DIM), block[1]])[1]]
     return desc.layout.tma_block_shape(block)
 
 
