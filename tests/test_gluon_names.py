@@ -53,6 +53,7 @@ EXCEPTIONS = {
     ("language.nvidia.hopper", "warpgroup_mma_accumulator"): _MADE_BY_GLUONKIT,
     ("language.nvidia.hopper.tma", "tensor_descriptor"): _MADE_BY_GLUONKIT,
     ("language.nvidia.blackwell.tma", "tensor_descriptor"): _MADE_BY_GLUONKIT,
+    ("language.nvidia.hopper.tma", "tensor_descriptor_im2col"): _MADE_BY_GLUONKIT,
     ("language", "dtype"): "gluonkit's dtypes are the fixed instances gl.int32, gl.float16 …, not made by name",
     ("language", "dtype.is_dtype"): "a Triton-internal predicate on type names",
     ("language", "dtype.is_void"): "gluonkit has no void dtype (gl.void is a stub)",
@@ -65,6 +66,7 @@ EXCEPTIONS = {
     ("language", "shared_memory_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.blackwell.tma", "tensor_descriptor_type"): _IR_TYPE,
+    ("language.nvidia.hopper.tma", "tensor_descriptor_im2col_type"): _IR_TYPE,
     ("language.nvidia.ampere.mbarrier", "arrive"): "one mbarrier module for all: Hopper's arrive, which adds count=1",
     ("language.nvidia.rubin.mbarrier", "arrive"): "one mbarrier module for all: Hopper's arrive (no multicast_cta: "
                                                   "gluonkit launches no clusters)",

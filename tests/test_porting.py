@@ -219,8 +219,11 @@ def test_host_descriptor_has_gluons_mode_and_repr():
     d = TensorDescriptor(x, x.shape, [BLOCK[1], 1], BLOCK, _nvmma())
     assert d.mode == "tiled" and d.padding == "zero" and d.round_f32_to_tf32 is False
     assert repr(d).startswith(f"TensorDescriptor(shape={BLOCK}, strides=[64, 1], block_shape={BLOCK}")
-    with pytest.raises(UnsupportedFeatureError, match="TensorDescriptorIm2Col.from_tensor is not supported"):
-        TensorDescriptorIm2Col.from_tensor(x, BLOCK, _nvmma())
+    x4 = np.zeros((1, 8, 8, BLOCK[1]), np.float32)
+    d = TensorDescriptorIm2Col.from_tensor(x4, BLOCK, _nvmma(), pixel_box_lower_corner=[0, 0],
+                                           pixel_box_upper_corner=[0, 0])
+    assert d.mode == "im2col" and d.element_strides is None and d.pixel_box_lower_corner == (0, 0)
+    assert repr(d).startswith(f"TensorDescriptorIm2Col(shape=[1, 8, 8, {BLOCK[1]}]")
 
 
 # -------------------------------------------------- a Gluon 3.9 kernel, ported by its imports
@@ -348,10 +351,11 @@ def test_the_unbuilt_features_are_stubs_not_missing_names():
     stubs = {(rel, name) for rel, name, _ in STUBS}
     assert {("language.nvidia.blackwell", "tcgen05_mma"),
             ("language.nvidia.blackwell.tma", "async_gather"),
-            ("nvidia.hopper", "TensorDescriptorIm2Col"), ("language.nvidia.blackwell.clc", "try_cancel")} <= stubs
+            ("language.nvidia.blackwell.clc", "try_cancel")} <= stubs
     assert not {("language.nvidia.hopper.tma", "async_load"), ("language.nvidia.hopper.tma", "async_store"),
                 ("language.nvidia.hopper.tma", "store_wait"), ("language.nvidia.hopper.mbarrier", "allocate_mbarrier"),
                 ("language", "barrier"), ("language", "add"), ("nvidia.hopper", "TensorDescriptor"),
+                ("nvidia.hopper", "TensorDescriptorIm2Col"), ("language.nvidia.hopper.tma", "async_load_im2col"),
                 ("language.nvidia.hopper", "warpgroup_mma"), ("language", "atomic_add"),
                 ("language", "inline_asm_elementwise"), ("language", "warp_specialize"),
                 ("language", "associative_scan"), ("language.nvidia.ampere.async_copy", "async_load")} & stubs

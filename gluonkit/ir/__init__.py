@@ -9,7 +9,7 @@ from .diagnostics import CompilationError, Location, UNKNOWN_LOCATION
 from .ops import OPS, OpDef, op_def
 from .printer import print_function
 from .types import (
-    ALL_DTYPES, BlockType, DType, PointerType, SharedMemoryDescType, TensorDescType, TensorType, bfloat16, dtype_from_name,
+    ALL_DTYPES, BlockType, DType, PointerType, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType, TensorType, bfloat16, dtype_from_name,
     element_type,
     float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64,
     is_tensor, layout_of, shape_of, uint8, uint16, uint32, uint64,

@@ -183,10 +183,12 @@ _CATALOGUE = [
           "Waits until at most num_outstanding asynchronous warpgroup_mma groups are in flight; returns "
           "its deps (accumulators and the buffers they read) as values that are safe to use."),
     # -- TMA ---------------------------------------------------------------------------------
-    OpDef("async_tma_copy_global_to_shared", "desc, result, bar, pred, coord…", (), "", "none",
+    OpDef("async_tma_copy_global_to_shared", "desc, result, bar, pred, coord… [, offset…]", (), "", "none",
           "Where pred holds, starts copying the block of desc at element coordinates coord (int32, one per "
           "dimension) into the shared view result; out-of-bounds elements read as zero (NaN with padding "
-          "'nan'); on arrival its bytes complete transactions on the mbarrier bar."),
+          "'nan'); on arrival its bytes complete transactions on the mbarrier bar.  With an im2col desc, "
+          "coord is the first filter position and the int16 offsets (one per spatial dimension) the filter "
+          "tap: the block gathers pixels, one per row."),
     OpDef("async_tma_copy_shared_to_global", "desc, src, coord…", (), "", "none",
           "Starts copying the shared view src to the block of desc at coord (one bulk group); elements "
           "outside the tensor are not written. src must not change until a store_wait retires the group."),

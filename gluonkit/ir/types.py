@@ -5,7 +5,8 @@ Every IR value has one of these types.  Scalars are typed by a :class:`DType` or
 shape, element type and layout (an ``AutoLayout`` until inference resolves it); views of
 shared memory by a :class:`SharedMemoryDescType` (shape, element type, shared layout and
 the shape of the buffer the layout describes); TMA tensor descriptors (kernel arguments)
-by a :class:`TensorDescType` (the block one copy moves and its shared layout).
+by a :class:`TensorDescType` (the block one copy moves and its shared layout), or by its
+subclass :class:`TensorDescIm2ColType` for descriptors in im2col mode (convolutions).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 __all__ = [
-    "DType", "BlockType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType", "Type", "ScalarType",
+    "DType", "BlockType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType",
+    "TensorDescIm2ColType", "Type", "ScalarType",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
     "ALL_DTYPES", "dtype_from_name", "element_type", "shape_of", "layout_of", "is_tensor",
@@ -269,6 +271,43 @@ class TensorDescType:
     def __str__(self) -> str:
         dims = "x".join(str(s) for s in self.block_shape)
         return f"!tma<{dims}x{self.element}, {self.layout!r}>"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class TensorDescIm2ColType(TensorDescType):
+    """A TMA descriptor in im2col mode: the compile-time part of a host ``TensorDescriptorIm2Col``.
+
+    The block is 2-D, ``[pixels, channels]``: one copy gathers ``pixels`` pixels of an
+    N(D)HWC tensor of rank ``input_rank`` (3 to 5) and ``channels`` channels of each.  Its
+    :attr:`rank` is the tensor's, so the kernel takes ``input_rank`` shape and stride
+    parameters and a copy takes ``input_rank`` coordinates (plus ``input_rank - 2`` im2col
+    offsets).  It is a :class:`TensorDescType`, so it travels wherever descriptors do
+    (kernel parameters, warp-specialize captures); ops of one mode check the class.
+    """
+
+    input_rank: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.input_rank not in (3, 4, 5) or len(self.block_shape) != 2:
+            raise ValueError(f"TensorDescIm2ColType: im2col copies a 2-D block [pixels, channels] from a tensor "
+                             f"of rank 3, 4 or 5, got block {list(self.block_shape)} and rank {self.input_rank}")
+
+    @property
+    def rank(self) -> int:
+        return self.input_rank
+
+    @property
+    def max_offset(self) -> int:
+        """The largest im2col offset a copy may take: PTX's offsets are unsigned, 16, 8 or 5 bits
+        wide for a tensor of rank 3, 4 or 5."""
+        return {3: 2**16 - 1, 4: 2**8 - 1, 5: 2**5 - 1}[self.input_rank]
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.block_shape)
+        return f"!tma_im2col<{dims}x{self.element}, {self.layout!r}, rank {self.input_rank}>"
 
     __repr__ = __str__
 

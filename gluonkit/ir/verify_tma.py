@@ -3,14 +3,17 @@
 Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
 module).  A copy moves exactly one block of its descriptor, so the shared view must be a
 whole tile with the descriptor's block shape, element type and layout (the layout TMA
-writes, as Gluon asserts); coordinates are one int32 scalar per dimension.
+writes, as Gluon asserts); coordinates are one int32 scalar per dimension.  A load through
+an im2col descriptor (:class:`~.types.TensorDescIm2ColType`) takes one coordinate per
+dimension of the tensor and then one int16 im2col offset per spatial dimension; stores have
+no im2col mode.
 """
 
 from __future__ import annotations
 
 from .core import Operation
 from .diagnostics import CompilationError
-from .types import DType, SharedMemoryDescType, TensorDescType, int1, int32
+from .types import DType, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType, int1, int16, int32
 from .verify_shared import _barrier
 from .verifier import rule
 
@@ -37,11 +40,17 @@ def _check(op: Operation, n_fixed: int, smem_index: int) -> None:
     if smem.layout != desc.layout:
         _fail(op, f"the shared view's layout {smem.layout!r} must be the descriptor's layout {desc.layout!r}")
     coords = op.operands[n_fixed:]
-    if len(coords) != desc.rank:
-        _fail(op, f"expects {desc.rank} coordinates (one per dimension of the block), got {len(coords)}")
-    for c in coords:
+    im2col = isinstance(desc, TensorDescIm2ColType)
+    taps = desc.rank - 2 if im2col else 0
+    if len(coords) != desc.rank + taps:
+        what = f" and {taps} im2col offsets" if im2col else " (one per dimension of the block)"
+        _fail(op, f"expects {desc.rank} coordinates{what}, got {len(coords)} operands after the fixed ones")
+    for c in coords[:desc.rank]:
         if c.type != int32:
             _fail(op, f"coordinates must be int32 scalars, got {c.type}")
+    for c in coords[desc.rank:]:
+        if c.type != int16:
+            _fail(op, f"im2col offsets must be int16 scalars, got {c.type}")
 
 
 @rule("async_tma_copy_global_to_shared")
@@ -55,6 +64,8 @@ def _global_to_shared(op):
 
 @rule("async_tma_copy_shared_to_global")
 def _shared_to_global(op):
+    if op.operands and isinstance(op.operands[0].type, TensorDescIm2ColType):
+        _fail(op, "TMA stores take a tiled descriptor, not an im2col one")
     _check(op, 2, 1)
 
 

@@ -17,7 +17,7 @@ from ..ir.diagnostics import Location
 from ..ir.types import DType, PointerType, TensorDescType
 from .constexpr import constexpr
 from .errors import ArgumentError
-from .nvidia.tma import tensor_descriptor
+from .nvidia.tma import descriptor_value
 from .tensor import tensor
 
 __all__ = ["flatten_params", "param_values", "leaf_names"]
@@ -72,7 +72,7 @@ def _value(name, ty, args, sem, specialization):
     arg = next(args)
     if isinstance(ty, TensorDescType):
         shape = [tensor(next(args)) for _ in range(ty.rank)]
-        return tensor_descriptor(arg, shape, [tensor(next(args)) for _ in range(ty.rank)])
+        return descriptor_value(arg, shape, [tensor(next(args)) for _ in range(ty.rank)])
     value = tensor(arg)
     divisibility = specialization.get(name, {}).get("divisibility")
     if divisibility:

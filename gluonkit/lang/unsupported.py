@@ -34,7 +34,6 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
     "clc": ("Blackwell cluster launch control", 12),
     "tma_gather": ("TMA gather and scatter", 12),
-    "tma_im2col": ("TMA im2col copies", 10),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
     "atomics": ("atomic memory operations", 10),
@@ -207,9 +206,6 @@ TMA = {  # gluonkit.language.nvidia.hopper.tma
     "async_atomic_min": ("fn", "tma_reduce"),
     "async_atomic_or": ("fn", "tma_reduce"),
     "async_atomic_xor": ("fn", "tma_reduce"),
-    "async_load_im2col": ("fn", "tma_im2col"),
-    "tensor_descriptor_im2col": ("class", "tma_im2col"),
-    "tensor_descriptor_im2col_type": ("class", "tma_im2col"),
     "make_tensor_descriptor": ("fn", "device_descriptors"),
 }
 
@@ -256,8 +252,4 @@ FPSAN = {  # gluonkit.language.fpsan
 
 EXTRA = {  # gluonkit.language.extra
     "libdevice": ("module", "libdevice"),
-}
-
-HOST_HOPPER = {  # gluonkit.nvidia.hopper
-    "TensorDescriptorIm2Col": ("class", "tma_im2col"),
 }

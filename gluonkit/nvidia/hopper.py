@@ -14,26 +14,27 @@ a ``CUDA_ERROR_INVALID_VALUE`` at launch.  Its base may be a torch CUDA tensor o
 array (for compiled kernels) or a numpy array or torch CPU tensor (for the interpreter,
 ``GLUONKIT_INTERPRET=1``).  The 128-byte ``CUtensorMap`` is encoded only when a compiled
 kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).  The constructor and
-``from_tensor`` take Gluon 3.9's parameters, with its defaults; ``TensorDescriptorIm2Col``
-(im2col mode) is not supported yet and raises
-:class:`~gluonkit.lang.unsupported.UnsupportedFeatureError`.
+``from_tensor`` take Gluon 3.9's parameters, with its defaults.  :class:`TensorDescriptorIm2Col`
+(:mod:`gluonkit.nvidia.im2col`) is the im2col-mode descriptor that convolution kernels
+gather pixels through.
 """
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Optional, Sequence
 
 from gluonkit import ir
 from gluonkit.layouts.linear import is_power_of_two
-from gluonkit.lang.unsupported import HOST_HOPPER, install
 from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
 from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
+from .arrays import address_of, element_strides, int_tuple
+from .im2col import TensorDescriptorIm2Col
+
 BlockType = ir.BlockType  # re-exported: what desc.block_type answers
 
-__all__ = ["TensorDescriptor", "BlockType", "MAX_BLOCK_NUMEL"]  # + TensorDescriptorIm2Col, a stub (below)
+__all__ = ["TensorDescriptor", "TensorDescriptorIm2Col", "BlockType", "MAX_BLOCK_NUMEL"]
 
 MAX_BLOCK_NUMEL = 2**20  # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL); blocks obey it too
 
@@ -64,12 +65,12 @@ class TensorDescriptor:
             raise TypeError(f"TensorDescriptor: parameter 'layout' must be an NVMMASharedLayout (the "
                             f"layout TMA writes), got {type(layout).__name__}; use "
                             "NVMMASharedLayout.get_default_for(block_shape, dtype)")
-        self._address, self._is_cuda = _address_of(base)
+        self._address, self._is_cuda = address_of(base)
         self._base = base
         self._dtype = dtype_of(base, "base")
-        self._shape = _int_tuple(shape, "shape")
-        self._strides = _int_tuple(strides, "strides")
-        self._block_shape = _int_tuple(block_shape, "block_shape")
+        self._shape = int_tuple(shape, "shape")
+        self._strides = int_tuple(strides, "strides")
+        self._block_shape = int_tuple(block_shape, "block_shape")
         self._layout = layout
         self._padding = padding
         self._round_f32_to_tf32 = bool(round_f32_to_tf32)
@@ -92,7 +93,7 @@ class TensorDescriptor:
                     padding: str = "zero", round_f32_to_tf32: bool = False) -> "TensorDescriptor":
         """Describe all of ``tensor`` (its own shape and strides), copied in ``block_shape`` tiles."""
         itemsize = dtype_of(tensor, "tensor").itemsize
-        return TensorDescriptor(tensor, tuple(tensor.shape), _element_strides(tensor, itemsize),
+        return TensorDescriptor(tensor, tuple(tensor.shape), element_strides(tensor, itemsize),
                                 block_shape, layout, padding, round_f32_to_tf32)
 
     def _check(self) -> tuple[int, ...]:
@@ -190,6 +191,11 @@ class TensorDescriptor:
         return self._box_shape
 
     @property
+    def arg_type(self) -> ir.TensorDescType:
+        """The IR type of this descriptor as a kernel argument (what a launch specializes on)."""
+        return ir.TensorDescType(self._block_shape, self._dtype, self._layout)
+
+    @property
     def address(self) -> int:
         """The address of the described region's first element (device or host memory)."""
         return self._address
@@ -221,49 +227,4 @@ _CHECKED: dict = {}
 _CHECKED_LIMIT = 1024
 
 
-def _int_tuple(values: Sequence[int], param: str) -> tuple[int, ...]:
-    try:
-        return tuple(operator.index(v) for v in values)
-    except TypeError:
-        raise TypeError(f"TensorDescriptor: parameter {param!r} must be a sequence of ints, "
-                        f"got {values!r}") from None
-
-
-def _address_of(base: Any) -> tuple[int, bool]:
-    """``(address, is_cuda)`` of a torch tensor, a CUDA array interface object or a numpy array."""
-    if hasattr(base, "data_ptr") and hasattr(base, "is_cuda"):  # torch, CPU or CUDA
-        return int(base.data_ptr()), bool(base.is_cuda)
-    cai = getattr(base, "__cuda_array_interface__", None)
-    if cai is not None:  # CuPy, Numba
-        return int(cai["data"][0] or 0), True
-    host = getattr(base, "__array_interface__", None)
-    if host is not None:  # numpy
-        return int(host["data"][0] or 0), False
-    raise TypeError(f"TensorDescriptor: parameter 'base' must be a torch tensor, a CuPy array or a "
-                    f"numpy array, got {type(base).__name__}")
-
-
-def _element_strides(tensor: Any, itemsize: int) -> tuple[int, ...]:
-    """A tensor's strides in elements: torch's ``stride()``, or numpy/CuPy byte ``strides``."""
-    if callable(getattr(tensor, "stride", None)):
-        return tuple(tensor.stride())
-    byte_strides = getattr(tensor, "strides", None)
-    if byte_strides is None:  # a bare __cuda_array_interface__ object: None means C-contiguous
-        byte_strides = tensor.__cuda_array_interface__.get("strides")
-    if byte_strides is None:
-        strides, step = [], 1
-        for extent in reversed(tuple(tensor.shape)):
-            strides.append(step)
-            step *= extent
-        return tuple(reversed(strides))
-    for s in byte_strides:
-        if s % itemsize:
-            raise ValueError(f"TensorDescriptor: parameter 'tensor' has a byte stride of {s}, not a "
-                             f"multiple of its {itemsize}-byte elements (strides {list(byte_strides)})")
-    return tuple(s // itemsize for s in byte_strides)
-
-
 register_descriptor_class(TensorDescriptor)
-
-# Gluon 3.9's im2col descriptor (convolutions): not built yet, a stub that says so.
-__all__ += install(globals(), HOST_HOPPER)

@@ -6,8 +6,9 @@ Typing follows Triton: ``bool`` -> ``int1``; ``int`` -> ``int32`` if it fits, el
 torch tensors (``data_ptr()`` and ``device``), objects with ``__cuda_array_interface__``
 (CuPy, Numba) and DLPack producers (``__dlpack__`` + ``__dlpack_device__``).  A raw ``int``
 is accepted where the signature has a pointer: it is taken as a device address.  A host
-:class:`gluonkit.nvidia.hopper.TensorDescriptor` is typed ``TensorDescType(block_shape,
-dtype, layout)`` and packs, like Triton's, as its 128-byte tensor map (64-byte aligned)
+:class:`gluonkit.nvidia.hopper.TensorDescriptor` is typed by its ``arg_type``
+(``TensorDescType(block_shape, dtype, layout)``; a ``TensorDescriptorIm2Col``'s is a
+``TensorDescIm2ColType``, which also records the tensor's rank) and packs, like Triton's, as its 128-byte tensor map (64-byte aligned)
 followed by its shape (int32 each) and strides (int64 each).
 
 Packing is split for speed: :class:`ArgPacker` is built once per signature and holds one
@@ -145,7 +146,7 @@ def ir_type_of(value, param: str = "?"):
     if isinstance(value, numbers.Real):
         return ir.float32
     if _is_tensor_descriptor(value):
-        return ir.TensorDescType(value.block_shape, value.dtype, value.layout)
+        return value.arg_type
     if _is_array_like(value):
         return ir.PointerType(dtype_of(value, param))
     raise TypeError(f"parameter {param!r}: expected an int, float, bool or a device array "

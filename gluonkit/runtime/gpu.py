@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..ir import PointerType, TensorDescType
 from ..lang.constexpr import constexpr
 from ..lower.compiler import CompiledKernel, compile_function, dump_stages
-from ..nvidia.hopper import TensorDescriptor
+from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
@@ -134,8 +134,8 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
         return None, None
     if kind is tuple:  # a tuple argument: its elements' signatures, compile-time elements by value
         return (tuple,) + tuple(signature_of(v) or ("constexpr", _constexpr_key(v)) for v in value), None
-    if kind is TensorDescriptor:  # typed by its block; the kernel takes (map, *shape, *strides)
-        signature = (kind, value.block_shape, value.dtype, value.layout, value.is_cuda)
+    if kind is TensorDescriptor or kind is TensorDescriptorIm2Col:  # the kernel takes (map, *shape, *strides)
+        signature = (kind, value.block_shape, value.dtype, value.layout, value.is_cuda, len(value.shape))
         if not value.is_cuda or max(value.shape) >= 2**31:
             return signature, None  # the packer's conversion says what is wrong
         return signature, (value.kernel_arg_bytes(), *value.shape, *value.strides)

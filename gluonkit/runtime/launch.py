@@ -43,7 +43,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from ..interpret import Memory, run_grid
-from ..interpret.nvidia.tma import TensorMap
+from ..interpret.nvidia.tma import Im2ColMap, TensorMap
 from ..interpret.trace import active_trace
 from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
@@ -52,7 +52,7 @@ from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.infer.solve import infer_layouts
-from ..nvidia.hopper import TensorDescriptor
+from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
 from .gpu import launch_on_gpu, signature_and_raw
@@ -272,7 +272,7 @@ def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
     """(IR type, interpreter value) of one runtime argument; arrays are registered in memory."""
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         value = value.item()  # numpy scalars type like the Python numbers they hold
-    if isinstance(value, TensorDescriptor):
+    if isinstance(value, (TensorDescriptor, TensorDescriptorIm2Col)):
         return ir_type_of(value, name), _tensor_map(kernel, name, value, memory)
     array = _as_numpy(kernel, name, value)
     try:
@@ -287,7 +287,7 @@ def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
         raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}': {e}", kernel.def_location()) from None
 
 
-def _tensor_map(kernel: JITFunction, name: str, desc: TensorDescriptor, memory: Memory) -> TensorMap:
+def _tensor_map(kernel: JITFunction, name: str, desc, memory: Memory) -> TensorMap:
     """The interpreter's view of a host descriptor: its base registered in ``memory``."""
     array = _as_numpy(kernel, name, desc.base)
     if array is None:
@@ -298,7 +298,10 @@ def _tensor_map(kernel: JITFunction, name: str, desc: TensorDescriptor, memory: 
         origin = memory.register(array, f"the base of descriptor '{name}'")
     except ValueError as e:
         raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}': {e}", kernel.def_location()) from None
-    return TensorMap(origin, desc.shape, desc.strides, desc.dtype, desc.padding)
+    im2col = None
+    if isinstance(desc, TensorDescriptorIm2Col):
+        im2col = Im2ColMap(desc.pixel_box_lower_corner, desc.pixel_box_upper_corner, desc.traversal_strides)
+    return TensorMap(origin, desc.shape, desc.strides, desc.dtype, desc.padding, im2col)
 
 
 def _as_numpy(kernel: JITFunction, name: str, value):

@@ -2,7 +2,7 @@
 
 A TMA copy (``cp.async.bulk.tensor``) does not take pointers: it takes a 128-byte
 *tensor map* (``CUtensorMap``) that the host encodes with the driver's
-``cuTensorMapEncodeTiled`` and passes to the kernel by value, as a
+``cuTensorMapEncodeTiled`` (or ``cuTensorMapEncodeIm2col``, :func:`encode_im2col`) and passes to the kernel by value, as a
 ``.param .align 64 .b8 desc[128]`` grid-constant parameter.  The map records the global
 tensor (address, extents, byte strides, element type), the *box* one copy moves, the
 shared-memory swizzle, the L2 promotion and how out-of-bounds elements are filled.
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_GLOBAL_STRIDE", "GLOBAL_ALIGNMENT", "PADDING_MODES",
     "tma_data_type", "tma_swizzle", "TiledParams", "driver_order", "check_global",
     "check_box", "encode_tiled",
+    "IM2COL_RANKS", "IM2COL_CORNER_RANGES", "MAX_PIXELS_PER_COLUMN", "MAX_ELEMENT_STRIDE", "encode_im2col",
 ]
 
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
@@ -42,6 +43,14 @@ MAX_BOX_DIM = 256  # elements along any box dimension
 MAX_GLOBAL_DIM = 2**32  # elements along any global dimension
 MAX_GLOBAL_STRIDE = 2**40  # bytes, exclusive
 GLOBAL_ALIGNMENT = 16  # bytes: the base address and every stride but the innermost
+
+# im2col mode (cuTensorMapEncodeIm2col): tensors of rank 3 (NWC), 4 (NHWC) or 5 (NDHWC).  The
+# pixel box corners are signed, with a width that shrinks as the rank grows (PTX ISA, "im2col
+# mode"); one copy moves at most 1024 pixels (its channels are a box row: MAX_BOX_DIM).
+IM2COL_RANKS = (3, 4, 5)
+IM2COL_CORNER_RANGES = {3: (-2**15, 2**15 - 1), 4: (-2**7, 2**7 - 1), 5: (-2**4, 2**4 - 1)}
+MAX_PIXELS_PER_COLUMN = 1024
+MAX_ELEMENT_STRIDE = 8  # elementStrides (im2col: the traversal stride of each spatial dimension)
 
 # gluonkit dtype name -> CUtensorMapDataType member (after CU_TENSOR_MAP_DATA_TYPE_).
 # TMA only moves bits, so every 8-bit type (int8, fp8) is UINT8 and int16 is UINT16; the
@@ -229,4 +238,65 @@ def _encode(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tu
             f"data type {data_type}, address {address:#x}, global_dim {list(params.global_dim)}, "
             f"global_strides (bytes) {list(params.global_strides)}, box_dim {list(params.box_dim)}, "
             f"swizzle {swizzle}, fill {fill} (arrays innermost dimension first)")
+    return ctypes.string_at(result[1].getPtr(), TENSOR_MAP_BYTES)
+
+
+def encode_im2col(descriptor) -> bytes:
+    """Encode ``descriptor`` with ``cuTensorMapEncodeIm2col``; return the 128-byte ``CUtensorMap``.
+
+    ``descriptor`` is a :class:`gluonkit.nvidia.hopper.TensorDescriptorIm2Col` (already
+    checked) whose base lives on the GPU.  Its ``box_shape`` is ``[pixelsPerColumn,
+    channelsPerPixel]``; the corners and element strides go to the driver innermost first,
+    like the dimensions.  Encodings are cached like :func:`encode_tiled`'s.
+    """
+    if not descriptor.is_cuda:
+        raise ValueError("base: the descriptor describes a host array (numpy or a CPU torch tensor); "
+                         "only the interpreter (GLUONKIT_INTERPRET=1) can use it. Move the tensor to "
+                         "the GPU to launch a compiled kernel")
+    return _encode_im2col(descriptor.address, descriptor.dtype, descriptor.shape, descriptor.strides,
+                          descriptor.box_shape, descriptor.layout.swizzle_byte_width, descriptor.padding,
+                          descriptor.round_f32_to_tf32, descriptor.traversal_strides,
+                          descriptor.pixel_box_lower_corner, descriptor.pixel_box_upper_corner)
+
+
+@functools.lru_cache(maxsize=1024)
+def _encode_im2col(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tuple, swizzle_byte_width: int,
+                   padding: str, round_f32_to_tf32: bool, element_strides: tuple, lower: tuple,
+                   upper: tuple) -> bytes:
+    import ctypes
+
+    from . import driver
+
+    rank = len(shape)
+    params = driver_order(shape, strides, (1,) * rank, dtype.itemsize)
+    data_type = tma_data_type(dtype, round_f32_to_tf32)
+    swizzle = tma_swizzle(swizzle_byte_width)
+    fill = _FILLS[padding]
+    pixels, channels = box
+    driver.ensure_context()
+    cu = driver._cu
+    result = cu.cuTensorMapEncodeIm2col(
+        getattr(cu.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + data_type),
+        rank,
+        address,
+        [cu.cuuint64_t(x) for x in params.global_dim],
+        [cu.cuuint64_t(x) for x in params.global_strides],
+        list(reversed(lower)),
+        list(reversed(upper)),
+        channels,
+        pixels,
+        [cu.cuuint32_t(x) for x in reversed(element_strides)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + swizzle),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        getattr(cu.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + fill),
+    )
+    if result[0] != cu.CUresult.CUDA_SUCCESS:
+        raise driver.CudaError(
+            "cuTensorMapEncodeIm2col", result[0],
+            f"data type {data_type}, address {address:#x}, global_dim {list(params.global_dim)}, "
+            f"global_strides (bytes) {list(params.global_strides)}, pixel box lower corner {list(reversed(lower))}, "
+            f"upper corner {list(reversed(upper))}, channels per pixel {channels}, pixels per column {pixels}, "
+            f"element strides {list(reversed(element_strides))}, swizzle {swizzle}, fill {fill} (arrays innermost "
+            "dimension first)")
     return ctypes.string_at(result[1].getPtr(), TENSOR_MAP_BYTES)

@@ -4,7 +4,9 @@ A descriptor's runtime value is a :class:`TensorMap` (what the host ``TensorDesc
 encodes: where element 0 of the global tensor is in :class:`~.memory.Memory`, its extents
 and element strides, the out-of-bounds fill).  Copies move one block whose coordinates
 start at ``coord``; elements outside ``[0, shape)`` read as zero (NaN with
-``padding="nan"``) and are not written by stores, as the hardware does.
+``padding="nan"``) and are not written by stores, as the hardware does.  A descriptor in
+im2col mode carries an :class:`~.tma_im2col.Im2ColMap`; its loads gather pixels
+(:func:`~.tma_im2col.im2col_box`) and are otherwise loads like the others.
 
 Copies complete asynchronously, at points a seeded scheduler chooses
 (``GLUONKIT_INTERPRET_SEED``, default 0, mixed with the program id): before any later op
@@ -37,7 +39,7 @@ import os
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, List, Tuple
+from typing import Deque, List, Optional, Tuple
 
 import numpy as np
 
@@ -49,8 +51,9 @@ from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
 from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
 from ..trace import view_name
+from .tma_im2col import Im2ColMap, im2col_box
 
-__all__ = ["TensorMap"]
+__all__ = ["TensorMap", "Im2ColMap"]
 
 _COMPLETE_PROBABILITY = 0.25
 
@@ -58,13 +61,15 @@ _COMPLETE_PROBABILITY = 0.25
 @dataclass(frozen=True)
 class TensorMap:
     """A descriptor in the interpreter: ``shape`` elements of ``element`` at ``origin`` (element 0's
-    address), ``strides`` in elements (Python order), out-of-bounds ``padding`` ``"zero"`` or ``"nan"``."""
+    address), ``strides`` in elements (Python order), out-of-bounds ``padding`` ``"zero"`` or ``"nan"``;
+    ``im2col`` for a descriptor in im2col mode."""
 
     origin: int
     shape: Tuple[int, ...]
     strides: Tuple[int, ...]
     element: DType
     padding: str = "zero"
+    im2col: Optional[Im2ColMap] = None
 
 
 def _box(tmap: TensorMap, block: Tuple[int, ...], coords: List[int]):
@@ -102,9 +107,9 @@ def _tma(program) -> _State:
 class _Load:
     """One global-to-shared copy: lands (writes the buffer, completes bytes), then is released by a wait."""
 
-    def __init__(self, program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, coords, barrier):
+    def __init__(self, program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, box, barrier):
         self.program, self.op, self.loc = program, op, op.loc
-        self.tmap, self.ref, self.ty, self.coords, self.barrier = tmap, ref, ty, coords, barrier
+        self.tmap, self.ref, self.ty, self.box, self.barrier = tmap, ref, ty, box, barrier
         self.what = f"the TMA load issued at line {op.loc.line}"
         self.landed = False
         self.issued_in = -1  # the barrier phase its bytes count towards (mbarrier.issue_tx)
@@ -113,7 +118,7 @@ class _Load:
         self.span = None  # its span on a trace, while recording one
 
     def land(self) -> None:
-        addresses, inside = _box(self.tmap, self.ty.shape, self.coords)
+        addresses, inside = self.box
         dtype = numpy_dtype(self.ty.element)
         fill = np.nan if self.tmap.padding == "nan" else 0
         values = np.full(self.ty.shape, fill, dtype=dtype)
@@ -209,7 +214,13 @@ def _global_to_shared(program, op, operands):
         return []
     ty = op.operands[1].type
     barrier = barrier_state(bar, op, operand=2)
-    load = _Load(program, op, tmap, ref, ty, _coords(operands[4:]), barrier)
+    rank = len(tmap.shape)
+    if tmap.im2col is not None:
+        box = im2col_box(tmap, tmap.im2col, ty.shape, _coords(operands[4:4 + rank]), operands[4 + rank:],
+                         op.operands[0].type.max_offset, op.loc)
+    else:
+        box = _box(tmap, ty.shape, _coords(operands[4:]))
+    load = _Load(program, op, tmap, ref, ty, box, barrier)
     mask = load.writer.mask
     for other in ref.buffer.async_reads:
         if (other.mask & mask).any():

@@ -22,32 +22,44 @@
   are incomplete, their writes included (``cp.async.bulk.wait_group``), which a kernel
   needs before it tells another CTA or device that the data is in global memory.
 
-The Triton 3.6 names ``async_copy_global_to_shared`` / ``async_copy_shared_to_global`` are
-errors that name their replacements, as in Gluon 3.9.  ``multicast=True`` (clusters) and a
-``cache_policy`` are not supported yet; the im2col, gather/scatter and reduction copies are
-stubs (:mod:`gluonkit.lang.unsupported`).
+* :class:`tensor_descriptor_im2col`, the kernel-side view of a host
+  :class:`gluonkit.nvidia.hopper.TensorDescriptorIm2Col` (the same attributes; ``shape``
+  and ``strides`` have one entry per dimension of the N(D)HWC tensor, the block is
+  ``[pixels, channels]``);
+* ``async_load_im2col(desc, coord, offsets, barrier, result, pred=True, multicast=False,
+  cache_policy=None)``: gather ``block_shape[0]`` pixels starting at filter position
+  ``coord`` (``[n, (d,) h, w, c]``) shifted by the filter tap ``offsets`` (``[(d,) h, w]``,
+  unsigned 16-bit: compile-time ints or integer scalars) into ``result``, completing on
+  ``barrier`` like ``async_load`` (see :mod:`gluonkit.nvidia.im2col` for which pixels).
+
+The Triton 3.6 names ``async_copy_global_to_shared`` / ``async_copy_shared_to_global`` /
+``async_copy_global_to_shared_im2col`` are errors that name their replacements, as in
+Gluon 3.9.  ``multicast=True`` (clusters) and a ``cache_policy`` are not supported yet;
+the gather/scatter and reduction copies are stubs (:mod:`gluonkit.lang.unsupported`).
 """
 
 from __future__ import annotations
 
 from typing import Sequence, Tuple
 
-from ...ir.types import BlockType, DType, SharedMemoryDescType, TensorDescType, int32
+from ...ir.types import BlockType, DType, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType, int16, int32
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from ..tensor import builtin, shape_args, tensor
 from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, removed
 
-__all__ = ["tensor_descriptor", "tensor_descriptor_type", "block_type", "async_load", "async_store", "store_wait",
+__all__ = ["tensor_descriptor", "tensor_descriptor_type", "tensor_descriptor_im2col", "tensor_descriptor_im2col_type",
+           "block_type", "async_load", "async_load_im2col", "async_store", "store_wait",
            "async_copy_global_to_shared", "async_copy_shared_to_global", "async_copy_global_to_shared_im2col"]
 
 
 block_type = BlockType  # Gluon's spelling of the descriptor's block type
 tensor_descriptor_type = TensorDescType  # the type of a tensor_descriptor (its IR type)
+tensor_descriptor_im2col_type = TensorDescIm2ColType  # the type of a tensor_descriptor_im2col
 
 
-class tensor_descriptor:  # noqa: N801 - Gluon's spelling
-    """A TMA descriptor argument in a kernel: its IR value and its runtime shape and strides."""
+class _descriptor_value:  # noqa: N801
+    """What both descriptor arguments are in a kernel: an IR value plus runtime shape and strides."""
 
     __slots__ = ("handle", "shape", "strides")
 
@@ -77,10 +89,31 @@ class tensor_descriptor:  # noqa: N801 - Gluon's spelling
         return self.type.layout
 
     def __repr__(self) -> str:
-        return f"tensor_descriptor({self.type})"
+        return f"{type(self).__name__}({self.type})"
+
+
+class tensor_descriptor(_descriptor_value):  # noqa: N801 - Gluon's spelling
+    """A tiled TMA descriptor argument (a host ``TensorDescriptor``) in a kernel."""
+
+    __slots__ = ()
+
+
+class tensor_descriptor_im2col(_descriptor_value):  # noqa: N801 - Gluon's spelling
+    """An im2col TMA descriptor argument (a host ``TensorDescriptorIm2Col``) in a kernel."""
+
+    __slots__ = ()
+
+
+def descriptor_value(handle, shape: Sequence[tensor], strides: Sequence[tensor]) -> _descriptor_value:
+    """The kernel value of a descriptor parameter, by the class of its IR type."""
+    cls = tensor_descriptor_im2col if isinstance(handle.type, TensorDescIm2ColType) else tensor_descriptor
+    return cls(handle, shape, strides)
 
 
 def _descriptor(sem, desc, what: str) -> TensorDescType:
+    if isinstance(desc, tensor_descriptor_im2col):
+        sem.error(f"{what} is an im2col descriptor (TensorDescriptorIm2Col); copy through it with "
+                  "tma.async_load_im2col, or pass a TensorDescriptor", TypeMismatchError)
     if not isinstance(desc, tensor_descriptor):
         sem.error(f"{what} must be a tensor descriptor (a TensorDescriptor kernel argument), got {desc!r}",
                   TypeMismatchError)
@@ -107,8 +140,9 @@ def _shared(sem, desc: TensorDescType, smem, what: str):
 def _coordinates(sem, desc: TensorDescType, coord) -> list:
     coord = list(shape_args((coord,)))
     if len(coord) != desc.rank:
-        sem.error(f"the coordinates {coord!r} must have one entry per dimension of the block "
-                  f"{list(desc.block_shape)}", ArgumentError)
+        what = f"the rank-{desc.rank} tensor" if isinstance(desc, TensorDescIm2ColType) else \
+            f"the block {list(desc.block_shape)}"
+        sem.error(f"the coordinates {coord!r} must have one entry per dimension of {what}", ArgumentError)
     out = []
     for c in coord:
         c = sem.to_tensor(c, int32) if not isinstance(c, tensor) else c
@@ -142,11 +176,58 @@ def async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, 
         sem.create("async_tma_copy_global_to_shared", [tensor_desc.handle, smem, bar, p] + coords, [])
 
 
+def _im2col_offsets(sem, desc: TensorDescIm2ColType, offsets) -> list:
+    """The filter-tap offsets as int16 scalars (unsigned 16-bit patterns), one per spatial dimension."""
+    offsets = list(shape_args((offsets,)))
+    rank, limit = desc.rank, desc.max_offset
+    if len(offsets) != rank - 2:
+        sem.error(f"async_load_im2col's offsets {offsets!r} must have {rank - 2} entries (one per spatial dimension "
+                  f"of the rank-{rank} tensor)", ArgumentError)
+    out = []
+    for o in offsets:
+        if isinstance(o, tensor):
+            if o.is_block() or not o.dtype.is_int() or o.dtype.is_bool():
+                sem.error(f"each im2col offset must be an integer scalar, got {o.type}", TypeMismatchError)
+            out.append(sem.cast(o, int16))
+            continue
+        if not isinstance(o, int) or isinstance(o, bool):
+            sem.error(f"each im2col offset must be an int or an integer scalar, got {o!r}", TypeMismatchError)
+        if not 0 <= o <= limit:
+            sem.error(f"im2col offset {o} is out of range: for a rank-{rank} tensor the offsets are unsigned and at "
+                      f"most {limit}", ArgumentError)
+        out.append(sem.constant(o - 2**16 if o >= 2**15 else o, int16))  # the same 16 bits
+    return out
+
+
+@builtin
+def async_load_im2col(tensor_desc, coord, offsets, barrier, result, pred=True, multicast=False, cache_policy=None,
+                      _semantic=None):
+    """Start gathering ``block_shape[0]`` pixels from filter position ``coord`` shifted by the filter tap
+    ``offsets`` into ``result`` (im2col mode); it completes on ``barrier``."""
+    sem = _semantic
+    if isinstance(tensor_desc, tensor_descriptor):
+        sem.error("async_load_im2col's tensor_desc is a tiled descriptor (TensorDescriptor); build a "
+                  "TensorDescriptorIm2Col for im2col copies, or use tma.async_load", TypeMismatchError)
+    if not isinstance(tensor_desc, tensor_descriptor_im2col):
+        sem.error(f"async_load_im2col's tensor_desc must be an im2col descriptor (a TensorDescriptorIm2Col kernel "
+                  f"argument), got {tensor_desc!r}", TypeMismatchError)
+    desc = tensor_desc.type
+    smem = _shared(sem, desc, result, "async_load_im2col's result")
+    bar = barrier_type(sem, barrier, "async_load_im2col's barrier")
+    coords = _coordinates(sem, desc, coord)
+    taps = _im2col_offsets(sem, desc, offsets)
+    _no_multicast_or_policy(sem, "async_load_im2col",
+                            sem.require_constexpr(multicast, "async_load_im2col's multicast"), cache_policy)
+    p = predicate(sem, pred)
+    if p is not None:
+        sem.create("async_tma_copy_global_to_shared", [tensor_desc.handle, smem, bar, p] + coords + taps, [])
+
+
 @builtin
 def async_store(tensor_desc, coord, src, cache_policy=None, _semantic=None):
     """Start copying ``src`` to the block at ``coord``; ``store_wait`` retires it."""
     sem = _semantic
-    desc = _descriptor(sem, tensor_desc, "async_store's tensor_desc")
+    desc = _descriptor(sem, tensor_desc, "async_store's tensor_desc")  # TMA stores have no im2col mode
     smem = _shared(sem, desc, src, "async_store's src")
     _no_multicast_or_policy(sem, "async_store", cache_policy=cache_policy)
     sem.create("async_tma_copy_shared_to_global", [tensor_desc.handle, smem] + _coordinates(sem, desc, coord), [])

@@ -14,6 +14,12 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
   bytes by other threads finish (``bar.sync``) before it is issued; its completion is
   ordered by the mbarrier wait, not by a later barrier.
+  With an im2col descriptor the instruction is
+  ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes`` with
+  the im2col offsets (``.b16`` registers, innermost first) after the mbarrier; its box is
+  ``[pixels, channels per swizzle width]`` (the host's ``box_shape``), so a block wider
+  than the swizzle is one instruction per slice of channels, each starting that many
+  channels further.
 * ``async_tma_copy_shared_to_global``: thread 0 issues
   ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
   ``cp.async.bulk.commit_group`` (one group per copy).  As a read it follows a
@@ -33,8 +39,9 @@ from typing import List, Tuple
 
 import llvmlite.ir as lir
 
-from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescType
+from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType
 from ...ir.memdesc import view_to_offset
+from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..llvm_types import I8, I32
 from .mbarrier import elected_thread
@@ -49,9 +56,17 @@ def _asm(ctx: KernelLowering, text: str, constraints: List[str], operands: List[
     ctx.builder.asm(fn_type, text, ",".join(constraints + ["~{memory}"]), operands, side_effect=True)
 
 
+def _box(desc: TensorDescType) -> List[int]:
+    """The box one instruction moves: the layout's TMA box, or im2col's [all pixels, one swizzle of channels]."""
+    block = list(desc.block_shape)
+    if isinstance(desc, TensorDescIm2ColType):
+        return [block[0], desc.layout.tma_block_shape([min(block[0], TMA_MAX_BOX_DIM), block[1]])[1]]
+    return desc.layout.tma_block_shape(block)
+
+
 def _boxes(op: Operation, desc: TensorDescType, view: SharedMemoryDescType, xor: int) -> List[Tuple[tuple, int]]:
     """(first element, element offset in the view) of every box of the block, in row-major order."""
-    box = desc.layout.tma_block_shape(list(desc.block_shape))
+    box = _box(desc)
     box_numel = 1
     for b in box:
         box_numel *= b
@@ -75,11 +90,13 @@ def _copies(ctx: KernelLowering, op: Operation, smem_index: int, coord_start: in
     desc: TensorDescType = op.operands[0].type
     view: SharedMemoryDescType = op.operands[smem_index].type
     smem: SharedPointer = ctx.get(op.operands[smem_index])
-    coords = [ctx.get(c) for c in op.operands[coord_start:]]
+    coords = [ctx.get(c) for c in op.operands[coord_start:coord_start + desc.rank]]
     b = ctx.builder
     out = []
     for start, offset in _boxes(op, desc, view, smem.xor):
         pointer = b.gep(smem.pointer, [I32(offset * view.element.itemsize)], source_etype=I8)
+        if isinstance(desc, TensorDescIm2ColType):  # a box holds every pixel: only the channel moves
+            start = (0,) * (desc.rank - 1) + start[1:]
         at = [b.add(c, I32(s)) if s else c for c, s in zip(coords, start)]
         out.append((b.ptrtoint(pointer, I32), at[::-1]))
     return out
@@ -96,6 +113,14 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
     tmap = ctx.get(op.operands[0])
     bar = ctx.builder.ptrtoint(ctx.get(op.operands[2]).pointer, I32)
     pred = elected_thread(ctx, ctx.get(op.operands[3]))
+    if isinstance(op.operands[0].type, TensorDescIm2ColType):
+        taps = [ctx.get(o) for o in op.operands[4 + rank:]][::-1]  # innermost first, like the coordinates
+        text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+                f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}], {_braces(4 + rank, len(taps))};")
+        for dst, coords in _copies(ctx, op, 1, 4):
+            _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
+                 [pred, dst, tmap] + coords + [bar] + taps)
+        return
     text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
             f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
     for dst, coords in _copies(ctx, op, 1, 4):
