@@ -14,7 +14,8 @@ from .types import (
     float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64,
     is_tensor, layout_of, shape_of, uint8, uint16, uint32, uint64,
 )
-from .verifier import layouts_match, verify
+from .verifier import verify
+from .verify_checks import layouts_match
 from . import verify_shared  # noqa: F401,E402  (registers the shared-memory and mbarrier rules)
 from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rules)
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)

@@ -9,16 +9,11 @@ writes, as Gluon asserts); coordinates are one int32 scalar per dimension.
 from __future__ import annotations
 
 from .core import Operation
-from .diagnostics import CompilationError
 from .types import DType, SharedMemoryDescType, TensorDescType, int1, int32
-from .verify_shared import _barrier
+from .verify_checks import fail as _fail, one_mbarrier as _barrier
 from .verifier import rule
 
 __all__ = []
-
-
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"{op.name}: {message}", op.loc)
 
 
 def _check(op: Operation, n_fixed: int, smem_index: int) -> None:

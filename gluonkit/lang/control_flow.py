@@ -23,7 +23,7 @@ from typing import Dict, List
 
 from ..ir import Block
 from ..ir.types import TensorType
-from ..ir.verifier import layouts_match
+from ..ir import layouts_match
 from .builtins import static_range
 from .errors import TypeMismatchError, UnsupportedSyntaxError
 from .promotion import integer_promote
