@@ -303,6 +303,9 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
      "several CTAs of a cluster"),
     (f"tma.async_store(d, [0, 0], {_SMEM}, cache_policy=1)", UnsupportedFeatureError,
      "cache_policy is not supported by gluonkit yet"),
+    ("ampere.async_copy.async_load(1, 2, cache_policy=1)", UnsupportedFeatureError,
+     "async_load's cache_policy is not supported by gluonkit yet (cache_policy: cache policies; issue 10; see "
+     "docs/porting.rst): pass cache_modifier / eviction_policy instead"),
     ("tma.store_wait(0, read_only=1)", CompilationError, "read_only must be True or False"),
     ("gl.expect_zero(d)", UnsupportedFeatureError,
      "expect_zero is not supported by gluonkit yet (hints:"),

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 from ..ir.diagnostics import CompilationError, UnsupportedFeatureError
 
 __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_class", "removed", "is_unsupported",
-           "unsupported_message", "install"]
+           "unsupported_message", "install", "refuse_parameter"]
 
 
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)
@@ -37,8 +37,8 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "tma_im2col": ("TMA im2col copies", 10),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
-    "atomics": ("atomic memory operations", 10),
-    "inline_asm": ("inline PTX", 10),
+    "atomic_poll": ("spin-waiting on memory words", 10),
+    "inline_asm": ("thread-wise inline assembly with explicit result types; inline_asm_elementwise works", 10),
     "cache_policy": ("cache policies", 10),
     "packed_arith": ("packed two- and four-lane arithmetic", 10),
     "mma_v2": ("Ampere mma_v2", 10),
@@ -137,6 +137,16 @@ def removed(name: str, replacement: str):
     return stub
 
 
+def refuse_parameter(sem, owner: str, parameter: str, feature: str, fix: str) -> None:
+    """Stop compilation at the user's line: ``owner``'s ``parameter`` needs ``feature``, not built yet.
+
+    For parameters of implemented builtins (``cache_policy=``) that only a missing feature
+    could honour; the message is a stub's, followed by ``fix``.
+    """
+    what = f"{owner}'s {parameter}"
+    sem.error(f"{_message(what, feature)}: {fix}", UnsupportedFeatureError)
+
+
 def is_unsupported(obj) -> bool:
     """Whether ``obj`` is a stub made here."""
     return isinstance(obj, (types.FunctionType, _StubClassMeta, _StubDType, _StubModule)) and \
@@ -168,8 +178,8 @@ def install(namespace: dict, table: Dict[str, Tuple[str, str]]) -> List[str]:
 # ---------------------------------------------------------------------------- the stubs
 GL = {  # gluonkit.language
     "CachePolicy": ("class", "cache_policy"),
-    "atomic_poll": ("fn", "atomics"),  # asyncops
-    "inline_asm": ("fn", "inline_asm"),  # asyncops
+    "atomic_poll": ("fn", "atomic_poll"),
+    "inline_asm": ("fn", "inline_asm"),
     "expect_zero": ("fn", "hints"),
     "float8e4b15": ("dtype", "dtypes"),
     "float8e4b8": ("dtype", "dtypes"),
