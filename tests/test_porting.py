@@ -12,6 +12,7 @@ import inspect
 import itertools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -370,3 +371,31 @@ def test_every_stub_says_it_is_not_supported_yet(rel, name, stub):
     with pytest.raises(UnsupportedFeatureError, match="is not supported by gluonkit yet") as err:
         stub(1, 2)
     assert name in str(err.value) and "docs/porting.rst" in str(err.value)
+
+
+# ------------------------------------------------------------------ the porting page's list
+def _names_on_the_porting_page():
+    """The names docs/porting.rst lists as not supported yet (its bulleted list of features)."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "porting.rst")
+    with open(path) as f:
+        text = f.read()
+    listing = text[text.index("  - *tcgen05*:"):text.index("  Built since the name list")]
+    names = set()
+    for token in re.findall(r"``([^`]+)``", listing):
+        if "=" in token or " " in token:
+            continue  # a parameter value, not a name
+        last = [part for part in token.split(".") if part != "*"][-1]
+        if last.endswith("(_type)"):
+            names.add(last[:-len("(_type)")] + "_type")
+            last = last[:-len("(_type)")]
+        names.add(last)
+    return names
+
+
+def test_the_porting_page_lists_every_stub_and_nothing_that_works():
+    listed = _names_on_the_porting_page()
+    stubbed = {name for _, name, _ in STUBS}
+    assert stubbed - listed == set(), "stubs missing from docs/porting.rst's list"
+    gluon_names = {name for entries in GLUON.values() for name in entries}
+    assert {n for n in listed & gluon_names if n not in stubbed} == set(), \
+        "docs/porting.rst lists names as not supported that work now"
