@@ -22,11 +22,10 @@ from gluonkit import CompilationError, ir
 from gluonkit import language as gl
 from gluonkit.lang.unsupported import UnsupportedFeatureError, is_unsupported
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 REG = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
 BLOCK = [32, 64]
 

@@ -23,7 +23,6 @@ from gluonkit.interpret.schedules import Schedule, schedules_for
 from gluonkit.ir.warp_specialize import plan_partitions
 from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError, UnsupportedSyntaxError
 from gluonkit.language.nvidia.hopper import mbarrier
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.lower.compiler import compile_function
 from gluonkit.lower.infer.solve import infer_layouts
 from gluonkit.lower.memplan.smem import plan_shared_memory
@@ -32,9 +31,9 @@ from gluonkit.runtime.driver import has_gpu
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
 
 import producer_consumer  # noqa: E402
+from kernel_checks import needs_ptxas
 
 F32P = gl.pointer_type(gl.float32)
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 
 def _marked_line(fn, marker: str) -> int:
