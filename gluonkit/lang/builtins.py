@@ -168,21 +168,25 @@ def cdiv(x, div, _semantic=None):
 
 
 # ------------------------------------------------------------------------ reductions
+@tensor_member
 @builtin
 def sum(input, axis=None, keep_dims=False, dtype=None, _semantic=None):  # noqa: A001
     return _semantic.sum(input, axis, keep_dims, dtype)
 
 
+@tensor_member
 @builtin
 def max(input, axis=None, keep_dims=False, _semantic=None):  # noqa: A001
     return _semantic.reduce_minmax(input, axis, keep_dims, "maximum")
 
 
+@tensor_member
 @builtin
 def min(input, axis=None, keep_dims=False, _semantic=None):  # noqa: A001
     return _semantic.reduce_minmax(input, axis, keep_dims, "minimum")
 
 
+@tensor_member
 @builtin
 def reduce(input, axis, combine_fn, keep_dims=False, _semantic=None):
     if not hasattr(combine_fn, "build_ir"):
@@ -191,26 +195,31 @@ def reduce(input, axis, combine_fn, keep_dims=False, _semantic=None):
 
 
 # ---------------------------------------------------------------- shapes and layouts
+@tensor_member
 @builtin
 def expand_dims(input, axis, _semantic=None):
     return _semantic.expand_dims(input, axis)
 
 
+@tensor_member
 @builtin
 def broadcast_to(input, *shape, _semantic=None):
     return _semantic.broadcast_to(input, shape_args(shape))
 
 
+@tensor_member
 @builtin
 def reshape(input, *shape, can_reorder=False, _semantic=None):
     return _semantic.reshape(input, shape_args(shape), can_reorder)
 
 
+@tensor_member
 @builtin
 def permute(input, *dims, _semantic=None):
     return _semantic.permute(input, shape_args(dims))
 
 
+@tensor_member
 @builtin
 def split(a, _semantic=None):
     return _semantic.split(a)
