@@ -9,28 +9,13 @@ from plain Python fails with a message instead of doing something wrong.
 
 from __future__ import annotations
 
-import functools
 from typing import Tuple
 
 from ..ir import Value
 from ..ir.types import TensorType, element_type, layout_of, shape_of
+from ..sync.builtin import builtin  # the one calling convention of lang's and sync's builtins
 
 __all__ = ["tensor", "builtin", "is_builtin", "shape_args", "tensor_member"]
-
-
-def builtin(fn):
-    """Mark ``fn`` as a kernel builtin: callable only from kernel code, with ``_semantic``."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, _semantic=None, **kwargs):
-        if _semantic is None:
-            raise RuntimeError(
-                f"{fn.__qualname__} can only be used inside a @gluonkit.jit function "
-                "(it builds kernel IR; there is no Python-level implementation)")
-        return fn(*args, _semantic=_semantic, **kwargs)
-
-    wrapper.__gluonkit_builtin__ = True
-    return wrapper
 
 
 def is_builtin(fn) -> bool:
