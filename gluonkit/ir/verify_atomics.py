@@ -1,5 +1,4 @@
-"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``, ``atomic_load``, ``atomic_store``) and
-``inline_asm_elementwise``.
+"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``, ``atomic_load``, ``atomic_store``).
 
 Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
 module).  Atomics are element-wise over a pointer tensor: pointer, value(s) and mask share
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 from .core import Operation
 from .ops import ATOMIC_FNS, MEMORY_SCOPES, MEMORY_SEMANTICS
-from .types import DType, PointerType, TensorType, element_type, int1
+from .types import DType, PointerType, element_type, int1
 from .verifier import rule
 from .verify_checks import fail, same_shape_and_layout
 
@@ -110,20 +109,3 @@ def _atomic_load(op):
 @rule("atomic_store")
 def _atomic_store(op):
     _load_store(op, 1, STORE_SEMANTICS)
-
-
-@rule("inline_asm_elementwise")
-def _inline_asm(op):
-    if op.regions or not op.results:
-        fail(op, "has at least one result and no regions")
-    if not isinstance(op.attrs.get("asm"), str) or not isinstance(op.attrs.get("constraints"), str):
-        fail(op, "asm and constraints must be strings")
-    pack = op.attrs.get("pack")
-    if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1 or pack & (pack - 1):
-        fail(op, f"pack must be a positive power of two, got {pack!r}")
-    same_shape_and_layout(op, list(op.operands) + op.results, "arguments and results")
-    for v in list(op.operands) + op.results:
-        if not isinstance(element_type(v.type), DType):
-            fail(op, f"arguments and results must be numbers, got {element_type(v.type)}")
-    if pack > 1 and not isinstance(op.results[0].type, TensorType):
-        fail(op, "pack > 1 needs tensor arguments")
