@@ -7,6 +7,7 @@ Gluon/Triton 3.x; the work happens in :class:`~gluonkit.lang.semantic.Semantic`.
 
 from __future__ import annotations
 
+from .callables import is_jit_function
 from .constexpr import unwrap
 from .errors import TypeMismatchError
 from .tensor import builtin, shape_args, tensor, tensor_member
@@ -189,7 +190,7 @@ def min(input, axis=None, keep_dims=False, _semantic=None):  # noqa: A001
 @tensor_member
 @builtin
 def reduce(input, axis, combine_fn, keep_dims=False, _semantic=None):
-    if not hasattr(combine_fn, "build_ir"):
+    if not is_jit_function(combine_fn):
         _semantic.error(f"reduce's combine_fn must be a @gluonkit.jit function, got {combine_fn!r}")
     return _semantic.reduce(input, axis, combine_fn, keep_dims)
 

@@ -16,6 +16,7 @@ from ..ir import Block
 from ..ir.types import DType, PointerType, TensorType, int32, uint32, float32
 from ..layouts.conversion import plan_conversion
 from ..layouts.distributed import AutoLayout, SliceLayout
+from .callables import is_jit_function
 from .errors import (
     ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError,
 )
@@ -286,7 +287,7 @@ class Semantic(ElementwiseSemantic):
         region = Block(elems + elems)
         with self.builder.at_end_of(region):
             args = [tensor(a) for a in region.args]
-            if hasattr(combine, "build_ir"):
+            if is_jit_function(combine):
                 out = self.call_jit(combine, args)
             else:
                 out = combine(*args)

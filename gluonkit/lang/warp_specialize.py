@@ -19,16 +19,13 @@ from ..ir import Block
 from ..ir.types import TensorType
 from ..ir.warp_specialize import plan_partitions
 from .aggregate import fields_of, is_aggregate
+from .callables import is_jit_function
 from .constexpr import unwrap
 from .errors import ArgumentError, TypeMismatchError, UnsupportedSyntaxError
 from .shared_memory import shared_memory_descriptor
 from .tensor import builtin, tensor
 
 __all__ = ["warp_specialize"]
-
-
-def _is_jit(fn) -> bool:
-    return bool(getattr(fn, "__gluonkit_jit__", False))
 
 
 def _pairs(sem, functions_and_args):
@@ -40,7 +37,7 @@ def _pairs(sem, functions_and_args):
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             sem.error(f"warp_specialize partition {i} must be a (function, args) pair, got {pair!r}", ArgumentError)
         fn, args = pair
-        if not _is_jit(fn):
+        if not is_jit_function(fn):
             sem.error(f"warp_specialize partition {i}'s function must be a @gluonkit.jit function, got {fn!r}",
                       ArgumentError)
         if not isinstance(args, (list, tuple)):
