@@ -57,22 +57,29 @@ def _message(name: str, feature: str) -> str:
     return f"{name} is not supported by gluonkit yet ({feature}: {what}; {where})"
 
 
-def _fail(message: str, _semantic) -> None:
+def _fail(message: str, _semantic, error: type = UnsupportedFeatureError) -> None:
+    """Raise ``error``: at the user's line when called from a kernel, plainly on the host."""
     if _semantic is not None:
-        _semantic.error(message, UnsupportedFeatureError)
-    raise UnsupportedFeatureError(message)
+        _semantic.error(message, error)
+    raise error(message)
+
+
+def _failing_builtin(name: str, message: str, error: type):
+    """A kernel builtin called ``name`` whose every call raises ``error(message)``."""
+
+    def stub(*args, _semantic=None, **kwargs):
+        _fail(message, _semantic, error)
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = message
+    stub.__gluonkit_builtin__ = True
+    return stub
 
 
 def unsupported(name: str, feature: str):
     """A kernel builtin ``name`` that raises :class:`UnsupportedFeatureError` when called."""
     message = _message(name, feature)
-
-    def stub(*args, _semantic=None, **kwargs):
-        _fail(message, _semantic)
-
-    stub.__name__ = stub.__qualname__ = name.rsplit(".", 1)[-1]
-    stub.__doc__ = message
-    stub.__gluonkit_builtin__ = True
+    stub = _failing_builtin(name.rsplit(".", 1)[-1], message, UnsupportedFeatureError)
     stub.__gluonkit_unsupported__ = message
     return stub
 
@@ -124,17 +131,7 @@ class _StubModule(types.ModuleType):
 
 def removed(name: str, replacement: str):
     """A builtin Gluon removed: calling it is an error naming ``replacement``, as in Gluon 3.9."""
-    message = f"{name} has been removed; call {replacement} instead"
-
-    def stub(*args, _semantic=None, **kwargs):
-        if _semantic is not None:
-            _semantic.error(message)
-        raise CompilationError(message)
-
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = message
-    stub.__gluonkit_builtin__ = True
-    return stub
+    return _failing_builtin(name, f"{name} has been removed; call {replacement} instead", CompilationError)
 
 
 def refuse_parameter(sem, owner: str, parameter: str, feature: str, fix: str) -> None:
