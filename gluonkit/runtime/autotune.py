@@ -32,6 +32,7 @@ first configuration left after pruning is used.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import inspect
 import json
