@@ -1,5 +1,6 @@
 """``interpreter_on(seed=None)``: run the launches inside a ``with`` block in the CPU
-interpreter, with ``GLUONKIT_INTERPRET_SEED`` set to ``seed`` when one is given.
+interpreter, with ``GLUONKIT_INTERPRET_SEED`` set to ``seed`` when one is given;
+``launch_interpreted(kernel, grid, *args)`` does that for one launch.
 
 The variables get their previous values (or their absence) back afterwards, so tests that
 mix GPU launches and interpreter launches stay isolated.
@@ -25,3 +26,9 @@ def interpreter_on(seed=None):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def launch_interpreted(kernel, grid, *args, seed=None, **kwargs):
+    """``kernel[grid](*args, **kwargs)`` in the CPU interpreter (see :func:`interpreter_on`)."""
+    with interpreter_on(seed):
+        kernel[grid](*args, **kwargs)

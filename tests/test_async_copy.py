@@ -18,23 +18,12 @@ import gluonkit.language as gl
 from gluonkit.interpret import InterpreterError
 from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError, TypeMismatchError
 from gluonkit.language.nvidia.ampere import async_copy, mbarrier
-from gluonkit.lower.backend.ptxas import find_ptxas
-from interpreting import interpreter_on
+from interpreting import launch_interpreted
+from kernel_checks import marked_line, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 TARGETS = ["sm_90a", "sm_100a"]
 TILE = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
 PLAIN = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-
-
-def _line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
-
-
-def _interpret(kernel, grid, *args, seed=None, **kw):
-    with interpreter_on(seed):
-        kernel[grid](*args, **kw)
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -114,7 +103,8 @@ def hazard_kernel(x_ptr, out_ptr, CASE: gl.constexpr, layout: gl.constexpr):
 def test_pipelined_row_sums_match_numpy(M, K, stages, seed):
     x = np.random.default_rng(seed).standard_normal((M, K)).astype(np.float32)
     out = np.full(M, np.nan, np.float32)
-    _interpret(row_sum_kernel, (-(-M // 32),), x, out, M, K, seed=seed, BM=32, BK=64, STAGES=stages, layout=TILE)
+    launch_interpreted(row_sum_kernel, (-(-M // 32),), x, out, M, K, seed=seed, BM=32, BK=64, STAGES=stages,
+                       layout=TILE)
     np.testing.assert_allclose(out, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
 
 
@@ -122,7 +112,7 @@ def test_pipelined_row_sums_match_numpy(M, K, stages, seed):
 def test_copies_completed_through_an_mbarrier_are_readable_after_its_wait(increment):
     x = np.random.default_rng(4).standard_normal((32, 64)).astype(np.float32)
     out = np.full_like(x, np.nan)
-    _interpret(barrier_copy_kernel, (1,), x, out, 20, INCREMENT=increment, layout=TILE)
+    launch_interpreted(barrier_copy_kernel, (1,), x, out, 20, INCREMENT=increment, layout=TILE)
     np.testing.assert_array_equal(out[:20], x[:20])
     np.testing.assert_array_equal(out[20:], 0)  # masked-off elements are zero-filled
 
@@ -137,28 +127,28 @@ def test_copies_completed_through_an_mbarrier_are_readable_after_its_wait(increm
 def test_touching_the_destination_before_its_wait_names_both_lines(case, marker, fragment):
     x = np.random.default_rng(5).standard_normal((32, 64)).astype(np.float32)
     with pytest.raises(InterpreterError) as err:
-        _interpret(hazard_kernel, (1,), x, np.zeros_like(x), CASE=case, layout=TILE)
+        launch_interpreted(hazard_kernel, (1,), x, np.zeros_like(x), CASE=case, layout=TILE)
     text = str(err.value)
     assert f"{fragment} the shared buffer [32, 64] x float32" in text
-    assert f"the cp.async copy issued at line {_line(hazard_kernel, 'COPY')}" in text
-    assert f":{_line(hazard_kernel, marker)}" in text and "wait_group" in text
+    assert f"the cp.async copy issued at line {marked_line(hazard_kernel, 'COPY')}" in text
+    assert f":{marked_line(hazard_kernel, marker)}" in text and "wait_group" in text
 
 
 def test_returning_with_a_copy_in_flight_is_reported():
     x = np.zeros((32, 64), np.float32)
     with pytest.raises(InterpreterError) as err:
-        _interpret(hazard_kernel, (1,), x, x.copy(), CASE="exit", layout=TILE)
+        launch_interpreted(hazard_kernel, (1,), x, x.copy(), CASE="exit", layout=TILE)
     assert "returns while the cp.async copy issued at line" in str(err.value)
-    assert f":{_line(hazard_kernel, 'COPY')}" in str(err.value)
+    assert f":{marked_line(hazard_kernel, 'COPY')}" in str(err.value)
 
 
 def test_noinc_arrivals_must_fit_the_barrier_count():
     x = np.zeros((32, 64), np.float32)
     with pytest.raises(InterpreterError) as err:
-        _interpret(hazard_kernel, (1,), x, x.copy(), CASE="noinc_count", layout=TILE)
+        launch_interpreted(hazard_kernel, (1,), x, x.copy(), CASE="noinc_count", layout=TILE)
     text = str(err.value)
     assert "every thread arrives (128 arrivals with 4 warps)" in text and "count=128" in text
-    assert f":{_line(hazard_kernel, 'NOINC')}" in text
+    assert f":{marked_line(hazard_kernel, 'NOINC')}" in text
 
 
 # ------------------------------------------------------------------------- frontend
@@ -204,7 +194,7 @@ def test_bad_calls_name_the_line_and_the_fix(case, marker, error, fragment):
     with pytest.raises(error) as err:
         bad_kernel.build_ir([gl.pointer_type(gl.float32), gl.pointer_type(gl.float16)], {"CASE": case})
     assert fragment in str(err.value)
-    assert f"test_async_copy.py:{_line(bad_kernel, marker)}" in str(err.value)
+    assert f"test_async_copy.py:{marked_line(bad_kernel, marker)}" in str(err.value)
 
 
 @gluonkit.jit
@@ -220,7 +210,7 @@ def test_runs_shorter_than_four_bytes_are_refused_with_the_fix():
     with pytest.raises(CompilationError) as err:
         narrow_kernel.compile("*fp16:16", target="sm_90a", num_warps=4)
     assert "cp.async copies 4, 8 or 16 bytes" in str(err.value) and "2 byte(s)" in str(err.value)
-    assert f"test_async_copy.py:{_line(narrow_kernel, 'NARROW')}" in str(err.value)
+    assert f"test_async_copy.py:{marked_line(narrow_kernel, 'NARROW')}" in str(err.value)
 
 
 # ------------------------------------------------------------------------------- PTX

@@ -17,21 +17,10 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.lang import ArgumentError, ShapeMismatchError, TypeMismatchError
-from gluonkit.lower.backend.ptxas import find_ptxas
-from interpreting import interpreter_on
+from interpreting import launch_interpreted
+from kernel_checks import marked_line, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 TARGETS = ["sm_90a", "sm_100a"]
-
-
-def _line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
-
-
-def _interpret(kernel, grid, *args, **kw):
-    with interpreter_on():
-        kernel[grid](*args, **kw)
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -115,7 +104,7 @@ def test_histogram_of_many_programs_matches_numpy(layout):
     x = rng.integers(0, 37, n).astype(np.int32)
     bins = rng.integers(0, 5, 37).astype(np.int32)
     expected = bins + np.bincount(x, minlength=37)
-    _interpret(histogram_kernel, (-(-n // block),), x, bins, n, BLOCK=block, layout=layout)
+    launch_interpreted(histogram_kernel, (-(-n // block),), x, bins, n, BLOCK=block, layout=layout)
     np.testing.assert_array_equal(bins, expected)
 
 
@@ -150,7 +139,7 @@ def test_read_modify_writes_match_a_sequential_reference(fn, dtype):
     index = rng.integers(0, slots, n).astype(np.int32)
     memory = initial.copy()
     old = np.zeros(n, dtype)
-    _interpret(rmw_kernel, (-(-n // block),), memory, values, old, index, n, FN=fn, BLOCK=block, layout=BLOCKED)
+    launch_interpreted(rmw_kernel, (-(-n // block),), memory, values, old, index, n, FN=fn, BLOCK=block, layout=BLOCKED)
     expected_memory, expected_old = _rmw_reference(fn, initial, index, values)
     np.testing.assert_array_equal(memory, expected_memory)
     np.testing.assert_array_equal(old, expected_old)
@@ -163,8 +152,8 @@ def test_float_add_accumulates_like_float64_within_rounding():
     index = rng.integers(0, 8, n).astype(np.int32)
     memory = rng.standard_normal(8).astype(np.float32)
     reference = memory.astype(np.float64) + np.bincount(index, weights=values.astype(np.float64), minlength=8)
-    _interpret(rmw_kernel, (n // block,), memory, values, np.zeros(n, np.float32), index, n, FN="add",
-               BLOCK=block, layout=BLOCKED)
+    launch_interpreted(rmw_kernel, (n // block,), memory, values, np.zeros(n, np.float32), index, n, FN="add",
+                       BLOCK=block, layout=BLOCKED)
     np.testing.assert_allclose(memory, reference, rtol=1e-4, atol=1e-4)
 
 
@@ -173,7 +162,7 @@ def test_one_counter_hands_out_every_ticket_once(layout):
     block = 64 if layout is REPLICATED else 256
     counter = np.array([5], np.int32)
     tickets = np.full(3 * block, -1, np.int32)
-    _interpret(ticket_kernel, (3,), counter, tickets, BLOCK=block, layout=layout)
+    launch_interpreted(ticket_kernel, (3,), counter, tickets, BLOCK=block, layout=layout)
     assert counter[0] == 5 + 3 * block
     np.testing.assert_array_equal(np.sort(tickets), np.arange(5, 5 + 3 * block))
 
@@ -181,7 +170,7 @@ def test_one_counter_hands_out_every_ticket_once(layout):
 def test_a_scalar_pointer_is_updated_once_per_program():
     counter = np.array([11], np.int32)
     out = np.zeros(6, np.int32)
-    _interpret(scalar_kernel, (6,), counter, out)
+    launch_interpreted(scalar_kernel, (6,), counter, out)
     assert counter[0] == 11 + 2 * 6
     np.testing.assert_array_equal(out, 11 + 2 * np.arange(6))
 
@@ -190,7 +179,7 @@ def test_compare_and_swap_replaces_only_matching_values():
     memory = np.random.default_rng(3).integers(0, 3, 128).astype(np.int32)
     initial = memory.copy()
     out = np.zeros(128, np.int32)
-    _interpret(cas_kernel, (1,), memory, out, BLOCK=128, layout=REPLICATED)
+    launch_interpreted(cas_kernel, (1,), memory, out, BLOCK=128, layout=REPLICATED)
     offs = np.arange(128)
     np.testing.assert_array_equal(out, initial)
     np.testing.assert_array_equal(memory, np.where(initial == offs % 3, offs + 100, initial))
@@ -201,8 +190,8 @@ def test_masked_off_elements_touch_no_memory():
     values = np.arange(256, dtype=np.int32)
     index = np.arange(256, dtype=np.int32)
     memory = np.zeros(n, np.int32)
-    _interpret(rmw_kernel, (1,), memory, values, np.zeros(256, np.int32), index, n, FN="add", BLOCK=256,
-               layout=BLOCKED)
+    launch_interpreted(rmw_kernel, (1,), memory, values, np.zeros(256, np.int32), index, n, FN="add", BLOCK=256,
+                       layout=BLOCKED)
     np.testing.assert_array_equal(memory, np.arange(n))
 
 
@@ -211,7 +200,7 @@ def test_atomic_loads_and_stores_move_values_and_zero_masked_elements(dtype):
     src = np.random.default_rng(8).integers(-100, 100, 64).astype(dtype)
     dst = np.full(64, 7, dtype)
     flag = np.array([3], np.int32)
-    _interpret(load_store_kernel, (4,), src, dst, flag, 50, layout=REPLICATED)
+    launch_interpreted(load_store_kernel, (4,), src, dst, flag, 50, layout=REPLICATED)
     np.testing.assert_array_equal(dst, np.where(np.arange(64) < 50, src, 0))
     assert flag[0] == 3 + 4  # each program loads the flag and stores it plus one, in turn
 
@@ -281,7 +270,7 @@ def test_bad_atomics_name_the_line_and_the_fix(case, marker, error, fragment):
         bad_kernel.build_ir([gl.pointer_type(gl.int32), gl.pointer_type(gl.float16), gl.pointer_type(gl.int8)],
                             {"CASE": case})
     assert fragment in str(err.value)
-    assert f"test_atomics.py:{_line(bad_kernel, marker)}" in str(err.value)
+    assert f"test_atomics.py:{marked_line(bad_kernel, marker)}" in str(err.value)
 
 
 # ------------------------------------------------------------------------------- PTX
@@ -360,8 +349,8 @@ def test_an_atomic_past_the_end_names_the_line_the_element_and_the_array():
     from gluonkit.interpret import InterpreterError
 
     with pytest.raises(InterpreterError) as err:
-        _interpret(overrun_kernel, (1,), np.zeros(100, np.int32), layout=BLOCKED)
+        launch_interpreted(overrun_kernel, (1,), np.zeros(100, np.int32), layout=BLOCKED)
     text = str(err.value)
     assert "out-of-bounds" in text and "pointer element (100) in program (0, 0, 0)" in text
     assert "element index 100 of an array of 100 elements" in text
-    assert f":{_line(overrun_kernel, 'OVERRUN')}" in text
+    assert f":{marked_line(overrun_kernel, 'OVERRUN')}" in text

@@ -25,8 +25,9 @@ import gluonkit.language as gl
 from gluonkit.lang.jit import set_launcher
 from gluonkit.runtime import launch as launch_module
 from gluonkit.runtime.autotune import Autotuner, AutotunerError
-from gluonkit.lower.backend.ptxas import PtxasError, find_ptxas
+from gluonkit.lower.backend.ptxas import PtxasError
 from gluonkit.runtime.driver import CudaError, OutOfResources, has_gpu
+from kernel_checks import needs_ptxas
 
 
 @gluonkit.jit
@@ -503,7 +504,7 @@ def test_signatures_are_tritons():
         "(kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ir_override=None)")
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("kernel", [add_kernel, accumulate_kernel, scale_kernel], ids=lambda k: k.__name__)
 def test_every_config_lowers_and_ptxas_accepts_it(kernel, target):

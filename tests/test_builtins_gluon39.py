@@ -8,7 +8,6 @@ sm_90a and sm_100a.  ``gpu``-marked tests compare the GPU with the interpreter.
 
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError
 from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
+from kernel_checks import line_containing, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 P32, PI32 = "*fp32:16", "*i32:16"
 I32P = gl.pointer_type(gl.int32)
 
@@ -330,11 +329,6 @@ def _bad_bins(p, N: gl.constexpr, layout: gl.constexpr):
     h = gl.histogram(x, 100, layout=layout)  # <- bins
 
 
-def _line(fn, marker):
-    lines, first = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
-
-
 ERROR_CASES = [
     ("scan_combine_not_jit", _bad_scan_fn, "# <- scan", ArgumentError, "must be a @gluonkit.jit function"),
     ("histogram_without_layout", _bad_histogram, "# <- histogram", ArgumentError, "requires a destination layout"),
@@ -353,7 +347,7 @@ def test_bad_calls_name_the_line_and_the_fix(case):
     err = info.value
     assert isinstance(err, exc_type), f"{type(err).__name__}: {err}"
     assert fragment in err.message
-    line = _line(kernel, marker)
+    line = line_containing(kernel, marker)
     assert err.loc.line == line or (err.loc.inlined_at is not None and err.loc.inlined_at.line == line), str(err)
 
 
@@ -361,7 +355,7 @@ def test_map_elementwise_pack_must_divide_the_registers_per_thread():
     x = _rng(14).standard_normal(128).astype(np.float32)
     with pytest.raises(CompilationError, match="not a multiple of pack=2") as info:
         _interpret(map_pack_kernel, x, x.copy(), x.copy(), x.copy(), N=128, layout=LAYOUTS_1D["one_per_thread"])
-    assert info.value.loc.line == _line(map_pack_kernel, "gl.map_elementwise")
+    assert info.value.loc.line == line_containing(map_pack_kernel, "gl.map_elementwise")
     with pytest.raises(CompilationError, match="not a multiple of pack=2"):
         map_pack_kernel.compile(P32, P32, P32, P32, num_warps=4, N=128, layout=LAYOUTS_1D["one_per_thread"])
 
@@ -376,7 +370,7 @@ def test_scan_refuses_a_layout_mixing_the_axis_with_another_dimension(axis):
     x = _rng(axis).standard_normal((16, 16)).astype(np.float32)
     with pytest.raises(CompilationError, match=r"lane basis \[2, 1\].*convert_layout the operand") as info:
         _interpret(scan_2d_kernel, x, x.copy(), M=16, N=16, AXIS=axis, REVERSE=False, layout=MIXED)
-    line = _line(scan_2d_kernel, "gl.associative_scan")
+    line = line_containing(scan_2d_kernel, "gl.associative_scan")
     assert info.value.loc.line == line
     with pytest.raises(CompilationError, match=r"lane basis \[2, 1\].*convert_layout the operand") as info:
         scan_2d_kernel.compile(P32, P32, num_warps=4, M=16, N=16, AXIS=axis, REVERSE=False, layout=MIXED)

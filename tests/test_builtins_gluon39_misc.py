@@ -17,8 +17,8 @@ from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError
 from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 BLOCKED = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
 NVMMA_128B = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
 NVMMA_64B = gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=16, rank=2)

@@ -10,8 +10,8 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.layouts import AutoLayout, BlockedLayout, CoalescedLayout, SliceLayout
-from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
 
 @gluonkit.jit
@@ -43,7 +43,7 @@ def test_a_kernel_on_coalesced_layouts_matches_numpy():
     np.testing.assert_array_equal(y, x + np.float32(1))
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 def test_a_kernel_on_coalesced_layouts_lowers(target):
     compiled = plus_one_kernel.compile("*fp32:16", "*fp32:16", "i32", target=target, num_warps=4, BLOCK=256)

@@ -10,8 +10,8 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
 ACC = gl.BlockedLayout([1, 4], [4, 8], [2, 2], [1, 0])
 
@@ -38,7 +38,7 @@ def test_values_survive_a_round_trip_through_the_operand_layout(shape, operand):
     np.testing.assert_array_equal(out, x * np.float32(3))
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 def test_operand_conversions_lower(target):
     for operand in (0, 1):

@@ -16,11 +16,10 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.lang.errors import ArgumentError
-from gluonkit.lower.backend.ptxas import find_ptxas
 
 from interpreting import interpreter_on
+from kernel_checks import line_containing, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 TARGETS = ["sm_90a", "sm_100a"]
 
 
@@ -33,13 +32,6 @@ def interpret():
 @pytest.fixture
 def rng():
     return np.random.default_rng()
-
-
-def _line(fn, marker: str) -> int:
-    """The file line number of the first source line of ``fn`` containing ``marker``."""
-    import inspect
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 # ------------------------------------------------------------ launch options as parameters
@@ -90,7 +82,7 @@ def test_clusters_are_refused_at_launch_and_compile(rng):
     x = np.zeros(128, np.int32)
     with pytest.raises(ArgumentError, match="num_ctas=2: thread-block clusters are not supported yet") as info:
         options_kernel[(1,)](x, x, num_ctas=2)
-    assert f":{_line(options_kernel.fn, 'def options_kernel')}:" in str(info.value)
+    assert f":{line_containing(options_kernel.fn, 'def options_kernel')}:" in str(info.value)
     with pytest.raises(ArgumentError, match="clusters are not supported yet"):
         warps_kernel.compile("*i32", "*i32", num_warps=4, num_ctas=4)
     with pytest.raises(ArgumentError, match="num_ctas must be a positive power of two"):
@@ -265,7 +257,7 @@ def _error(kernel, arg_types, constexprs=None, num_warps=4):
 
 
 def _assert_at(text, fn, marker):
-    assert f"{__file__}:{_line(fn, marker)}:" in text, text
+    assert f"{__file__}:{line_containing(fn, marker)}:" in text, text
 
 
 @gluonkit.jit

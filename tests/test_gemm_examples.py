@@ -10,12 +10,12 @@ import pytest
 import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
 
 import pipelined_gemm  # noqa: E402
+from kernel_checks import needs_ptxas
 
 
 @pytest.mark.parametrize("M, N, K, stages", [(100, 72, 80, 3), (64, 64, 32, 2), (130, 64, 200, 4)])
@@ -30,7 +30,7 @@ def test_pipelined_gemm_in_the_interpreter(monkeypatch, M, N, K, stages):
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 def test_pipelined_gemm_compiles_for_hopper_without_spills():
     BM, BN, BK = 128, 128, 64
     a_layout = gl.NVMMASharedLayout.get_default_for([BM, BK], gl.float16)
@@ -110,7 +110,7 @@ def test_grouped_tile_order_visits_every_tile_once(monkeypatch):
     assert [tuple(p) for p in out[-2:]] == [(6, 3), (6, 4)]  # the last group has one row
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("stages, split, out", [(3, 1, ir.float16), (4, 2, ir.bfloat16), (3, 2, ir.float32)])
 def test_persistent_gemm_compiles_for_hopper_without_spills(stages, split, out):
     BM, BN, BK = 128, 256, 64

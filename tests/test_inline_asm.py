@@ -15,16 +15,10 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit.interpret import InterpreterError
 from gluonkit.lang import ArgumentError, CompilationError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
+from kernel_checks import marked_line, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 LAYOUT = gl.BlockedLayout([4], [32], [4], [0])
-
-
-def _line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
 
 
 @gluonkit.jit
@@ -93,14 +87,14 @@ def test_bad_arguments_name_the_line(case, marker, fragment):
     with pytest.raises(ArgumentError) as err:
         bad_pack_kernel.build_ir([gl.pointer_type(gl.float32)], {"CASE": case})
     assert fragment in str(err.value)
-    assert f"test_inline_asm.py:{_line(bad_pack_kernel, marker)}" in str(err.value)
+    assert f"test_inline_asm.py:{marked_line(bad_pack_kernel, marker)}" in str(err.value)
 
 
 def test_a_pack_wider_than_the_thread_holds_is_reported_at_lowering():
     with pytest.raises(CompilationError) as err:
         bad_pack_kernel.compile("*fp32", target="sm_90a", num_warps=4, CASE="too_wide")
     assert "pack=2 does not divide the 1 element(s) each thread holds" in str(err.value)
-    assert f"test_inline_asm.py:{_line(bad_pack_kernel, 'TOO_WIDE')}" in str(err.value)
+    assert f"test_inline_asm.py:{marked_line(bad_pack_kernel, 'TOO_WIDE')}" in str(err.value)
 
 
 def test_the_interpreter_refuses_ptx_at_the_line_and_says_what_to_do():
@@ -109,6 +103,6 @@ def test_the_interpreter_refuses_ptx_at_the_line_and_says_what_to_do():
     with interpreter_on(), pytest.raises(InterpreterError) as err:
         negate_kernel[(1,)](x, y, PACK=1, layout=LAYOUT)
     text = str(err.value)
-    assert f":{_line(negate_kernel, 'ASM1')}" in text
+    assert f":{marked_line(negate_kernel, 'ASM1')}" in text
     assert "cannot run in the interpreter" in text and "neg.f16 $0, $1;" in text
     assert "run the kernel on the GPU" in text and "gl.map_elementwise" in text

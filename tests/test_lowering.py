@@ -14,7 +14,6 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit import CompilationError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.inspect_compile import parse_type_string
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -26,8 +25,8 @@ import test_gpu_kernels as gpu_kernels  # noqa: E402
 import test_launch as launch_kernels  # noqa: E402
 import transpose  # noqa: E402
 import vector_add  # noqa: E402
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 P32 = "*fp32:16"
 BLOCKED_2D = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])

@@ -18,6 +18,8 @@ ALLOWED = {
     "language": {"lang", "sync", "ir", "layouts"},
     "lower": {"ir", "layouts"},
     "interpret": {"ir", "layouts"},
+    "runtime": {"layouts", "ir", "sync", "lang", "lower", "interpret", "nvidia", "_version"},
+    "nvidia": {"layouts", "ir", "lang", "runtime"},  # the host API beside runtime (docs/design.rst)
 }
 
 

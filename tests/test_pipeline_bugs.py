@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 
 import numpy as np
 import pytest
@@ -30,9 +29,9 @@ from gluonkit.interpret import InterpreterError
 from gluonkit.interpret.nvidia import tma as interpret_tma
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
+from kernel_checks import marked_line, needs_ptxas
 
 BM = BN = 64
 BK = 32
@@ -121,8 +120,7 @@ def gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, acc_layou
 # --------------------------------------------------------------------------- helpers
 def _line(marker: str) -> int:
     """The line of ``gemm_kernel`` whose comment holds ``marker``."""
-    lines, first = inspect.getsourcelines(gemm_kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if re.search(rf"#.*\b{marker}\b", text))
+    return marked_line(gemm_kernel, marker)
 
 
 def _bug_line(bug: str) -> int:
@@ -203,7 +201,7 @@ def test_the_correct_kernel_matches_float64(programs, M, N, K, stages, seed, pro
     assert np.all(np.abs(c.astype(np.float64) - ref) <= step), np.abs(c - ref).max()
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 def test_the_correct_kernel_compiles_for_hopper():
     """The reference is a real sm_90a kernel, not only an interpreter exercise."""
     nvmma = gl.NVMMASharedLayout.get_default_for

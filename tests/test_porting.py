@@ -12,6 +12,7 @@ import inspect
 import itertools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -21,11 +22,10 @@ from gluonkit import CompilationError, ir
 from gluonkit import language as gl
 from gluonkit.lang.unsupported import UnsupportedFeatureError, is_unsupported
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 REG = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
 BLOCK = [32, 64]
 
@@ -306,6 +306,9 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
      "several CTAs of a cluster"),
     (f"tma.async_store(d, [0, 0], {_SMEM}, cache_policy=1)", UnsupportedFeatureError,
      "cache_policy is not supported by gluonkit yet"),
+    ("ampere.async_copy.async_load(1, 2, cache_policy=1)", UnsupportedFeatureError,
+     "async_load's cache_policy is not supported by gluonkit yet (cache_policy: cache policies; issue 10; see "
+     "docs/porting.rst): pass cache_modifier / eviction_policy instead"),
     ("tma.store_wait(0, read_only=1)", CompilationError, "read_only must be True or False"),
     ("gl.expect_zero(d)", UnsupportedFeatureError,
      "expect_zero is not supported by gluonkit yet (hints:"),
@@ -371,3 +374,31 @@ def test_every_stub_says_it_is_not_supported_yet(rel, name, stub):
     with pytest.raises(UnsupportedFeatureError, match="is not supported by gluonkit yet") as err:
         stub(1, 2)
     assert name in str(err.value) and "docs/porting.rst" in str(err.value)
+
+
+# ------------------------------------------------------------------ the porting page's list
+def _names_on_the_porting_page():
+    """The names docs/porting.rst lists as not supported yet (its bulleted list of features)."""
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "porting.rst")
+    with open(path) as f:
+        text = f.read()
+    listing = text[text.index("  - *tcgen05*:"):text.index("  Built since the name list")]
+    names = set()
+    for token in re.findall(r"``([^`]+)``", listing):
+        if "=" in token or " " in token:
+            continue  # a parameter value, not a name
+        last = [part for part in token.split(".") if part != "*"][-1]
+        if last.endswith("(_type)"):
+            names.add(last[:-len("(_type)")] + "_type")
+            last = last[:-len("(_type)")]
+        names.add(last)
+    return names
+
+
+def test_the_porting_page_lists_every_stub_and_nothing_that_works():
+    listed = _names_on_the_porting_page()
+    stubbed = {name for _, name, _ in STUBS}
+    assert stubbed - listed == set(), "stubs missing from docs/porting.rst's list"
+    gluon_names = {name for entries in GLUON.values() for name in entries}
+    assert {n for n in listed & gluon_names if n not in stubbed} == set(), \
+        "docs/porting.rst lists names as not supported that work now"

@@ -15,9 +15,9 @@ import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier
-from gluonkit.lower.backend.ptxas import find_ptxas
 from ir_helpers import KernelBuilder
 from interpreting import interpreter_on  # noqa: E402
+from kernel_checks import needs_ptxas
 
 M, N = 32, 64
 SRC = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -28,7 +28,6 @@ SMEM_LAYOUTS = {
     "swizzled": gl.SwizzledSharedLayout(8, 2, 4, [1, 0]),
     "swizzled_col_major": gl.SwizzledSharedLayout(4, 1, 8, [0, 1]),
 }
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 
 # --------------------------------------------------------------------------- kernels

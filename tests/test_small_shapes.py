@@ -13,8 +13,8 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
 P32 = "*fp32:16"
 BIG = gl.BlockedLayout([4, 4], [4, 8], [2, 2], [1, 0])  # tile 32 x 128
@@ -85,7 +85,7 @@ def test_a_thread_holds_only_the_registers_inside_the_tensor():
     assert all(v == [0, 0] for v in ll.bases["lane"] + ll.bases["warp"])
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("shape", [(2, 2), (1, 8), (64, 2)], ids=["2x2", "1x8", "64x2"])
 def test_small_shape_kernels_lower_and_ptxas_accepts_them(shape, target):

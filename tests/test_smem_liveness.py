@@ -23,14 +23,13 @@ from gluonkit.ir.memdesc import alignment_of
 from gluonkit.ir.types import TensorDescType
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from gluonkit.lower import context
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.lower.memplan.liveness import buffer_lifetimes
 from gluonkit.lower.memplan.smem import SCRATCH_ALIGNMENT, plan_shared_memory
 from gluonkit.nvidia.hopper import TensorDescriptor
 from smem_kernels import L, L_T, SMEM, tile_pointers  # noqa: E402
-from interpreting import interpreter_on  # noqa: E402
+from interpreting import launch_interpreted  # noqa: E402
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 M, N = 32, 32
 TILE_BYTES = M * N * 4
 
@@ -62,11 +61,6 @@ def _offsets_by_line(plan, kernel, markers):
     return {m: r.offset for m, r in _regions_by_line(plan, kernel, markers).items()}
 
 
-def _interpret(kernel, grid, *args, **kw):
-    with interpreter_on():
-        kernel[grid](*args, **kw)
-
-
 # ---------------------------------------------------------- (a) one buffer after another
 @gluonkit.jit
 def transpose_twice_kernel(x_ptr, y_ptr):
@@ -96,7 +90,7 @@ def test_shared_buffers_assemble_with_ptxas(monkeypatch):
 def test_shared_buffers_compute_the_right_answer_in_the_interpreter():
     x = np.random.default_rng(0).standard_normal((M, N)).astype(np.float32)
     y = np.zeros_like(x)
-    _interpret(transpose_twice_kernel, (1,), x, y)
+    launch_interpreted(transpose_twice_kernel, (1,), x, y)
     np.testing.assert_array_equal(y, x * 2.0 + 1.0)
 
 
@@ -134,7 +128,7 @@ def test_a_buffer_read_in_a_loop_lives_through_the_whole_loop(monkeypatch):
 def test_loop_kernel_computes_the_right_answer_in_the_interpreter():
     x = np.random.default_rng(1).standard_normal((M, N)).astype(np.float32)
     y = np.zeros_like(x)
-    _interpret(loop_kernel, (1,), x, y, 3)
+    launch_interpreted(loop_kernel, (1,), x, y, 3)
     np.testing.assert_allclose(y, 4 * x, rtol=1e-6)
 
 
@@ -185,7 +179,7 @@ def test_tma_store_kernel_assembles_and_runs_in_the_interpreter(monkeypatch, ear
     out = np.zeros((M, N), np.float16)
     y = np.zeros((M, N), np.float16)
     desc = TensorDescriptor.from_tensor(out, [32, 32], gl.NVMMASharedLayout.get_default_for([32, 32], gl.float16))
-    _interpret(tma_store_kernel, (1,), desc, y, EARLY_WAIT=early_wait)
+    launch_interpreted(tma_store_kernel, (1,), desc, y, EARLY_WAIT=early_wait)
     assert (out == 1.0).all() and (y == 2.0).all()
 
 

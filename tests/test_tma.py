@@ -7,7 +7,6 @@ sm_100a.  ``tests/test_gpu_tma.py`` runs the same kernels on the GPU.
 
 from __future__ import annotations
 
-import inspect
 import re
 import struct
 
@@ -19,12 +18,11 @@ import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.args import ArgPacker
-from interpreting import interpreter_on
+from interpreting import launch_interpreted
+from kernel_checks import marked_line, needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 REG = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
 
 
@@ -127,16 +125,6 @@ def no_store_wait_kernel(desc, layout: gl.constexpr):
     tma.async_store(desc, [0, 0], smem)  # STORE
 
 
-def _line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
-
-
-def _interpret(kernel, grid, *args, seed=None, **kw):
-    with interpreter_on(seed):
-        kernel[grid](*args, **kw)
-
-
 def nvmma(block, dtype=gl.float16):
     return gl.NVMMASharedLayout.get_default_for(block, dtype)
 
@@ -228,7 +216,7 @@ def test_verifier_checks_the_copy_against_the_descriptor():
 def test_load_add_store_round_trip_with_ragged_edges(seed):
     x = _data((100, 72), seed=seed)
     y = np.full_like(x, np.nan)
-    _interpret(add_one_kernel, (2, 3), _desc(x, [64, 32]), _desc(y, [64, 32]), REG, seed=seed)
+    launch_interpreted(add_one_kernel, (2, 3), _desc(x, [64, 32]), _desc(y, [64, 32]), REG, seed=seed)
     np.testing.assert_array_equal(y, x + np.float16(1))
 
 
@@ -240,7 +228,7 @@ def test_out_of_bounds_elements_read_as_zero(block, swizzle_boxes):
     assert len(d.box_shape) == 2 and block[1] // d.box_shape[1] == swizzle_boxes
     out = np.full((2 * block[0], block[1]), np.nan, np.float16)
     shape = np.zeros(2, np.int32)
-    _interpret(tile_kernel, (2,), d, out, shape, REG, STAGES=2)
+    launch_interpreted(tile_kernel, (2,), d, out, shape, REG, STAGES=2)
     expected = np.zeros_like(out)
     expected[:rows, :cols] = x
     np.testing.assert_array_equal(out, expected)
@@ -253,7 +241,7 @@ def test_nan_padding_of_bfloat16():
     x = _data((40, 64), ml_dtypes.bfloat16)
     d = TensorDescriptor.from_tensor(x, [64, 64], nvmma([64, 64], gl.bfloat16), padding="nan")
     out = np.zeros((64, 64), ml_dtypes.bfloat16)
-    _interpret(tile_kernel, (1,), d, out, np.zeros(2, np.int32), REG, STAGES=1)
+    launch_interpreted(tile_kernel, (1,), d, out, np.zeros(2, np.int32), REG, STAGES=1)
     assert np.isnan(out[40:].astype(np.float32)).all()
     np.testing.assert_array_equal(out[:40], x)
 
@@ -261,57 +249,57 @@ def test_nan_padding_of_bfloat16():
 def test_reading_a_buffer_with_a_copy_in_flight_names_both_lines():
     d = _desc(_data((64, 64)), [64, 64])
     with pytest.raises(InterpreterError) as err:
-        _interpret(early_read_kernel, (1,), d, REG)
+        launch_interpreted(early_read_kernel, (1,), d, REG)
     text = str(err.value)
-    assert f"the TMA load issued at line {_line(early_read_kernel, 'LOAD')}" in text
-    assert f":{_line(early_read_kernel, 'READ')}" in text and "mbarrier.wait" in text
+    assert f"the TMA load issued at line {marked_line(early_read_kernel, 'LOAD')}" in text
+    assert f":{marked_line(early_read_kernel, 'READ')}" in text and "mbarrier.wait" in text
 
 
 def test_expecting_too_few_bytes_is_a_mismatch():
     d = _desc(_data((64, 64)), [64, 64])
     with pytest.raises(InterpreterError) as err:
-        _interpret(bytes_kernel, (1,), d, EXPECT=4096)
+        launch_interpreted(bytes_kernel, (1,), d, EXPECT=4096)
     text = str(err.value)
     assert "transaction bytes mismatch" in text and "4096 byte(s) more" in text
-    assert f"mbarrier.expect at line {_line(bytes_kernel, 'EXPECT')}" in text
-    assert f":{_line(bytes_kernel, 'LOAD')}" in text
+    assert f"mbarrier.expect at line {marked_line(bytes_kernel, 'EXPECT')}" in text
+    assert f":{marked_line(bytes_kernel, 'LOAD')}" in text
 
 
 def test_expecting_too_many_bytes_deadlocks():
     d = _desc(_data((64, 64)), [64, 64])
     with pytest.raises(InterpreterError) as err:
-        _interpret(bytes_kernel, (1,), d, EXPECT=16384)
+        launch_interpreted(bytes_kernel, (1,), d, EXPECT=16384)
     text = str(err.value)
     assert "deadlock" in text and "8192 transaction byte(s)" in text
-    assert f":{_line(bytes_kernel, 'WAIT')}" in text
+    assert f":{marked_line(bytes_kernel, 'WAIT')}" in text
 
 
 def test_writing_a_buffer_a_tma_store_still_reads_is_reported():
     x = np.zeros((64, 64), np.float16)
     with pytest.raises(InterpreterError) as err:
-        _interpret(overwrite_kernel, (1,), _desc(x, [64, 64]), REG, WAIT_FIRST=False)
+        launch_interpreted(overwrite_kernel, (1,), _desc(x, [64, 64]), REG, WAIT_FIRST=False)
     text = str(err.value)
-    assert f"the TMA store issued at line {_line(overwrite_kernel, 'STORE')}" in text
-    assert f":{_line(overwrite_kernel, 'OVERWRITE')}" in text and "store_wait" in text
-    _interpret(overwrite_kernel, (1,), _desc(x, [64, 64]), REG, WAIT_FIRST=True)
+    assert f"the TMA store issued at line {marked_line(overwrite_kernel, 'STORE')}" in text
+    assert f":{marked_line(overwrite_kernel, 'OVERWRITE')}" in text and "store_wait" in text
+    launch_interpreted(overwrite_kernel, (1,), _desc(x, [64, 64]), REG, WAIT_FIRST=True)
     np.testing.assert_array_equal(x, 0)
 
 
 def test_tma_store_of_unfenced_generic_writes_is_reported():
     x = np.zeros((64, 64), np.float16)
     with pytest.raises(InterpreterError) as err:
-        _interpret(unfenced_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=False)
+        launch_interpreted(unfenced_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=False)
     text = str(err.value)
-    assert f"the store at line {_line(unfenced_kernel, 'GENERIC')}" in text and "fence_async_shared()" in text
-    assert f":{_line(unfenced_kernel, 'STORE')}" in text
-    _interpret(unfenced_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=True)
+    assert f"the store at line {marked_line(unfenced_kernel, 'GENERIC')}" in text and "fence_async_shared()" in text
+    assert f":{marked_line(unfenced_kernel, 'STORE')}" in text
+    launch_interpreted(unfenced_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=True)
     np.testing.assert_array_equal(x, 3)
 
 
 def test_returning_with_a_store_in_flight_is_reported():
     with pytest.raises(InterpreterError, match=r"store_wait\(0\) before the kernel ends") as err:
-        _interpret(no_store_wait_kernel, (1,), _desc(np.zeros((64, 64), np.float16), [64, 64]), REG)
-    assert f":{_line(no_store_wait_kernel, 'STORE')}" in str(err.value)
+        launch_interpreted(no_store_wait_kernel, (1,), _desc(np.zeros((64, 64), np.float16), [64, 64]), REG)
+    assert f":{marked_line(no_store_wait_kernel, 'STORE')}" in str(err.value)
 
 
 # ------------------------------------------------------------------------- packing

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import sys
 
 import numpy as np
@@ -23,7 +22,6 @@ from gluonkit.interpret.schedules import Schedule, schedules_for
 from gluonkit.ir.warp_specialize import plan_partitions
 from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError, UnsupportedSyntaxError
 from gluonkit.language.nvidia.hopper import mbarrier
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.lower.compiler import compile_function
 from gluonkit.lower.infer.solve import infer_layouts
 from gluonkit.lower.memplan.smem import plan_shared_memory
@@ -32,14 +30,10 @@ from gluonkit.runtime.driver import has_gpu
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
 
 import producer_consumer  # noqa: E402
+from interpreting import launch_interpreted  # noqa: E402
+from kernel_checks import marked_line, needs_ptxas  # noqa: E402
 
 F32P = gl.pointer_type(gl.float32)
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-
-
-def _marked_line(fn, marker: str) -> int:
-    lines, first = inspect.getsourcelines(fn.fn)
-    return first + next(i for i, text in enumerate(lines) if re.search(rf"#.*\b{marker}\b", text))
 
 
 def _line_text(fn, line: int) -> str:
@@ -77,6 +71,18 @@ def _takes_tensor(out, x, N: gl.constexpr):
     pass
 
 
+@gluonkit.aggregate
+class _Target:
+    """What a worker writes: a pointer (or, wrongly, a distributed tensor) and a value."""
+    out: gl.tensor
+    value: gl.constexpr
+
+
+@gluonkit.jit
+def _store_to_target(target, N: gl.constexpr):
+    _store_partition(target.out, target.value, N)
+
+
 @gluonkit.jit
 def _nested(out, value, N: gl.constexpr):
     gl.warp_specialize([(_store_partition, (out, value, N)), (_store_partition, (out, value, N))], [1])  # CASE:nested
@@ -102,6 +108,8 @@ def errors_kernel(out, CASE: gl.constexpr):
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N))], [1], [24, 24])  # CASE:reg_count
     if CASE == "tensor_arg":
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_takes_tensor, (out, x, N))], [1])  # CASE:tensor_arg
+    if CASE == "tensor_in_aggregate":
+        gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_to_target, (_Target(x, 2.0), N))], [1])  # CASE:tensor_in_aggregate
     if CASE == "reg_multiple":
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N))], [1], [30])  # CASE:reg_multiple
     if CASE == "reg_range":
@@ -131,6 +139,7 @@ def errors_kernel(out, CASE: gl.constexpr):
     ("warp_count", ArgumentError, "1 worker partition(s) but 2 warp count(s)"),
     ("reg_count", ArgumentError, "1 worker partition(s) but 2 register budget(s)"),
     ("tensor_arg", TypeMismatchError, "gets a distributed tensor"),
+    ("tensor_in_aggregate", TypeMismatchError, "as argument args[0].out"),
     ("reg_multiple", ArgumentError, "must be a multiple of 8 in [24, 256]"),
     ("reg_range", ArgumentError, "must be a multiple of 8 in [24, 256]"),
     ("register_file", ArgumentError, "do not fit in the 65536-register file"),
@@ -143,7 +152,7 @@ def test_mistakes_are_reported_at_the_users_line(case, error, fragment):
     with pytest.raises(error) as info:
         errors_kernel.build_ir([F32P], {"CASE": case}, 4, {})
     err = info.value
-    line = _marked_line(errors_kernel, f"CASE:{case}")
+    line = marked_line(errors_kernel, f"CASE:{case}")
     assert err.loc.line == line, str(err)
     assert fragment in str(err)
     assert _line_text(errors_kernel, line) in str(err)
@@ -153,9 +162,9 @@ def test_nested_warp_specialize_is_reported_inside_the_partition():
     with pytest.raises(UnsupportedSyntaxError) as info:
         errors_kernel.build_ir([F32P], {"CASE": "nested"}, 4, {})
     err = info.value
-    assert err.loc.line == _marked_line(_nested, "CASE:nested")
+    assert err.loc.line == marked_line(_nested, "CASE:nested")
     assert "cannot be nested" in str(err)
-    assert err.loc.inlined_at.line == _marked_line(errors_kernel, "CASE:nested_call")
+    assert err.loc.inlined_at.line == marked_line(errors_kernel, "CASE:nested_call")
 
 
 def test_num_warps_inside_a_partition_is_the_partitions():
@@ -188,6 +197,19 @@ def test_the_default_partition_returns_its_values_and_the_op_prints():
     np.testing.assert_array_equal(y, (x.astype(np.float64) + 1).astype(np.float32))
     np.testing.assert_array_equal(z, (x.astype(np.float64) * 2).astype(np.float32))
     np.testing.assert_array_equal(w, np.full(128, 3.0, np.float32))
+
+
+@gluonkit.jit
+def aggregate_args_kernel(y_ptr, w_ptr, N: gl.constexpr):
+    gl.warp_specialize([(_store_to_target, (_Target(y_ptr, 5.0), N)), (_store_to_target, (_Target(w_ptr, 7.0), N))],
+                       [1])
+
+
+def test_partitions_take_aggregates():
+    y, w = np.full(128, np.nan, np.float32), np.full(128, np.nan, np.float32)
+    launch_interpreted(aggregate_args_kernel, (1,), y, w, N=128)
+    np.testing.assert_array_equal(y, np.full(128, 5.0, np.float32))
+    np.testing.assert_array_equal(w, np.full(128, 7.0, np.float32))
 
 
 def test_the_verifier_rejects_a_worker_using_a_distributed_tensor():
@@ -306,9 +328,9 @@ def test_a_deadlock_lists_what_every_partition_waits_on():
     err = info.value
     text = str(err)
     assert "deadlock" in text
-    assert err.loc.line in (_marked_line(_waiter, "CASE:waiter"), _marked_line(_arriver, "CASE:arriver"))
+    assert err.loc.line in (marked_line(_waiter, "CASE:waiter"), marked_line(_arriver, "CASE:arriver"))
     for fn, marker in ((_waiter, "CASE:waiter"), (_arriver, "CASE:arriver")):
-        assert f"line {_marked_line(fn, marker)} for parity 0" in text
+        assert f"line {marked_line(fn, marker)} for parity 0" in text
     assert "the default partition" in text and "worker partition 0" in text
     assert "forward schedule" in text
 
@@ -466,7 +488,7 @@ def test_an_unsynchronized_write_and_read_in_two_partitions_is_a_race(monkeypatc
     with pytest.raises(InterpreterError) as info:
         run_grid(func, (1,), [memory.register(out)], memory)
     err, text = info.value, str(info.value)
-    write, read = _marked_line(_overwrite, "CASE:race_write"), _marked_line(_read_back, "CASE:race_read")
+    write, read = marked_line(_overwrite, "CASE:race_write"), marked_line(_read_back, "CASE:race_read")
     assert "race" in text and "nothing orders the two" in text
     first, second = (read, write) if policy == "forward" else (write, read)
     assert err.loc.line == second and f"at line {first}" in text

@@ -8,8 +8,6 @@ the interpreter tries.
 
 from __future__ import annotations
 
-import inspect
-import re
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ import gluonkit.language as gl
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from gluonkit.nvidia.hopper import TensorDescriptor
+from kernel_checks import marked_line
 
 
 @gluonkit.jit
@@ -77,11 +76,6 @@ def ring_kernel(x_desc, y_desc, M, STAGES: gl.constexpr, BUG: gl.constexpr):
     ], [1], [24])
 
 
-def _line(fn, marker: str) -> int:
-    lines, first = inspect.getsourcelines(fn.fn)
-    return first + next(i for i, text in enumerate(lines) if re.search(rf"#.*\b{marker}\b", text))
-
-
 def _run(bug, monkeypatch, schedules=None, M=160, BM=32, STAGES=2):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     if schedules is not None:
@@ -115,7 +109,7 @@ def test_deadlocks_list_every_partitions_wait(monkeypatch, bug, waits, explanati
     assert "deadlock" in text
     functions = {"_computer": _computer, "_loader": _loader}
     for name, marker in waits:
-        assert f"mbarrier.wait at line {_line(functions[name], marker)}" in text, text
+        assert f"mbarrier.wait at line {marked_line(functions[name], marker)}" in text, text
     assert explanation in text
 
 
@@ -125,7 +119,7 @@ def test_a_wrong_parity_is_reported(monkeypatch):
     with pytest.raises(InterpreterError) as info:
         _run("parity", monkeypatch)
     err = info.value
-    wait, read = _line(_computer, "BUG:parity"), _line(_computer, "BUG:early_release")
+    wait, read = marked_line(_computer, "BUG:parity"), marked_line(_computer, "BUG:early_release")
     assert (err.loc.line, err.loc.line == wait and "wrong phase" in str(err)) in ((wait, True), (read, False))
     if err.loc.line == read:
         assert "which nothing has written yet" in str(err)
@@ -135,7 +129,7 @@ def test_refilling_a_stage_before_it_is_freed_is_reported(monkeypatch):
     with pytest.raises(InterpreterError) as info:
         _run("no_empty_wait", monkeypatch)
     err = info.value
-    assert err.loc.line in (_line(_loader, "BUG:no_empty_wait"), _line(_loader, "LOAD")), str(err)
+    assert err.loc.line in (marked_line(_loader, "BUG:no_empty_wait"), marked_line(_loader, "LOAD")), str(err)
     assert "race" in str(err) or "before refilling it" in str(err)
 
 
@@ -145,7 +139,7 @@ def test_releasing_a_stage_before_reading_it_is_a_race(monkeypatch):
     with pytest.raises(InterpreterError) as info:
         _run("early_release", monkeypatch, schedules=6)
     text = str(info.value)
-    read_line, load_line = _line(_computer, "BUG:early_release"), _line(_loader, "LOAD")
+    read_line, load_line = marked_line(_computer, "BUG:early_release"), marked_line(_loader, "LOAD")
     assert info.value.loc.line in (read_line, load_line), text
     if "race" in text:
         assert f"line {read_line}" in text and "the default partition" in text

@@ -18,13 +18,12 @@ import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.ir.memdesc import view_to_offset
 from gluonkit.lower.nvidia.wgmma_descriptor import describe_operand
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 DTYPES = {"float16": (gl.float16, np.float16), "bfloat16": (gl.bfloat16, ml_dtypes.bfloat16)}
 #: Inputs that wgmma reads K-major only (tf32 from float32, fp8): A [M, K], B as a permuted [N, K] buffer.
 K_MAJOR_DTYPES = {"float32": (gl.float32, np.float32), "float8e4nv": (gl.float8e4nv, ml_dtypes.float8_e4m3fn),

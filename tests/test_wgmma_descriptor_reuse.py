@@ -16,11 +16,11 @@ import pytest
 import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir.types import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
 
 import persistent_gemm  # noqa: E402
+from kernel_checks import needs_ptxas
 
 _ADDRESS_FIELD = re.compile(r"\bbfe\.u(32|64)\s+%\w+, %\w+, 4, 14;")
 
@@ -38,7 +38,7 @@ def _persistent_ptx() -> str:
     return compiled.asm["ptx"]
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 def test_one_descriptor_construction_per_operand_per_mma_call():
     ptx = _persistent_ptx()
     calls = ptx.count("wgmma.fence.sync.aligned;")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import List
 
-import numpy as np
-
 from ..ir.types import float64
 from .dtypes import convert
 from .engine import rule

@@ -14,11 +14,13 @@ from .types import (
     float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64,
     is_tensor, layout_of, shape_of, uint8, uint16, uint32, uint64,
 )
-from .verifier import layouts_match, verify
+from .verifier import verify
+from .verify_checks import layouts_match
 from . import verify_shared  # noqa: F401,E402  (registers the shared-memory and mbarrier rules)
 from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rules)
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)
-from . import verify_atomics  # noqa: F401,E402  (registers the atomic and inline-asm rules)
+from . import verify_atomics  # noqa: F401,E402  (registers the atomic rules)
+from . import verify_inline_asm  # noqa: F401,E402  (registers the inline_asm_elementwise rule)
 from . import verify_async_copy  # noqa: F401,E402  (registers the cp.async rules)
 from . import warp_specialize  # noqa: F401,E402  (registers the warp_specialize rule)
 from . import verify_collective  # noqa: F401,E402  (registers scan, histogram, gather, map_elementwise)

@@ -9,10 +9,9 @@ shape and layout.
 from __future__ import annotations
 
 from .core import Operation
-from .diagnostics import CompilationError
 from .types import PointerType, SharedMemoryDescType, TensorType, element_type, int1
-from .verifier import _same_shape_and_layout, rule
-from .verify_shared import _barrier
+from .verifier import rule
+from .verify_checks import fail, one_mbarrier, same_shape_and_layout
 
 __all__ = ["ASYNC_COPY_CACHE_MODIFIERS", "ASYNC_COPY_EVICTION_POLICIES"]
 
@@ -20,13 +19,9 @@ ASYNC_COPY_CACHE_MODIFIERS = ("", ".ca", ".cg")
 ASYNC_COPY_EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
 
 
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"{op.name}: {message}", op.loc)
-
-
 def _no_results(op: Operation) -> None:
     if op.results or op.regions:
-        _fail(op, "has no results and no regions")
+        fail(op, "has no results and no regions")
 
 
 @rule("async_copy_global_to_shared")
@@ -34,29 +29,29 @@ def _copy(op):
     _no_results(op)
     n = 2 + bool(op.attrs.get("has_mask"))
     if len(op.operands) != n:
-        _fail(op, f"expects {n} operands, got {len(op.operands)}")
+        fail(op, f"expects {n} operands, got {len(op.operands)}")
     smem, ptr = op.operands[0].type, op.operands[1].type
     if not isinstance(smem, SharedMemoryDescType):
-        _fail(op, f"the destination must be a shared memory descriptor, got {smem}")
+        fail(op, f"the destination must be a shared memory descriptor, got {smem}")
     if not isinstance(ptr, TensorType) or not isinstance(ptr.element, PointerType):
-        _fail(op, f"the source must be a tensor of pointers, got {ptr}")
+        fail(op, f"the source must be a tensor of pointers, got {ptr}")
     if ptr.shape != smem.shape or ptr.element.element != smem.element:
-        _fail(op, f"the pointers {ptr} must match the shared view {smem} in shape and element type")
-    _same_shape_and_layout(op, op.operands[1:], "pointer and mask")
+        fail(op, f"the pointers {ptr} must match the shared view {smem} in shape and element type")
+    same_shape_and_layout(op, op.operands[1:], "pointer and mask")
     if op.attrs.get("has_mask") and element_type(op.operands[2].type) != int1:
-        _fail(op, f"the mask must be int1, got {element_type(op.operands[2].type)}")
+        fail(op, f"the mask must be int1, got {element_type(op.operands[2].type)}")
     if op.attrs.get("cache_modifier") not in ASYNC_COPY_CACHE_MODIFIERS:
-        _fail(op, f"cache_modifier must be one of {ASYNC_COPY_CACHE_MODIFIERS}, got {op.attrs.get('cache_modifier')!r}")
+        fail(op, f"cache_modifier must be one of {ASYNC_COPY_CACHE_MODIFIERS}, got {op.attrs.get('cache_modifier')!r}")
     if op.attrs.get("eviction_policy") not in ASYNC_COPY_EVICTION_POLICIES:
-        _fail(op, f"eviction_policy must be one of {ASYNC_COPY_EVICTION_POLICIES}, "
-                  f"got {op.attrs.get('eviction_policy')!r}")
+        fail(op, f"eviction_policy must be one of {ASYNC_COPY_EVICTION_POLICIES}, "
+                 f"got {op.attrs.get('eviction_policy')!r}")
 
 
 @rule("async_commit_group")
 def _commit(op):
     _no_results(op)
     if op.operands:
-        _fail(op, "takes no operands")
+        fail(op, "takes no operands")
 
 
 @rule("async_wait_group")
@@ -64,14 +59,14 @@ def _wait(op):
     _no_results(op)
     n = op.attrs.get("num_outstanding")
     if op.operands or not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        _fail(op, f"takes no operands and a non-negative num_outstanding, got {n!r}")
+        fail(op, f"takes no operands and a non-negative num_outstanding, got {n!r}")
 
 
 @rule("async_copy_mbarrier_arrive")
 def _arrive(op):
     _no_results(op)
     if len(op.operands) != 1:
-        _fail(op, f"expects the mbarrier only, got {len(op.operands)} operands")
-    _barrier(op, op.operands[0])
+        fail(op, f"expects the mbarrier only, got {len(op.operands)} operands")
+    one_mbarrier(op, op.operands[0])
     if not isinstance(op.attrs.get("increment_count"), bool):
-        _fail(op, "increment_count must be a bool")
+        fail(op, "increment_count must be a bool")

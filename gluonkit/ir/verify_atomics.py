@@ -1,5 +1,4 @@
-"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``, ``atomic_load``, ``atomic_store``) and
-``inline_asm_elementwise``.
+"""Verifier rules of the atomics (``atomic_rmw``, ``atomic_cas``, ``atomic_load``, ``atomic_store``).
 
 Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
 module).  Atomics are element-wise over a pointer tensor: pointer, value(s) and mask share
@@ -13,19 +12,15 @@ have (``acquire``/``release`` or ``relaxed``).
 from __future__ import annotations
 
 from .core import Operation
-from .diagnostics import CompilationError
 from .ops import ATOMIC_FNS, MEMORY_SCOPES, MEMORY_SEMANTICS
-from .types import DType, PointerType, TensorType, element_type, int1
-from .verifier import _same_shape_and_layout, rule
+from .types import DType, PointerType, element_type, int1
+from .verifier import rule
+from .verify_checks import fail, same_shape_and_layout
 
 __all__ = ["atomic_element_error", "LOAD_SEMANTICS", "STORE_SEMANTICS"]
 
 LOAD_SEMANTICS = ("acquire", "relaxed")
 STORE_SEMANTICS = ("release", "relaxed")
-
-
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"{op.name}: {message}", op.loc)
 
 
 def atomic_element_error(fn: str, dtype) -> str:
@@ -48,21 +43,21 @@ def atomic_element_error(fn: str, dtype) -> str:
 
 def _sem_scope(op: Operation) -> None:
     if op.attrs.get("sem") not in MEMORY_SEMANTICS:
-        _fail(op, f"sem must be one of {MEMORY_SEMANTICS}, got {op.attrs.get('sem')!r}")
+        fail(op, f"sem must be one of {MEMORY_SEMANTICS}, got {op.attrs.get('sem')!r}")
     if op.attrs.get("scope") not in MEMORY_SCOPES:
-        _fail(op, f"scope must be one of {MEMORY_SCOPES}, got {op.attrs.get('scope')!r}")
+        fail(op, f"scope must be one of {MEMORY_SCOPES}, got {op.attrs.get('scope')!r}")
 
 
 def _pointer_and_values(op: Operation, values, n_results: int = 1) -> DType:
     if len(op.results) != n_results or op.regions:
-        _fail(op, f"has {n_results} result(s) and no regions")
-    _same_shape_and_layout(op, list(op.operands) + op.results, "pointer, values, mask and result")
+        fail(op, f"has {n_results} result(s) and no regions")
+    same_shape_and_layout(op, list(op.operands) + op.results, "pointer, values, mask and result")
     ptr = element_type(op.operands[0].type)
     if not isinstance(ptr, PointerType):
-        _fail(op, f"first operand must be a pointer, got {ptr}")
+        fail(op, f"first operand must be a pointer, got {ptr}")
     for v in list(values) + op.results:
         if element_type(v.type) != ptr.element:
-            _fail(op, f"values and result must have the pointee type {ptr.element}, got {element_type(v.type)}")
+            fail(op, f"values and result must have the pointee type {ptr.element}, got {element_type(v.type)}")
     return ptr.element
 
 
@@ -70,40 +65,40 @@ def _pointer_and_values(op: Operation, values, n_results: int = 1) -> DType:
 def _atomic_rmw(op):
     n = 2 + bool(op.attrs.get("has_mask"))
     if len(op.operands) != n:
-        _fail(op, f"expects {n} operands, got {len(op.operands)}")
+        fail(op, f"expects {n} operands, got {len(op.operands)}")
     if op.attrs.get("fn") not in ATOMIC_FNS:
-        _fail(op, f"fn must be one of {ATOMIC_FNS}, got {op.attrs.get('fn')!r}")
+        fail(op, f"fn must be one of {ATOMIC_FNS}, got {op.attrs.get('fn')!r}")
     _sem_scope(op)
     elem = _pointer_and_values(op, op.operands[1:2])
     if op.attrs.get("has_mask") and element_type(op.operands[2].type) != int1:
-        _fail(op, f"the mask must be int1, got {element_type(op.operands[2].type)}")
+        fail(op, f"the mask must be int1, got {element_type(op.operands[2].type)}")
     problem = atomic_element_error(op.attrs["fn"], elem)
     if problem:
-        _fail(op, problem)
+        fail(op, problem)
 
 
 @rule("atomic_cas")
 def _atomic_cas(op):
     if len(op.operands) != 3:
-        _fail(op, f"expects 3 operands, got {len(op.operands)}")
+        fail(op, f"expects 3 operands, got {len(op.operands)}")
     _sem_scope(op)
     elem = _pointer_and_values(op, op.operands[1:])
     if not isinstance(elem, DType) or elem.primitive_bitwidth not in (16, 32, 64) or elem == int1:
-        _fail(op, f"atomic_cas supports 16-, 32- and 64-bit elements, got {elem}")
+        fail(op, f"atomic_cas supports 16-, 32- and 64-bit elements, got {elem}")
 
 
 def _load_store(op: Operation, n_values: int, orderings) -> None:
     n = 1 + n_values + bool(op.attrs.get("has_mask"))
     if len(op.operands) != n:
-        _fail(op, f"expects {n} operands, got {len(op.operands)}")
+        fail(op, f"expects {n} operands, got {len(op.operands)}")
     _sem_scope(op)
     if op.attrs["sem"] not in orderings:
-        _fail(op, f"sem must be one of {orderings}, got {op.attrs['sem']!r}")
+        fail(op, f"sem must be one of {orderings}, got {op.attrs['sem']!r}")
     elem = _pointer_and_values(op, op.operands[1:1 + n_values], 1 - n_values)
     if not isinstance(elem, DType) or elem.primitive_bitwidth not in (1, 8, 16, 32, 64):
-        _fail(op, f"atomic loads and stores need integer or float elements, got {elem}")
+        fail(op, f"atomic loads and stores need integer or float elements, got {elem}")
     if op.attrs.get("has_mask") and element_type(op.operands[-1].type) != int1:
-        _fail(op, f"the mask must be int1, got {element_type(op.operands[-1].type)}")
+        fail(op, f"the mask must be int1, got {element_type(op.operands[-1].type)}")
 
 
 @rule("atomic_load")
@@ -114,20 +109,3 @@ def _atomic_load(op):
 @rule("atomic_store")
 def _atomic_store(op):
     _load_store(op, 1, STORE_SEMANTICS)
-
-
-@rule("inline_asm_elementwise")
-def _inline_asm(op):
-    if op.regions or not op.results:
-        _fail(op, "has at least one result and no regions")
-    if not isinstance(op.attrs.get("asm"), str) or not isinstance(op.attrs.get("constraints"), str):
-        _fail(op, "asm and constraints must be strings")
-    pack = op.attrs.get("pack")
-    if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1 or pack & (pack - 1):
-        _fail(op, f"pack must be a positive power of two, got {pack!r}")
-    _same_shape_and_layout(op, list(op.operands) + op.results, "arguments and results")
-    for v in list(op.operands) + op.results:
-        if not isinstance(element_type(v.type), DType):
-            _fail(op, f"arguments and results must be numbers, got {element_type(v.type)}")
-    if pack > 1 and not isinstance(op.results[0].type, TensorType):
-        _fail(op, "pack > 1 needs tensor arguments")

@@ -7,59 +7,40 @@ result type is the one :mod:`.memdesc` computes, so later stages can trust it.
 
 from __future__ import annotations
 
-from ..layouts.barrier import MBarrierLayout
 from .core import Operation
-from .diagnostics import CompilationError
 from .memdesc import alloc_elements, layout_problem
-from .types import DType, SharedMemoryDescType, TensorType, int1, int64
+from .types import SharedMemoryDescType, TensorType, int1
 from .verifier import rule
+from .verify_checks import count_parts, fail, one_mbarrier, scalar_of
 
 __all__ = []
 
 
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"{op.name}: {message}", op.loc)
-
-
-def _count(op: Operation, n_operands=None, n_results=0) -> None:
-    if n_operands is not None and len(op.operands) != n_operands:
-        _fail(op, f"expects {n_operands} operands, got {len(op.operands)}")
-    if len(op.results) != n_results:
-        _fail(op, f"expects {n_results} results, got {len(op.results)}")
-    if op.regions:
-        _fail(op, "takes no regions")
-
-
 def _desc(op: Operation, value, what: str) -> SharedMemoryDescType:
     if not isinstance(value.type, SharedMemoryDescType):
-        _fail(op, f"{what} must be a shared memory descriptor, got {value.type}")
+        fail(op, f"{what} must be a shared memory descriptor, got {value.type}")
     return value.type
 
 
 def _same_buffer(op: Operation, src: SharedMemoryDescType, dst: SharedMemoryDescType) -> None:
     if dst.element != src.element:
-        _fail(op, f"result element type {dst.element} should be {src.element}")
-
-
-def _scalar(op: Operation, value, pred, what: str) -> None:
-    if not isinstance(value.type, DType) or not pred(value.type):
-        _fail(op, f"{what} must be a scalar of the right type, got {value.type}")
+        fail(op, f"result element type {dst.element} should be {src.element}")
 
 
 # ---------------------------------------------------------------------- allocation
 @rule("local_alloc")
 def _local_alloc(op):
     if len(op.operands) > 1:
-        _fail(op, f"takes at most one operand (the initial value), got {len(op.operands)}")
-    _count(op, None, 1)
+        fail(op, f"takes at most one operand (the initial value), got {len(op.operands)}")
+    count_parts(op, None, 1)
     ty = _desc(op, op.results[0], "the result")
     problem = layout_problem(ty.layout, ty.shape)
     if problem:
-        _fail(op, problem)
+        fail(op, problem)
     if ty.alloc_shape != ty.shape:
-        _fail(op, f"an allocation's alloc_shape {list(ty.alloc_shape)} must be its shape {list(ty.shape)}")
+        fail(op, f"an allocation's alloc_shape {list(ty.alloc_shape)} must be its shape {list(ty.shape)}")
     if ty.element == int1:
-        _fail(op, "int1 cannot live in shared memory; store int8 (x.to(gl.int8))")
+        fail(op, "int1 cannot live in shared memory; store int8 (x.to(gl.int8))")
     if op.operands:
         _tensor_of(op, op.operands[0].type, ty, "the initial value")
 
@@ -68,20 +49,19 @@ def _local_alloc(op):
 def _tensor_of(op, ty, desc, what: str) -> None:
     """``ty`` must be a distributed tensor with the shape and element type of ``desc``."""
     if not isinstance(ty, TensorType) or ty.shape != desc.shape or ty.element != desc.element:
-        _fail(op, f"{what} must be a tensor of shape {list(desc.shape)} and type {desc.element}, got {ty}")
-
+        fail(op, f"{what} must be a tensor of shape {list(desc.shape)} and type {desc.element}, got {ty}")
 
 
 @rule("local_load")
 def _local_load(op):
-    _count(op, 1, 1)
+    count_parts(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
     _tensor_of(op, op.results[0].type, src, "the result")
 
 
 @rule("local_store")
 def _local_store(op):
-    _count(op, 2, 0)
+    count_parts(op, 2, 0)
     dst = _desc(op, op.operands[0], "the first operand")
     _tensor_of(op, op.operands[1].type, dst, "the stored value")
 
@@ -89,121 +69,113 @@ def _local_store(op):
 # -------------------------------------------------------------------------- views
 @rule("memdesc_index")
 def _memdesc_index(op):
-    _count(op, 2, 1)
+    count_parts(op, 2, 1)
     src = _desc(op, op.operands[0], "the operand")
     res = _desc(op, op.results[0], "the result")
-    _scalar(op, op.operands[1], lambda t: t.is_int() and not t.is_bool(), "the index")
+    scalar_of(op, op.operands[1], lambda t: t.is_int() and not t.is_bool(), "the index")
     if src.num_stage_dims < 1:
-        _fail(op, f"the operand {src} has no leading stage dimension to index (its layout covers all "
-                  f"{src.rank} dimensions); allocate with a leading [stages, ...] dimension")
+        fail(op, f"the operand {src} has no leading stage dimension to index (its layout covers all "
+                 f"{src.rank} dimensions); allocate with a leading [stages, ...] dimension")
     if (res.shape, res.alloc_shape, res.layout) != (src.shape[1:], src.alloc_shape[1:], src.layout):
-        _fail(op, f"result type should drop the leading dimension of {src}, got {res}")
+        fail(op, f"result type should drop the leading dimension of {src}, got {res}")
     _same_buffer(op, src, res)
 
 
 @rule("memdesc_slice")
 def _memdesc_slice(op):
-    _count(op, 1, 1)
+    count_parts(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
     res = _desc(op, op.results[0], "the result")
     start, length, dim = (op.attrs.get(k) for k in ("start", "length", "dim"))
     if not isinstance(dim, int) or not src.num_stage_dims <= dim < src.rank:
-        _fail(op, f"dim must be a tile dimension ({src.num_stage_dims} … {src.rank - 1}) of {src}, got {dim!r}; "
-                  "index() a stage dimension instead of slicing it")
+        fail(op, f"dim must be a tile dimension ({src.num_stage_dims} … {src.rank - 1}) of {src}, got {dim!r}; "
+                 "index() a stage dimension instead of slicing it")
     if not isinstance(length, int) or length <= 0 or length & (length - 1):
-        _fail(op, f"length must be a positive power of two, got {length!r}")
+        fail(op, f"length must be a positive power of two, got {length!r}")
     if not isinstance(start, int) or start < 0 or start % length or start + length > src.shape[dim]:
-        _fail(op, f"start must be a multiple of length {length} with start + length <= {src.shape[dim]}, "
-                  f"got {start!r}")
+        fail(op, f"start must be a multiple of length {length} with start + length <= {src.shape[dim]}, "
+                 f"got {start!r}")
     shape = src.shape[:dim] + (length,) + src.shape[dim + 1:]
     if (res.shape, res.alloc_shape, res.layout) != (shape, src.alloc_shape, src.layout):
-        _fail(op, f"result type should be the operand {src} with shape {list(shape)}, got {res}")
+        fail(op, f"result type should be the operand {src} with shape {list(shape)}, got {res}")
     _same_buffer(op, src, res)
 
 
 @rule("memdesc_permute")
 def _memdesc_permute(op):
-    _count(op, 1, 1)
+    count_parts(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
     res = _desc(op, op.results[0], "the result")
     order = tuple(op.attrs.get("order", ()))
     if sorted(order) != list(range(src.rank)):
-        _fail(op, f"order must be a permutation of {list(range(src.rank))}, got {list(order)}")
+        fail(op, f"order must be a permutation of {list(range(src.rank))}, got {list(order)}")
     if src.num_stage_dims:
-        _fail(op, f"cannot permute {src}, whose leading dimensions are stages; index() them first")
+        fail(op, f"cannot permute {src}, whose leading dimensions are stages; index() them first")
     if res.shape != tuple(src.shape[o] for o in order) or res.alloc_shape != tuple(src.alloc_shape[o] for o in order):
-        _fail(op, f"result shape should be the permuted operand shape, got {res}")
+        fail(op, f"result shape should be the permuted operand shape, got {res}")
     if res.layout.rank != src.rank:
-        _fail(op, f"result layout {res.layout!r} must have rank {src.rank}")
+        fail(op, f"result layout {res.layout!r} must have rank {src.rank}")
     _same_buffer(op, src, res)
 
 
 @rule("memdesc_reshape")
 def _memdesc_reshape(op):
-    _count(op, 1, 1)
+    count_parts(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
     res = _desc(op, op.results[0], "the result")
     if src.shape != src.alloc_shape:
-        _fail(op, f"cannot reshape the sliced view {src}; reshape the whole buffer, then slice")
+        fail(op, f"cannot reshape the sliced view {src}; reshape the whole buffer, then slice")
     if res.numel != src.numel or res.shape != res.alloc_shape or res.num_stage_dims:
-        _fail(op, f"result {res} must be the whole {src.numel}-element buffer, its layout covering every dimension")
+        fail(op, f"result {res} must be the whole {src.numel}-element buffer, its layout covering every dimension")
     _same_buffer(op, src, res)
 
 
 @rule("memdesc_reinterpret")
 def _memdesc_reinterpret(op):
-    _count(op, 1, 1)
+    count_parts(op, 1, 1)
     src = _desc(op, op.operands[0], "the operand")
     res = _desc(op, op.results[0], "the result")
     if src.shape != src.alloc_shape or res.shape != res.alloc_shape:
-        _fail(op, f"reinterpret works on whole (unsliced) views, got {src} -> {res}")
+        fail(op, f"reinterpret works on whole (unsliced) views, got {src} -> {res}")
     problem = layout_problem(res.layout, res.shape)
     if problem:
-        _fail(op, problem)
+        fail(op, problem)
     have = alloc_elements(src) * src.element.itemsize
     need = alloc_elements(res) * res.element.itemsize
     if need > have:
-        _fail(op, f"the new view needs {need} bytes but the buffer has {have}")
+        fail(op, f"the new view needs {need} bytes but the buffer has {have}")
 
 
 # -------------------------------------------------------------------- mbarriers
-def _barrier(op: Operation, value) -> None:
-    ty = value.type
-    if not (isinstance(ty, SharedMemoryDescType) and isinstance(ty.layout, MBarrierLayout)
-            and ty.element == int64 and ty.shape == (1,)):
-        _fail(op, f"the barrier must be one mbarrier (an int64 view of shape [1] with MBarrierLayout, "
-                  f"e.g. bars.index(i)), got {ty}")
-
-
 def _pred(op: Operation, value) -> None:
-    _scalar(op, value, lambda t: t == int1, "the predicate")
+    scalar_of(op, value, lambda t: t == int1, "the predicate")
 
 
 def _positive(op: Operation, name: str, allow_zero: bool = False) -> None:
     v = op.attrs.get(name)
     if not isinstance(v, int) or isinstance(v, bool) or v < (0 if allow_zero else 1):
-        _fail(op, f"{name} must be a {'non-negative' if allow_zero else 'positive'} int, got {v!r}")
+        fail(op, f"{name} must be a {'non-negative' if allow_zero else 'positive'} int, got {v!r}")
 
 
 @rule("mbarrier_init")
 def _mbarrier_init(op):
-    _count(op, 1)
-    _barrier(op, op.operands[0])
+    count_parts(op, 1, 0)
+    one_mbarrier(op, op.operands[0])
     _positive(op, "count")
 
 
 @rule("mbarrier_expect")
 def _mbarrier_expect(op):
-    _count(op, 2)
-    _barrier(op, op.operands[0])
+    count_parts(op, 2, 0)
+    one_mbarrier(op, op.operands[0])
     _pred(op, op.operands[1])
     _positive(op, "bytes", allow_zero=True)
 
 
 @rule("mbarrier_arrive")
 def _mbarrier_arrive(op):
-    _count(op, 2)
-    _barrier(op, op.operands[0])
+    count_parts(op, 2, 0)
+    one_mbarrier(op, op.operands[0])
     _pred(op, op.operands[1])
     _positive(op, "count")
 
@@ -211,10 +183,10 @@ def _mbarrier_arrive(op):
 @rule("mbarrier_wait")
 def _mbarrier_wait(op):
     if len(op.operands) < 3:
-        _fail(op, f"expects the barrier, the phase and the predicate, got {len(op.operands)} operands")
-    _count(op, None)
-    _barrier(op, op.operands[0])
-    _scalar(op, op.operands[1], lambda t: t.is_int() and not t.is_bool(), "the phase")
+        fail(op, f"expects the barrier, the phase and the predicate, got {len(op.operands)} operands")
+    count_parts(op, None, 0)
+    one_mbarrier(op, op.operands[0])
+    scalar_of(op, op.operands[1], lambda t: t.is_int() and not t.is_bool(), "the phase")
     _pred(op, op.operands[2])
     for dep in op.operands[3:]:
         _desc(op, dep, "every dep")
@@ -222,13 +194,13 @@ def _mbarrier_wait(op):
 
 @rule("mbarrier_invalidate")
 def _mbarrier_invalidate(op):
-    _count(op, 1)
-    _barrier(op, op.operands[0])
+    count_parts(op, 1, 0)
+    one_mbarrier(op, op.operands[0])
 
 
 @rule("fence_async_shared")
 def _no_operands(op):
-    _count(op, 0)
+    count_parts(op, 0, 0)
 
 
 rule("thread_barrier")(_no_operands)

@@ -27,11 +27,10 @@ from typing import Optional
 
 from ..layouts.nvmma import DotOperandLayout, NVMMADistributedLayout
 from ..layouts.shared import NVMMASharedLayout, SharedLayout
-from .core import Operation
-from .diagnostics import CompilationError
 from .memdesc import view_to_offset
 from .types import SharedMemoryDescType, TensorType, bfloat16, float8e4nv, float8e5, float16, float32, int1
 from .verifier import rule
+from .verify_checks import fail
 
 __all__ = ["WGMMA_INPUT_TYPES", "TF32_PRECISIONS", "wgmma_k_step", "contiguous_dim", "is_k_major",
            "needs_k_major", "wgmma_shape_problem", "wgmma_precision_problem"]
@@ -155,42 +154,38 @@ def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
     return None
 
 
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"{op.name}: {message}", op.loc)
-
-
 @rule("warpgroup_mma")
 def _warpgroup_mma(op):
     if len(op.operands) != 4 or len(op.results) != 1 or op.regions:
-        _fail(op, f"expects a, b, acc, use_acc and one result, got {len(op.operands)} operands and "
-                  f"{len(op.results)} results")
+        fail(op, f"expects a, b, acc, use_acc and one result, got {len(op.operands)} operands and "
+                 f"{len(op.results)} results")
     a, b, acc, use_acc = (v.type for v in op.operands)
     problem = wgmma_shape_problem(a, b, acc)
     if problem:
-        _fail(op, problem)
+        fail(op, problem)
     if use_acc != int1:
-        _fail(op, f"use_acc must be an int1 scalar, got {use_acc}")
+        fail(op, f"use_acc must be an int1 scalar, got {use_acc}")
     if op.results[0].type != acc:
-        _fail(op, f"the result must have acc's type {acc}, got {op.results[0].type}")
+        fail(op, f"the result must have acc's type {acc}, got {op.results[0].type}")
     if not isinstance(op.attrs.get("is_async"), bool):
-        _fail(op, f"is_async must be a bool, got {op.attrs.get('is_async')!r}")
+        fail(op, f"is_async must be a bool, got {op.attrs.get('is_async')!r}")
     precision_problem = wgmma_precision_problem(a.element, op.attrs.get("precision"))
     if precision_problem:
-        _fail(op, precision_problem)
+        fail(op, precision_problem)
     imprecise = op.attrs.get("max_num_imprecise_acc")
     if imprecise is not None and (not isinstance(imprecise, int) or imprecise < 0):
-        _fail(op, f"max_num_imprecise_acc must be a non-negative int or None, got {imprecise!r}")
+        fail(op, f"max_num_imprecise_acc must be a non-negative int or None, got {imprecise!r}")
 
 
 @rule("warpgroup_mma_wait")
 def _warpgroup_mma_wait(op):
     if op.regions or len(op.results) != len(op.operands):
-        _fail(op, f"returns one value per dep: {len(op.operands)} deps, {len(op.results)} results")
+        fail(op, f"returns one value per dep: {len(op.operands)} deps, {len(op.results)} results")
     for dep, result in zip(op.operands, op.results):
         if dep.type != result.type:
-            _fail(op, f"result {result.type} must have its dep's type {dep.type}")
+            fail(op, f"result {result.type} must have its dep's type {dep.type}")
         if not isinstance(dep.type, (TensorType, SharedMemoryDescType)):
-            _fail(op, f"deps must be accumulators or shared memory descriptors, got {dep.type}")
+            fail(op, f"deps must be accumulators or shared memory descriptors, got {dep.type}")
     n = op.attrs.get("num_outstanding")
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        _fail(op, f"num_outstanding must be a non-negative int, got {n!r}")
+        fail(op, f"num_outstanding must be a non-negative int, got {n!r}")

@@ -30,6 +30,7 @@ from .core import Operation
 from .diagnostics import CompilationError
 from .types import PointerType, SharedMemoryDescType, TensorDescType, TensorType, DType
 from .verifier import rule
+from .verify_checks import fail
 
 __all__ = ["PartitionPlan", "plan_partitions", "op_plan", "enclosing_partition", "partition_num_warps",
            "kernel_warps", "REGISTER_FILE", "MIN_REGS", "MAX_REGS", "WARPGROUP"]
@@ -141,10 +142,6 @@ def kernel_warps(func) -> int:
     return func.num_warps
 
 
-def _fail(op: Operation, message: str) -> None:
-    raise CompilationError(f"warp_specialize: {message}", op.loc)
-
-
 def _captured_ok(ty) -> bool:
     """What a worker may see from outside: memory descriptors, barriers, TMA descriptors, scalars."""
     return isinstance(ty, (SharedMemoryDescType, TensorDescType, PointerType, DType))
@@ -161,23 +158,23 @@ def _layout_warps(ty: TensorType) -> Optional[int]:
 def _warp_specialize(op: Operation) -> None:
     warps, regs = tuple(op.attrs.get("num_warps", ())), op.attrs.get("num_regs")
     if len(op.regions) < 1 or len(warps) != len(op.regions):
-        _fail(op, f"needs one warp count per region, got {len(warps)} for {len(op.regions)} regions")
+        fail(op, f"needs one warp count per region, got {len(warps)} for {len(op.regions)} regions")
     if regs is not None and len(regs) != len(op.regions) - 1:
-        _fail(op, f"needs one register budget per worker, got {len(regs)} for {len(op.regions) - 1} workers")
+        fail(op, f"needs one register budget per worker, got {len(regs)} for {len(op.regions) - 1} workers")
     if op.parent is None or op.parent.parent_op is not None:
-        _fail(op, "must be at the top level of the kernel, not inside a runtime loop, branch or another "
-                  "warp_specialize (its partitions are forked once, where the kernel reaches it)")
+        fail(op, "must be at the top level of the kernel, not inside a runtime loop, branch or another "
+                 "warp_specialize (its partitions are forked once, where the kernel reaches it)")
     try:
         plan_partitions(warps[0], warps[1:], regs)
     except ValueError as e:
-        _fail(op, str(e))
+        fail(op, str(e))
     default = op.regions[0]
     term = default.terminator
     if term is None or term.name != "yield" or [v.type for v in term.operands] != [r.type for r in op.results]:
-        _fail(op, "the default partition must end with a yield of the op's results")
+        fail(op, "the default partition must end with a yield of the op's results")
     for index, region in enumerate(op.regions):
         if index and (region.terminator is None or region.terminator.name != "yield" or region.terminator.operands):
-            _fail(op, f"worker partition {index - 1} must end with a yield of nothing (workers return no values)")
+            fail(op, f"worker partition {index - 1} must end with a yield of nothing (workers return no values)")
         inside = {a.uid for a in region.args}
         for inner in region.walk():
             if inner.name == "warp_specialize":

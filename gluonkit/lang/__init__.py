@@ -8,7 +8,11 @@ and ``gl.shared_memory_descriptor_type`` are gluonkit's IR types under Gluon's n
 (May import :mod:`gluonkit.ir`, :mod:`gluonkit.layouts` and :mod:`gluonkit.sync` only.)
 """
 
-from .. import layouts as _layouts
+from ..layouts import (
+    AutoLayout, BlockedLayout, CoalescedLayout, DistributedLayout, DistributedLinearLayout, DotOperandLayout,
+    NVMMADistributedLayout, NVMMASharedLayout, PaddedSharedLayout, SharedLayout, SharedLinearLayout, SliceLayout,
+    SwizzledSharedLayout, TensorMemoryLayout,
+)
 from ..ir.types import (
     BlockType as block_type, DType as dtype, PointerType as pointer_type, SharedMemoryDescType as
     shared_memory_descriptor_type, TensorType as distributed_type, bfloat16, float8e4nv, float8e5, float16, float32,
@@ -40,21 +44,12 @@ from . import extra, fpsan
 from .unsupported import GL, UnsupportedFeatureError, install
 from .warp_specialize import warp_specialize
 
-# Layout classes, re-exported under Gluon's names.  The layout modules are written
-# alongside this package; names that do not exist yet are simply absent (a kernel using
-# one gets a clear "not defined" error), never replaced by a stand-in.
-_LAYOUT_NAMES = (
-    "AutoLayout", "CoalescedLayout", "BlockedLayout", "SliceLayout", "DistributedLayout",
-    "DistributedLinearLayout",
+# Layout classes, re-exported under Gluon's names.
+_LAYOUT_NAMES = [
+    "AutoLayout", "CoalescedLayout", "BlockedLayout", "SliceLayout", "DistributedLayout", "DistributedLinearLayout",
     "NVMMADistributedLayout", "DotOperandLayout", "NVMMASharedLayout", "SwizzledSharedLayout",
     "SharedLinearLayout", "PaddedSharedLayout", "SharedLayout", "TensorMemoryLayout",
-)
-_exported_layouts = []
-for _name in _LAYOUT_NAMES:
-    _cls = getattr(_layouts, _name, None) or getattr(_layouts.distributed, _name, None)
-    if _cls is not None:
-        globals()[_name] = _cls
-        _exported_layouts.append(_name)
+]
 
 __all__ = [
     "jit", "JITFunction", "set_launcher", "constexpr", "aggregate_replace", "tensor", "dtype", "pointer_type",
@@ -65,7 +60,7 @@ __all__ = [
     "allocate_shared_memory", "shared_memory_descriptor", "thread_barrier", "barrier", "warp_specialize", "block_type",
     "distributed_type", "shared_memory_descriptor_type", "UnsupportedFeatureError", "extra", "fpsan",
 ] + list(_builtin_names) + list(_atomic_names) + ["inline_asm_elementwise"] + list(_collective_names) + [
-    "to_linear_layout", "bank_conflicts", "fp4_to_fp", "dot_fma"] + list(_math_extra_names) + _exported_layouts
+    "to_linear_layout", "bank_conflicts", "fp4_to_fp", "dot_fma"] + list(_math_extra_names) + _LAYOUT_NAMES
 
 # Gluon 3.9 names whose feature is not built yet: stubs that say so when used.  Defining a
 # name above (a helper implementing it) replaces its stub.

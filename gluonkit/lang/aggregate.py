@@ -36,6 +36,7 @@ import inspect
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence
 
+from .callables import is_jit_function
 from .constexpr import is_constexpr_annotation, unwrap
 from .tensor import tensor
 
@@ -61,7 +62,7 @@ class AggregateValue:
     def __new__(cls, *args, **kwargs):
         """Host-side construction (no kernel): runs a Python ``__init__`` or the default one."""
         init = cls.__aggregate_init__
-        if getattr(init, "__gluonkit_jit__", False):
+        if is_jit_function(init):
             raise AggregateError(f"{cls.__name__} has a @jit __init__: construct it inside a kernel")
         instance = new_instance(cls)
         if init is None:
@@ -262,7 +263,7 @@ def construct(cls: type, args: Sequence, kwargs: Dict[str, Any], call_jit: Calla
     init = cls.__aggregate_init__
     if init is None:
         default_init(instance, args, kwargs)
-    elif getattr(init, "__gluonkit_jit__", False):
+    elif is_jit_function(init):
         result = call_jit(init, [instance, *args], kwargs)
         if result is not None:
             raise AggregateError(f"{cls.__name__}.__init__ must not return a value (got {result!r})")

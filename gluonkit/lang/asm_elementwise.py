@@ -6,6 +6,9 @@ scalars); ``dtype`` is one element type or a tuple of them, giving one result or
 ``pack`` elements of every argument go to one execution of ``asm``, elements narrower
 than 32 bits packed into 32-bit registers (see :mod:`gluonkit.lower.ops.inline_asm`).
 ``constraints`` are LLVM inline-assembly constraints, outputs first.
+
+(The module is not called ``inline_asm``: as a submodule of :mod:`gluonkit.lang` that name
+would become the attribute ``gl.inline_asm``, which is Gluon's other, thread-wise builtin.)
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ or ``"relaxed"``) and ``atomic_store(pointer, val, mask=None, sem=None, scope=No
 from __future__ import annotations
 
 from ..ir.ops import MEMORY_SCOPES, MEMORY_SEMANTICS
-from ..ir.types import PointerType, int1
+from ..ir.types import int1
 from ..ir.verify_atomics import LOAD_SEMANTICS, STORE_SEMANTICS, atomic_element_error
 from .constexpr import unwrap
 from .errors import ArgumentError, ShapeMismatchError, TypeMismatchError
@@ -38,16 +38,10 @@ def _ordering(sem, what: str, order, scope, default: str = "acq_rel", allowed=ME
 
 def _operands(sem, what: str, pointer, values, mask):
     """Pointer, values (converted to the pointee type) and mask, broadcast to one shape."""
-    ptr = sem.require_tensor(pointer, f"the pointer of {what}")
-    if not isinstance(ptr.dtype, PointerType):
-        sem.error(f"{what} needs a pointer or tensor of pointers, got {ptr.dtype}", TypeMismatchError)
+    ptr = sem.require_pointer(pointer, what)
     elem = ptr.dtype.element
     values = [sem.cast(sem.to_tensor(v, elem) if not isinstance(v, tensor) else v, elem) for v in values]
-    mask = unwrap(mask)
-    if mask is not None:
-        mask = sem.to_tensor(mask)
-        if mask.dtype != int1:
-            sem.error(f"the mask of {what} must be boolean (int1), got {mask.dtype}", TypeMismatchError)
+    mask = sem.require_mask(unwrap(mask), what)
     parts = [ptr] + values + ([mask] if mask is not None else [])
     if not ptr.is_block():
         for p in parts[1:]:

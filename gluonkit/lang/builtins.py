@@ -7,6 +7,7 @@ Gluon/Triton 3.x; the work happens in :class:`~gluonkit.lang.semantic.Semantic`.
 
 from __future__ import annotations
 
+from .callables import is_jit_function
 from .constexpr import unwrap
 from .errors import TypeMismatchError
 from .tensor import builtin, shape_args, tensor, tensor_member
@@ -168,49 +169,58 @@ def cdiv(x, div, _semantic=None):
 
 
 # ------------------------------------------------------------------------ reductions
+@tensor_member
 @builtin
 def sum(input, axis=None, keep_dims=False, dtype=None, _semantic=None):  # noqa: A001
     return _semantic.sum(input, axis, keep_dims, dtype)
 
 
+@tensor_member
 @builtin
 def max(input, axis=None, keep_dims=False, _semantic=None):  # noqa: A001
     return _semantic.reduce_minmax(input, axis, keep_dims, "maximum")
 
 
+@tensor_member
 @builtin
 def min(input, axis=None, keep_dims=False, _semantic=None):  # noqa: A001
     return _semantic.reduce_minmax(input, axis, keep_dims, "minimum")
 
 
+@tensor_member
 @builtin
 def reduce(input, axis, combine_fn, keep_dims=False, _semantic=None):
-    if not hasattr(combine_fn, "build_ir"):
+    if not is_jit_function(combine_fn):
         _semantic.error(f"reduce's combine_fn must be a @gluonkit.jit function, got {combine_fn!r}")
     return _semantic.reduce(input, axis, combine_fn, keep_dims)
 
 
 # ---------------------------------------------------------------- shapes and layouts
+@tensor_member
 @builtin
 def expand_dims(input, axis, _semantic=None):
     return _semantic.expand_dims(input, axis)
 
 
+@tensor_member
 @builtin
 def broadcast_to(input, *shape, _semantic=None):
     return _semantic.broadcast_to(input, shape_args(shape))
 
 
+@tensor_member
 @builtin
 def reshape(input, *shape, can_reorder=False, _semantic=None):
     return _semantic.reshape(input, shape_args(shape), can_reorder)
 
 
+@tensor_member
 @builtin
 def permute(input, *dims, _semantic=None):
     return _semantic.permute(input, shape_args(dims))
 
 
+@tensor_member
 @builtin
 def split(a, _semantic=None):
     return _semantic.split(a)

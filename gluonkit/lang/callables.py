@@ -20,7 +20,17 @@ from typing import Any, Callable
 
 from .constexpr import unwrap
 
-__all__ = ["ConstexprFunction", "constexpr_function", "must_use_result", "BoundMethod", "is_constexpr_function"]
+__all__ = ["ConstexprFunction", "constexpr_function", "must_use_result", "BoundMethod", "is_constexpr_function",
+           "is_jit_function"]
+
+
+def is_jit_function(value) -> bool:
+    """Whether ``value`` is a ``@gluonkit.jit`` function (a :class:`~gluonkit.lang.jit.JITFunction`).
+
+    Asked through the class's ``__gluonkit_jit__`` mark, so that the modules below ``jit`` in
+    the import order (this one, aggregates, the code generator) need not import it.
+    """
+    return bool(getattr(value, "__gluonkit_jit__", False))
 
 
 class ConstexprFunction:

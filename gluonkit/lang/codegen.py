@@ -24,6 +24,7 @@ from ..ir.diagnostics import Location
 from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
+from .callables import is_jit_function
 from .constexpr import constexpr, unwrap
 from .aggregate import is_aggregate
 from .codegen_structs import NOT_HANDLED, StructsMixin
@@ -36,10 +37,6 @@ from .tensor import builtin, is_builtin, tensor
 from .values import is_runtime
 
 __all__ = ["CodeGenerator", "is_runtime"]
-
-
-def _is_jit(value) -> bool:
-    return bool(getattr(value, "__gluonkit_jit__", False))
 
 
 def _min_max(which: str, args, sem):
@@ -443,7 +440,7 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         result = self.call_structured(fn, args, kwargs, name)
         if result is not NOT_HANDLED:
             return result
-        if _is_jit(fn):
+        if is_jit_function(fn):
             return self.call_jit(fn, args, kwargs)
         if is_builtin(fn):
             try:

@@ -10,17 +10,13 @@ from __future__ import annotations
 import ast
 
 from .aggregate import AggregateError, aggregate_replace, construct, is_aggregate, is_aggregate_class
-from .callables import BoundMethod, is_constexpr_function
+from .callables import BoundMethod, is_constexpr_function, is_jit_function
 from .errors import ArgumentError, CompilationError, TypeMismatchError, UnsupportedSyntaxError
 from .values import is_runtime
 
 __all__ = ["StructsMixin", "NOT_HANDLED"]
 
 NOT_HANDLED = object()
-
-
-def _is_jit(value) -> bool:
-    return bool(getattr(value, "__gluonkit_jit__", False))
 
 
 class StructsMixin:
@@ -30,7 +26,7 @@ class StructsMixin:
         """The result of calling ``fn`` when it is an aggregate class, a bound method, a
         constexpr function or ``aggregate_replace``; ``NOT_HANDLED`` otherwise."""
         if isinstance(fn, BoundMethod):
-            if _is_jit(fn.function):
+            if is_jit_function(fn.function):
                 return self.call_jit(fn.function, [fn.instance, *args], kwargs)
             return self._python_call(fn.function, [fn.instance, *args], kwargs, name)
         if is_aggregate_class(fn):
@@ -69,7 +65,7 @@ class StructsMixin:
 
     def bind_method(self, base, attr: str, value):
         """``base.attr`` for an aggregate instance: ``@jit`` methods get bound to it."""
-        if is_aggregate(base) and _is_jit(value) and attr not in base.__dict__:
+        if is_aggregate(base) and is_jit_function(value) and attr not in base.__dict__:
             return BoundMethod(base, value)
         return value
 

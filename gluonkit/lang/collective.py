@@ -13,6 +13,7 @@ from typing import Sequence, Tuple
 
 from ..ir import Block
 from ..ir.types import TensorType, int32, uint32
+from .callables import is_jit_function
 from .constexpr import unwrap
 from .errors import ArgumentError, ShapeMismatchError, TypeMismatchError
 from .tensor import builtin, tensor, tensor_member
@@ -27,7 +28,7 @@ def _region(sem, arg_types: Sequence, fn, n_out, what: str) -> Tuple[Block, bool
     region = Block(list(arg_types))
     with sem.builder.at_end_of(region):
         args = [tensor(a) for a in region.args]
-        out = sem.call_jit(fn, args) if hasattr(fn, "build_ir") else fn(*args)
+        out = sem.call_jit(fn, args) if is_jit_function(fn) else fn(*args)
         was_tuple = isinstance(out, tuple)
         out = out if was_tuple else (out,)
         if n_out is not None and len(out) != n_out:
@@ -41,7 +42,7 @@ def _region(sem, arg_types: Sequence, fn, n_out, what: str) -> Tuple[Block, bool
 
 
 def _require_jit(sem, fn, who: str) -> None:
-    if not hasattr(fn, "build_ir"):
+    if not is_jit_function(fn):
         sem.error(f"{who}'s function must be a @gluonkit.jit function, got {fn!r}", ArgumentError)
 
 

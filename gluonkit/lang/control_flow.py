@@ -23,13 +23,13 @@ from typing import Dict, List
 
 from ..ir import Block
 from ..ir.types import TensorType
-from ..ir.verifier import layouts_match
+from ..ir import layouts_match
 from .builtins import static_range
 from .errors import TypeMismatchError, UnsupportedSyntaxError
 from .promotion import integer_promote
 from .shared_memory import shared_memory_descriptor
 from .tensor import tensor
-from .values import describe, flatten, is_runtime, structure_mismatch, unflatten
+from .values import flatten, is_runtime, structure_mismatch, unflatten
 
 __all__ = ["ControlFlowMixin", "assigned_names", "contains_return"]
 

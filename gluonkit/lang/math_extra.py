@@ -158,8 +158,6 @@ def max_constancy(input, values, _semantic=None):
     return x
 
 
-
-
 @tensor_member
 @builtin
 def flip(x, dim=None, _semantic=None):

@@ -84,6 +84,22 @@ class CoreSemantic:
             self.error(f"{what} must be a distributed tensor, got a scalar of type {value.type}", TypeMismatchError)
         return value
 
+    def require_pointer(self, value, what: str) -> tensor:
+        """``value`` as a pointer or tensor of pointers; ``what`` names the operation it feeds."""
+        ptr = self.require_tensor(value, f"the pointer of {what}")
+        if not isinstance(ptr.dtype, PointerType):
+            self.error(f"{what} needs a pointer or tensor of pointers, got {ptr.dtype}", TypeMismatchError)
+        return ptr
+
+    def require_mask(self, mask, what: str) -> Optional[tensor]:
+        """``mask`` (``None`` for none) as a runtime boolean value; ``what`` names the operation."""
+        if mask is None:
+            return None
+        mask = self.to_tensor(mask)
+        if mask.dtype != int1:
+            self.error(f"the mask of {what} must be boolean (int1), got {mask.dtype}", TypeMismatchError)
+        return mask
+
     def check_layout(self, layout, shape, what: str = "layout", allow_auto: bool = True):
         """``layout`` (None means AutoLayout) if it can lay out a tensor of ``shape``."""
         self.require_constexpr(layout, what)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..ir import Block
-from ..ir.types import DType, PointerType, TensorType, int1, int32, uint32, float32
+from ..ir.types import DType, PointerType, TensorType, int32, uint32, float32
 from ..layouts.conversion import plan_conversion
 from ..layouts.distributed import AutoLayout, SliceLayout
+from .callables import is_jit_function
 from .errors import (
     ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError,
 )
@@ -166,17 +167,13 @@ class Semantic(ElementwiseSemantic):
 
     # ------------------------------------------------------------------ memory
     def _memory_operands(self, what, ptr, mask, cache, eviction, caches):
-        ptr = self.require_tensor(ptr, f"the pointer of {what}")
-        if not isinstance(ptr.dtype, PointerType):
-            self.error(f"{what} needs a pointer or tensor of pointers, got {ptr.dtype}", TypeMismatchError)
+        ptr = self.require_pointer(ptr, what)
         if cache not in caches:
             self.error(f"{what} cache_modifier must be one of {caches}, got {cache!r}", ArgumentError)
         if eviction not in _EVICTION:
             self.error(f"{what} eviction_policy must be one of {_EVICTION}, got {eviction!r}", ArgumentError)
+        mask = self.require_mask(mask, what)
         if mask is not None:
-            mask = self.to_tensor(mask)
-            if mask.dtype != int1:
-                self.error(f"the mask of {what} must be boolean (int1), got {mask.dtype}", TypeMismatchError)
             mask = self._fit(mask, ptr, f"the mask of {what}")
         return ptr, mask
 
@@ -290,7 +287,7 @@ class Semantic(ElementwiseSemantic):
         region = Block(elems + elems)
         with self.builder.at_end_of(region):
             args = [tensor(a) for a in region.args]
-            if hasattr(combine, "build_ir"):
+            if is_jit_function(combine):
                 out = self.call_jit(combine, args)
             else:
                 out = combine(*args)

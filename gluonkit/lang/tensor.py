@@ -9,28 +9,13 @@ from plain Python fails with a message instead of doing something wrong.
 
 from __future__ import annotations
 
-import functools
 from typing import Tuple
 
 from ..ir import Value
 from ..ir.types import TensorType, element_type, layout_of, shape_of
+from ..sync.builtin import builtin  # the one calling convention of lang's and sync's builtins
 
 __all__ = ["tensor", "builtin", "is_builtin", "shape_args", "tensor_member"]
-
-
-def builtin(fn):
-    """Mark ``fn`` as a kernel builtin: callable only from kernel code, with ``_semantic``."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, _semantic=None, **kwargs):
-        if _semantic is None:
-            raise RuntimeError(
-                f"{fn.__qualname__} can only be used inside a @gluonkit.jit function "
-                "(it builds kernel IR; there is no Python-level implementation)")
-        return fn(*args, _semantic=_semantic, **kwargs)
-
-    wrapper.__gluonkit_builtin__ = True
-    return wrapper
 
 
 def is_builtin(fn) -> bool:
@@ -80,46 +65,10 @@ class tensor:  # noqa: N801 - Gluon's spelling
     def __repr__(self) -> str:
         return f"tensor({self.handle.type})"
 
-    # Methods: thin forwards to the semantic layer (argument meanings as the gl.* functions).
+    # Methods: ``to`` here; the builtins marked @tensor_member add the rest (x.sum(), x.reshape() …).
     @builtin
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False, _semantic=None):
         return _semantic.cast(self, dtype, bitcast=bitcast, rounding=fp_downcast_rounding)
-
-    @builtin
-    def reshape(self, *shape, can_reorder=False, _semantic=None):
-        return _semantic.reshape(self, shape_args(shape), can_reorder)
-
-    @builtin
-    def permute(self, *dims, _semantic=None):
-        return _semantic.permute(self, shape_args(dims))
-
-    @builtin
-    def broadcast_to(self, *shape, _semantic=None):
-        return _semantic.broadcast_to(self, shape_args(shape))
-
-    @builtin
-    def expand_dims(self, axis, _semantic=None):
-        return _semantic.expand_dims(self, axis)
-
-    @builtin
-    def split(self, _semantic=None):
-        return _semantic.split(self)
-
-    @builtin
-    def sum(self, axis=None, keep_dims=False, dtype=None, _semantic=None):
-        return _semantic.sum(self, axis, keep_dims, dtype)
-
-    @builtin
-    def max(self, axis=None, keep_dims=False, _semantic=None):
-        return _semantic.reduce_minmax(self, axis, keep_dims, "maximum")
-
-    @builtin
-    def min(self, axis=None, keep_dims=False, _semantic=None):
-        return _semantic.reduce_minmax(self, axis, keep_dims, "minimum")
-
-    @builtin
-    def reduce(self, axis, combine_fn, keep_dims=False, _semantic=None):
-        return _semantic.reduce(self, axis, combine_fn, keep_dims)
 
 
 def tensor_member(fn):

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 from ..ir.diagnostics import CompilationError, UnsupportedFeatureError
 
 __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_class", "removed", "is_unsupported",
-           "unsupported_message", "install"]
+           "unsupported_message", "install", "refuse_parameter"]
 
 
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)
@@ -36,8 +36,8 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "tma_gather": ("TMA gather and scatter", 12),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
-    "atomics": ("atomic memory operations", 10),
-    "inline_asm": ("inline PTX", 10),
+    "atomic_poll": ("spin-waiting on memory words", 10),
+    "inline_asm": ("thread-wise inline assembly with explicit result types; inline_asm_elementwise works", 10),
     "cache_policy": ("cache policies", 10),
     "packed_arith": ("packed two- and four-lane arithmetic", 10),
     "mma_v2": ("Ampere mma_v2", 10),
@@ -56,22 +56,29 @@ def _message(name: str, feature: str) -> str:
     return f"{name} is not supported by gluonkit yet ({feature}: {what}; {where})"
 
 
-def _fail(message: str, _semantic) -> None:
+def _fail(message: str, _semantic, error: type = UnsupportedFeatureError) -> None:
+    """Raise ``error``: at the user's line when called from a kernel, plainly on the host."""
     if _semantic is not None:
-        _semantic.error(message, UnsupportedFeatureError)
-    raise UnsupportedFeatureError(message)
+        _semantic.error(message, error)
+    raise error(message)
+
+
+def _failing_builtin(name: str, message: str, error: type):
+    """A kernel builtin called ``name`` whose every call raises ``error(message)``."""
+
+    def stub(*args, _semantic=None, **kwargs):
+        _fail(message, _semantic, error)
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = message
+    stub.__gluonkit_builtin__ = True
+    return stub
 
 
 def unsupported(name: str, feature: str):
     """A kernel builtin ``name`` that raises :class:`UnsupportedFeatureError` when called."""
     message = _message(name, feature)
-
-    def stub(*args, _semantic=None, **kwargs):
-        _fail(message, _semantic)
-
-    stub.__name__ = stub.__qualname__ = name.rsplit(".", 1)[-1]
-    stub.__doc__ = message
-    stub.__gluonkit_builtin__ = True
+    stub = _failing_builtin(name.rsplit(".", 1)[-1], message, UnsupportedFeatureError)
     stub.__gluonkit_unsupported__ = message
     return stub
 
@@ -123,17 +130,17 @@ class _StubModule(types.ModuleType):
 
 def removed(name: str, replacement: str):
     """A builtin Gluon removed: calling it is an error naming ``replacement``, as in Gluon 3.9."""
-    message = f"{name} has been removed; call {replacement} instead"
+    return _failing_builtin(name, f"{name} has been removed; call {replacement} instead", CompilationError)
 
-    def stub(*args, _semantic=None, **kwargs):
-        if _semantic is not None:
-            _semantic.error(message)
-        raise CompilationError(message)
 
-    stub.__name__ = stub.__qualname__ = name
-    stub.__doc__ = message
-    stub.__gluonkit_builtin__ = True
-    return stub
+def refuse_parameter(sem, owner: str, parameter: str, feature: str, fix: str) -> None:
+    """Stop compilation at the user's line: ``owner``'s ``parameter`` needs ``feature``, not built yet.
+
+    For parameters of implemented builtins (``cache_policy=``) that only a missing feature
+    could honour; the message is a stub's, followed by ``fix``.
+    """
+    what = f"{owner}'s {parameter}"
+    sem.error(f"{_message(what, feature)}: {fix}", UnsupportedFeatureError)
 
 
 def is_unsupported(obj) -> bool:
@@ -167,8 +174,8 @@ def install(namespace: dict, table: Dict[str, Tuple[str, str]]) -> List[str]:
 # ---------------------------------------------------------------------------- the stubs
 GL = {  # gluonkit.language
     "CachePolicy": ("class", "cache_policy"),
-    "atomic_poll": ("fn", "atomics"),  # asyncops
-    "inline_asm": ("fn", "inline_asm"),  # asyncops
+    "atomic_poll": ("fn", "atomic_poll"),
+    "inline_asm": ("fn", "inline_asm"),
     "expect_zero": ("fn", "hints"),
     "float8e4b15": ("dtype", "dtypes"),
     "float8e4b8": ("dtype", "dtypes"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from ..ir.types import TensorType
-from ..ir.verifier import layouts_match
+from ..ir import layouts_match
 from .aggregate import fields_of, is_aggregate, rebuild
 from .tensor import tensor
 

@@ -5,7 +5,7 @@ of ``(function, args_tuple)`` pairs, as Gluon 3.9 does.  The first is the *defau
 partition*: it runs on the kernel's warps, may take any values and returns what the call
 returns.  The others are *workers* on ``worker_num_warps[i]`` more warps each; their
 arguments may be shared memory descriptors (barriers included), TMA descriptors, scalars,
-compile-time values and tuples of these — never distributed tensors — and they return
+compile-time values and tuples or aggregates of these — never distributed tensors — and they return
 nothing.  Inside a partition ``gl.num_warps()`` is that partition's warp count, so layouts
 written with it fit.  ``worker_num_regs`` asks for per-thread register budgets
 (``setmaxnreg``; see :mod:`gluonkit.ir.warp_specialize` for the warp and register plan).
@@ -18,16 +18,14 @@ from __future__ import annotations
 from ..ir import Block
 from ..ir.types import TensorType
 from ..ir.warp_specialize import plan_partitions
+from .aggregate import fields_of, is_aggregate
+from .callables import is_jit_function
 from .constexpr import unwrap
 from .errors import ArgumentError, TypeMismatchError, UnsupportedSyntaxError
 from .shared_memory import shared_memory_descriptor
 from .tensor import builtin, tensor
 
 __all__ = ["warp_specialize"]
-
-
-def _is_jit(fn) -> bool:
-    return bool(getattr(fn, "__gluonkit_jit__", False))
 
 
 def _pairs(sem, functions_and_args):
@@ -39,7 +37,7 @@ def _pairs(sem, functions_and_args):
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             sem.error(f"warp_specialize partition {i} must be a (function, args) pair, got {pair!r}", ArgumentError)
         fn, args = pair
-        if not _is_jit(fn):
+        if not is_jit_function(fn):
             sem.error(f"warp_specialize partition {i}'s function must be a @gluonkit.jit function, got {fn!r}",
                       ArgumentError)
         if not isinstance(args, (list, tuple)):
@@ -60,10 +58,14 @@ def _int_list(sem, values, what: str):
 
 
 def _check_worker_arg(sem, fn, index: int, value, path: str) -> None:
-    """Workers may take memory descriptors, TMA descriptors, scalars and compile-time values."""
+    """Workers may take memory descriptors, TMA descriptors, scalars and compile-time values,
+    also inside tuples, lists and aggregates."""
     if isinstance(value, (tuple, list)):
         for j, v in enumerate(value):
             _check_worker_arg(sem, fn, index, v, f"{path}[{j}]")
+    elif is_aggregate(value):
+        for name, v in fields_of(value).items():
+            _check_worker_arg(sem, fn, index, v, f"{path}.{name}")
     elif isinstance(value, tensor) and isinstance(value.type, TensorType):
         sem.error(f"worker partition {index} ({fn.__name__}) gets a distributed tensor ({value.type}) as argument "
                   f"{path}; workers run on other warps and can only take shared memory descriptors, barriers, TMA "

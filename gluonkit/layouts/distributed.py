@@ -11,9 +11,8 @@ from __future__ import annotations
 import numbers
 from typing import List, Sequence, Tuple
 
-from .base import LayoutBase
+from .base import TensorLayout
 from .linear import LinearLayout, is_power_of_two
-from .views import hardware_view, tensor_view
 
 DISTRIBUTED_IN_DIMS = ("register", "lane", "warp", "block")
 
@@ -34,28 +33,9 @@ def check_shape(owner: str, shape: Sequence[int], rank: int | None = None) -> Tu
     return shape
 
 
-class DistributedLayout(LayoutBase):
-    """Base of every layout of a tensor held in registers.
-
-    Subclasses define :attr:`rank`, :meth:`to_linear_layout` and :meth:`_key` (the tuple of
-    parameters that defines value equality and hashing, see :class:`~gluonkit.layouts.base.LayoutBase`).
-    """
-
-    @property
-    def rank(self) -> int:
-        raise NotImplementedError
-
-    def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
-        """The layout of a tensor of ``shape`` as a linear layout (Triton's conventions)."""
-        raise NotImplementedError
-
-    def format_tensor_view(self, shape: Sequence[int]) -> str:
-        """Gluon's text view: each element of a ``shape`` tensor with its holders (thread:register)."""
-        return tensor_view(self.to_linear_layout(list(shape)), shape)
-
-    def format_hardware_view(self, shape: Sequence[int]) -> str:
-        """Gluon's text view: per warp and register, the element each lane holds."""
-        return hardware_view(self.to_linear_layout(list(shape)), shape)
+class DistributedLayout(TensorLayout):
+    """Base of every layout of a tensor held in registers: ``register``, ``lane``, ``warp``,
+    ``block`` → ``dim0 …`` (see :class:`~gluonkit.layouts.base.TensorLayout`)."""
 
 
 class DistributedLinearLayout(DistributedLayout):

@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, Tuple
 
 from .distributed import check_shape, out_dim_names
-from .base import LayoutBase
+from .base import TensorLayout
 from .linear import LinearLayout, is_power_of_two, log2_exact
-from .views import hardware_view, tensor_view
 
 NVMMA_SWIZZLE_WIDTHS = (0, 32, 64, 128)
 NVMMA_ELEMENT_BITWIDTHS = (8, 16, 32, 64)
@@ -57,28 +56,9 @@ def bitwidth_of(dtype, owner: str = "dtype") -> int:
     return bits
 
 
-class SharedLayout(LayoutBase):
-    """Base of every shared-memory layout.
-
-    Subclasses define :attr:`rank`, :meth:`to_linear_layout` and :meth:`_key` (the tuple of
-    parameters that defines value equality and hashing, see :class:`~gluonkit.layouts.base.LayoutBase`).
-    """
-
-    @property
-    def rank(self) -> int:
-        raise NotImplementedError
-
-    def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
-        """The layout of a buffer of ``shape``: ``offset``, ``block`` → ``dim0 …``."""
-        raise NotImplementedError
-
-    def format_tensor_view(self, shape: Sequence[int]) -> str:
-        """Gluon's text view: where each element of a ``shape`` buffer is stored."""
-        return tensor_view(self.to_linear_layout(list(shape)), shape)
-
-    def format_hardware_view(self, shape: Sequence[int]) -> str:
-        """Gluon's text view: the element at each offset of each CTA's buffer."""
-        return hardware_view(self.to_linear_layout(list(shape)), shape)
+class SharedLayout(TensorLayout):
+    """Base of every shared-memory layout: ``offset``, ``block`` → ``dim0 …`` (see
+    :class:`~gluonkit.layouts.base.TensorLayout`)."""
 
 
 # --------------------------------------------------------------------------- NVMMA

@@ -1,26 +1,31 @@
-"""The calling convention of synchronization builtins.
+"""The calling convention of kernel builtins, and the operand checks of the synchronization ones.
 
 Kernel builtins are functions marked ``__gluonkit_builtin__``: the frontend calls them
-with its semantic layer as ``_semantic`` (see :func:`gluonkit.lang.tensor.builtin`, the
-same protocol).  ``sync/`` may not import ``lang/``, so it marks its functions itself and
-uses only the semantic layer's public methods (``create``, ``error``, ``to_tensor``,
-``to_bool``, ``cast``, ``require_int``).
+with its semantic layer as ``_semantic``.  :func:`builtin` is defined here, below ``lang/``,
+because ``sync/`` may not import ``lang/``; ``lang`` uses the same decorator.  The sync
+builtins use only the semantic layer's public methods (``create``, ``error``,
+``to_tensor``, ``to_bool``, ``cast``, ``require_int``).
 """
 
 from __future__ import annotations
 
 import functools
 
+from ..ir.types import SharedMemoryDescType, int64
+from ..layouts.barrier import MBarrierLayout
+
 __all__ = ["builtin", "barrier_type", "predicate", "descriptor_handle"]
 
 
 def builtin(fn):
-    """Mark ``fn`` as a kernel builtin that needs ``_semantic``."""
+    """Mark ``fn`` as a kernel builtin: callable only from kernel code, with ``_semantic``."""
 
     @functools.wraps(fn)
     def wrapper(*args, _semantic=None, **kwargs):
         if _semantic is None:
-            raise RuntimeError(f"{fn.__module__}.{fn.__qualname__} can only be used inside a @gluonkit.jit function")
+            raise RuntimeError(
+                f"{fn.__qualname__} can only be used inside a @gluonkit.jit function "
+                "(it builds kernel IR; there is no Python-level implementation)")
         return fn(*args, _semantic=_semantic, **kwargs)
 
     wrapper.__gluonkit_builtin__ = True
@@ -29,8 +34,6 @@ def builtin(fn):
 
 def descriptor_handle(sem, desc, what: str):
     """The IR value of a shared memory descriptor (an error naming ``what`` otherwise)."""
-    from ..ir.types import SharedMemoryDescType
-
     handle = getattr(desc, "handle", None)
     if handle is None or not isinstance(handle.type, SharedMemoryDescType):
         sem.error(f"{what} must be a shared memory descriptor, got {desc!r}")
@@ -39,9 +42,6 @@ def descriptor_handle(sem, desc, what: str):
 
 def barrier_type(sem, bar, what: str = "the barrier"):
     """The IR value of ``bar``, which must be one mbarrier (a ``[1]`` int64 MBarrierLayout view)."""
-    from ..ir.types import int64
-    from ..layouts.barrier import MBarrierLayout
-
     handle = descriptor_handle(sem, bar, what)
     ty = handle.type
     if not isinstance(ty.layout, MBarrierLayout) or ty.element != int64:

@@ -19,13 +19,13 @@
 
 from __future__ import annotations
 
-from ...ir.types import PointerType, SharedMemoryDescType, int1
+from ...ir.types import SharedMemoryDescType
 from ...ir.verify_async_copy import ASYNC_COPY_CACHE_MODIFIERS, ASYNC_COPY_EVICTION_POLICIES
 from ...sync.builtin import barrier_type
 from ..constexpr import unwrap
 from ..errors import ArgumentError, ShapeMismatchError, TypeMismatchError
 from ..tensor import builtin
-from ..unsupported import removed
+from ..unsupported import refuse_parameter, removed
 
 __all__ = ["async_copy_global_to_shared", "async_load", "mbarrier_arrive", "commit_group", "wait_group"]
 
@@ -45,19 +45,14 @@ def async_load(smem, pointer, mask=None, cache_modifier=None, eviction_policy=No
     """Start copying ``*pointer`` into ``smem`` (element for element; masked-off elements become 0)."""
     sem = _semantic
     if unwrap(cache_policy) is not None:
-        sem.error("async_load's cache_policy (CachePolicy) is not supported yet; pass cache_modifier / "
-                  "eviction_policy instead", ArgumentError)
+        refuse_parameter(sem, "async_load", "cache_policy", "cache_policy", "pass cache_modifier / eviction_policy "
+                         "instead")
     handle = getattr(smem, "handle", None)
     if handle is None or not isinstance(handle.type, SharedMemoryDescType):
         sem.error(f"async_load's smem must be a shared memory descriptor, got {smem!r}", TypeMismatchError)
-    ptr = sem.require_tensor(pointer, "async_load's pointer")
-    if not isinstance(ptr.dtype, PointerType):
-        sem.error(f"async_load needs a tensor of pointers, got {ptr.dtype}", TypeMismatchError)
-    mask = unwrap(mask)
+    ptr = sem.require_pointer(pointer, "async_load")
+    mask = sem.require_mask(unwrap(mask), "async_load")
     if mask is not None:
-        mask = sem.to_tensor(mask)
-        if mask.dtype != int1:
-            sem.error(f"async_load's mask must be boolean (int1), got {mask.dtype}", TypeMismatchError)
         ptr, mask = sem.broadcast_all([ptr, mask])
     view: SharedMemoryDescType = handle.type
     if not ptr.is_block() or tuple(ptr.shape) != tuple(view.shape):

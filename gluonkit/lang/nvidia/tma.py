@@ -46,7 +46,7 @@ from ...ir.types import BlockType, DType, SharedMemoryDescType, TensorDescIm2Col
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from ..tensor import builtin, shape_args, tensor
-from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, removed
+from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, refuse_parameter, removed
 
 __all__ = ["tensor_descriptor", "tensor_descriptor_type", "tensor_descriptor_im2col", "tensor_descriptor_im2col_type",
            "block_type", "async_load", "async_load_im2col", "async_store", "store_wait",
@@ -157,8 +157,7 @@ def _no_multicast_or_policy(sem, what: str, multicast=False, cache_policy=None) 
         sem.error(f"{what}(multicast=True) copies into the shared memory of several CTAs of a cluster, which "
                   "gluonkit does not launch yet", UnsupportedFeatureError)
     if cache_policy is not None:
-        sem.error(f"{what}'s cache_policy is not supported by gluonkit yet (cache_policy: cache policies; see "
-                  "docs/porting.rst): leave it None", UnsupportedFeatureError)
+        refuse_parameter(sem, what, "cache_policy", "cache_policy", "leave it None")
 
 
 @builtin

@@ -15,6 +15,7 @@ from typing import List, Sequence
 import llvmlite.ir as lir
 
 from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I32, byte_size
 
 __all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
@@ -31,7 +32,7 @@ def barrier(ctx: KernelLowering) -> None:
     """
     barrier_id, threads = ctx.sync_group
     text = f"bar.sync {barrier_id};" if threads is None else f"bar.sync {barrier_id}, {threads};"
-    ctx.builder.asm(lir.FunctionType(lir.VoidType(), []), text, "~{memory}", [], side_effect=True)
+    emit_ptx(ctx.builder, text)
 
 
 def begin_use(ctx: KernelLowering, op) -> None:

@@ -19,21 +19,16 @@ wait is placed by the barrier planner (:mod:`..memplan.barriers`).
 
 from __future__ import annotations
 
-import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
 from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
 from ..llvm_types import I32
 from ..ops.memory import vector_width
 from ..ops.shared_memory import SharedPointer, _Access, order_access
 from ..registry import lowering
 
 __all__ = []
-
-
-def _asm(ctx: KernelLowering, text: str, constraints: str, operands) -> None:
-    fn_type = lir.FunctionType(lir.VoidType(), [v.type for v in operands])
-    ctx.builder.asm(fn_type, text, ",".join(filter(None, [constraints, "~{memory}"])), operands, side_effect=True)
 
 
 def _width(ctx: KernelLowering, op: Operation, access: _Access, ptr, mask) -> int:
@@ -71,17 +66,17 @@ def _copy(ctx: KernelLowering, op: Operation) -> None:
     for first in range(0, len(pointers), vec):
         dst = b.ptrtoint(access.address(ctx, first), I32)
         src_bytes = I32(nbytes) if masks is None else b.select(masks[first], I32(nbytes), I32(0))
-        _asm(ctx, text, "r,l,r", [dst, pointers[first], src_bytes])
+        emit_ptx(ctx.builder, text, "r,l,r", [dst, pointers[first], src_bytes])
 
 
 @lowering("async_commit_group")
 def _commit(ctx: KernelLowering, op: Operation) -> None:
-    _asm(ctx, "cp.async.commit_group;", "", [])
+    emit_ptx(ctx.builder, "cp.async.commit_group;", "", [])
 
 
 @lowering("async_wait_group")
 def _wait(ctx: KernelLowering, op: Operation) -> None:
-    _asm(ctx, f"cp.async.wait_group {op.attrs['num_outstanding']};", "", [])
+    emit_ptx(ctx.builder, f"cp.async.wait_group {op.attrs['num_outstanding']};", "", [])
 
 
 @lowering("async_copy_mbarrier_arrive")
@@ -89,5 +84,5 @@ def _mbarrier_arrive(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     desc: SharedPointer = ctx.get(op.operands[0])
     noinc = "" if op.attrs["increment_count"] else ".noinc"
-    _asm(ctx, f"cp.async.mbarrier.arrive{noinc}.shared::cta.b64 [$0];", "r",
-         [ctx.builder.ptrtoint(desc.pointer, I32)])
+    emit_ptx(ctx.builder, f"cp.async.mbarrier.arrive{noinc}.shared::cta.b64 [$0];", "r",
+             [ctx.builder.ptrtoint(desc.pointer, I32)])

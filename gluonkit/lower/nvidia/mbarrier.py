@@ -13,12 +13,11 @@ the others read): waiting on a barrier another thread just initialized is ordere
 
 from __future__ import annotations
 
-from typing import List
-
 import llvmlite.ir as lir
 
 from ...ir import Operation
 from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
 from ..llvm_types import I32
 from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
@@ -39,30 +38,25 @@ def elected_thread(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
     return b.and_(first, pred) if pred is not None else first
 
 
-def _asm(ctx: KernelLowering, text: str, constraints: str, operands: List[lir.Value]) -> None:
-    fn_type = lir.FunctionType(lir.VoidType(), [v.type for v in operands])
-    ctx.builder.asm(fn_type, text, ",".join(filter(None, [constraints, "~{memory}"])), operands, side_effect=True)
-
-
 @lowering("mbarrier_init")
 def _init(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    _asm(ctx, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
+    emit_ptx(ctx.builder, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
+             [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
 
 
 @lowering("mbarrier_expect")
 def _expect(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    _asm(ctx, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
+    emit_ptx(ctx.builder, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
+             [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
 
 @lowering("mbarrier_arrive")
 def _arrive(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    _asm(ctx, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
-         [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
+    emit_ptx(ctx.builder, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
+             [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
 
 @lowering("mbarrier_wait")
@@ -85,15 +79,14 @@ def _wait(ctx: KernelLowering, op: Operation) -> None:
 @lowering("mbarrier_invalidate")
 def _invalidate(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    _asm(ctx, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), elected_thread(ctx, None)])
+    emit_ptx(ctx.builder, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), elected_thread(ctx, None)])
 
 
 @lowering("fence_async_shared")
 def _fence_async_shared(ctx: KernelLowering, op: Operation) -> None:
-    _asm(ctx, "fence.proxy.async.shared::cta;", "", [])
+    emit_ptx(ctx.builder, "fence.proxy.async.shared::cta;", "", [])
 
 
 @lowering("thread_barrier")
 def _thread_barrier(ctx: KernelLowering, op: Operation) -> None:
     barrier(ctx)
-

@@ -43,6 +43,7 @@ from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescI
 from ...ir.memdesc import view_to_offset
 from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I32
 from .mbarrier import elected_thread
 from ..registry import lowering
@@ -52,8 +53,7 @@ __all__: List[str] = []
 
 
 def _asm(ctx: KernelLowering, text: str, constraints: List[str], operands: List[lir.Value]) -> None:
-    fn_type = lir.FunctionType(lir.VoidType(), [v.type for v in operands])
-    ctx.builder.asm(fn_type, text, ",".join(constraints + ["~{memory}"]), operands, side_effect=True)
+    emit_ptx(ctx.builder, text, ",".join(constraints), operands)
 
 
 def _box(desc: TensorDescType) -> List[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from ...ir import Operation, TensorType
+from ...ir import Operation
 from ..context import KernelLowering
 from ..llvm_types import llvm_type
 from ..registry import lowering

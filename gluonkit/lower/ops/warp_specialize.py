@@ -30,6 +30,7 @@ import llvmlite.ir as lir
 from ...ir import CompilationError, Operation, Value
 from ...ir.warp_specialize import PartitionPlan, op_plan, WARPGROUP
 from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
 from ..llvm_types import I1, I8, I32
 from ..memplan.scratch import SHARED, barrier, shared_base
 from .shared_memory import SharedPointer
@@ -42,7 +43,6 @@ FORK_BARRIER = 1
 FIRST_WORKER_BARRIER = 2
 MAX_BARRIERS = 16
 CAPTURE_SLOT = 8  # bytes per captured value
-_VOID = lir.FunctionType(lir.VoidType(), [])
 
 
 class _WarpSpecialization:
@@ -54,14 +54,10 @@ class _WarpSpecialization:
         self.chain = chain
 
 
-def _asm(builder: lir.IRBuilder, text: str) -> None:
-    builder.asm(_VOID, text, "~{memory}", [], side_effect=True)
-
-
 def _setmaxnreg(builder: lir.IRBuilder, regs: Optional[int], initial: int) -> None:
     if regs is None or regs == initial:
         return
-    _asm(builder, f"setmaxnreg.{'inc' if regs > initial else 'dec'}.sync.aligned.u32 {regs};")
+    emit_ptx(builder, f"setmaxnreg.{'inc' if regs > initial else 'dec'}.sync.aligned.u32 {regs};")
 
 
 def prepare(ctx: KernelLowering) -> None:
@@ -146,7 +142,7 @@ def partition_report(ctx: KernelLowering) -> list:
 
 def _fork_join(builder: lir.IRBuilder, threads: int) -> None:
     # Not ``bar.sync`` (= ``barrier.sync.aligned``): the two sides reach it from different instructions.
-    _asm(builder, f"barrier.sync {FORK_BARRIER}, {threads};")
+    emit_ptx(builder, f"barrier.sync {FORK_BARRIER}, {threads};")
 
 
 def _captures(ctx: KernelLowering, op: Operation) -> List[Value]:
