@@ -1,7 +1,8 @@
 """GEMM TFLOP/s: the warp-specialized persistent GEMM beside cuBLAS and the persistent GEMM.
 
 For every shape of issue 11's sweep, one run measures ``examples/warp_specialized/ws_gemm.py``
-(the configuration its ``choose_config`` picks, descriptors built once with ``prepare``),
+in both variants — cooperative (two warpgroups on one 128 × 256 tile) and ping-pong (one
+warpgroup per 128 × 128 tile, two tiles at once) — descriptors built once with ``prepare``,
 ``examples/persistent_gemm/persistent_gemm.py`` (the configuration ``bench_gemm.choose_config``
 picks) and cuBLAS (``torch.matmul``).  Every result is first checked against torch (fp32
 matmul of the same random inputs) with the output poisoned (NaN); the columns are medians over
@@ -29,15 +30,17 @@ from timing import SAMPLES, alternating, percentile  # noqa: E402
 
 SHAPES = ((8192, 8192, 8192), (6144, 6144, 6144), (4096, 4096, 4096), (8192, 8192, 512), (8192, 8192, 1024),
           (16384, 8192, 1024), (8192, 256, 8192), (256, 8192, 8192), (3000, 5000, 2000),
-          (4999, 4097, 3001), (7000, 1000, 5000), (1500, 6000, 2500), (2000, 2000, 8000))
+          (4999, 4104, 3000), (7000, 1000, 5000), (1500, 6000, 2504), (2000, 2000, 8000))  # N, K: TMA needs rows of 16 B
 # WS configurations tried by --sweep: prepare()'s keyword arguments.
-SWEEP = (dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2), dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, producer_regs=40),
-         dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=8), dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1),
-         dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2), dict(BN=128, STAGES=6, EPILOGUE_SPLIT=1),
-         dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, GROUP_M=8))
+COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2)
+PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True)
+SWEEP = (COOPERATIVE, dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1), PINGPONG, dict(PINGPONG, GROUP_M=8),
+         dict(PINGPONG, STAGES=5), dict(PINGPONG, producer_regs=40, consumer_regs=232),
+         dict(BM=64, BN=256, STAGES=4, EPILOGUE_SPLIT=2, PINGPONG=True))
 
 
 def _config_name(cfg: dict) -> str:
+    """``key=value,…`` of a configuration, for the sweep's lines."""
     return ",".join(f"{k}={v}" for k, v in cfg.items())
 
 
@@ -45,19 +48,21 @@ def bench(M, N, K, dtype, sm_count):
     a = torch.randn(M, K, device="cuda", dtype=dtype)
     b = torch.randn(K, N, device="cuda", dtype=dtype)
     ref = a.float() @ b.float()
-    c_ws, c_p = (torch.empty(M, N, device="cuda", dtype=dtype) for _ in range(2))
-    cfg = ws_gemm.choose_config(M, N, K, a.element_size(), sm_count)
-    fns = dict(ws=ws_gemm.prepare(a, b, c_ws, **cfg), persistent=_persistent_call(a, b, c_p, persistent_config(
-        M, N, K, sm_count)), cublas=lambda: torch.matmul(a, b))
-    err = max(_checked(fns["ws"], c_ws, ref, "ws"), _checked(fns["persistent"], c_p, ref, "persistent"))
+    c_co, c_pp, c_p = (torch.empty(M, N, device="cuda", dtype=dtype) for _ in range(3))
+    fns = dict(coop=ws_gemm.prepare(a, b, c_co, **COOPERATIVE), pingpong=ws_gemm.prepare(a, b, c_pp, **PINGPONG),
+               persistent=_persistent_call(a, b, c_p, persistent_config(M, N, K, sm_count)),
+               cublas=lambda: torch.matmul(a, b))
+    err = max(_checked(fns[name], c, ref, name) for name, c in (("coop", c_co), ("pingpong", c_pp),
+                                                                ("persistent", c_p)))
     ms, rounds = alternating(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
-    ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds["ws"])]
-    print(f"{M:>5}x{N:<5}x{K:<5} {str(dtype)[6:]:8} {tf['ws']:6.0f} {tf['persistent']:6.0f} {tf['cublas']:6.0f}  "
-          f"{tf['ws'] / tf['cublas']:6.3f} {tf['ws'] / tf['persistent']:6.3f} {tf['persistent'] / tf['cublas']:6.3f}  "
-          f"{percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  {cfg['BN']:3}/{cfg['STAGES']}  {err:.1e}",
-          flush=True)
-    return tf['ws'] / tf['cublas']
+    pick = "pingpong" if ws_gemm.choose_config(M, N, K, a.element_size(), sm_count)["PINGPONG"] else "coop"
+    ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds[pick])]
+    print(f"{M:>5}x{N:<5}x{K:<5} {str(dtype)[6:]:8} {tf['coop']:6.0f} {tf['pingpong']:6.0f} {tf['persistent']:6.0f} "
+          f"{tf['cublas']:6.0f}  {pick[:4]:4} {tf[pick] / tf['cublas']:6.3f} {tf[pick] / tf['persistent']:6.3f} "
+          f"{tf['persistent'] / tf['cublas']:6.3f}  {percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
+          f"{err:.1e}", flush=True)
+    return tf[pick] / tf['cublas'], max(tf['coop'], tf['pingpong']) / tf['cublas']
 
 
 def sweep(shapes, dtype):
@@ -95,10 +100,14 @@ def main():
         return
     print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call with an L2 flush "
           "(benchmarks/timing.py); ws = warp-specialized GEMM, pers = persistent GEMM")
-    print("  M    x N    x K     dtype        ws   pers cublas   ws/cuB ws/per per/cuB  ws/cuB 10-90%  BN/stages "
+    print("coop = cooperative 128x256 (4 stages), pp = ping-pong 128x128 (6 stages), pers = persistent GEMM; "
+          "ws = the variant ws_gemm.choose_config picks")
+    print("  M    x N    x K     dtype      coop     pp   pers cublas  ws    ws/cuB ws/per per/cuB  ws/cuB 10-90%  "
           "rel.err")
     ratios = [bench(*shape, dtype, sm_count) for shape in shapes for dtype in dtypes]
-    print(f"geometric mean ws/cuBLAS: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+    for i, what in enumerate(("ws (picked)", "best of coop/pp")):
+        values = [r[i] for r in ratios]
+        print(f"geometric mean {what} / cuBLAS: {math.exp(sum(map(math.log, values)) / len(values)):.3f}")
 
 
 if __name__ == "__main__":

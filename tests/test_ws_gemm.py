@@ -1,4 +1,5 @@
-"""The warp-specialized persistent GEMM (``examples/warp_specialized/ws_gemm.py``): in the
+"""The warp-specialized persistent GEMM (``examples/warp_specialized/ws_gemm.py``, cooperative
+and ping-pong): in the
 interpreter against numpy float64 under the default partition schedules, through ptxas for
 sm_90a (sm_100a has no wgmma: a clear error), and on the GPU against torch (marked ``gpu``)."""
 
@@ -29,8 +30,10 @@ _TOLERANCE = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}
     (200, 136, 96, "float16", "float32", 2, 3, 2),     # ragged M, N: zero-filled loads, clipped stores
     (130, 72, 200, "bfloat16", "bfloat16", 1, 2, 3),   # ragged K, more programs than most have tiles
     (128, 64, 32, "float16", "float16", 2, 3, 1),      # one tile, one K step (fewer steps than stages)
+    (520, 200, 64, "float16", "float32", 2, 2, 3),     # ping-pong: odd and even tile counts per program
 ])
-def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stages, programs):
+@pytest.mark.parametrize("pingpong", [False, True])
+def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stages, programs, pingpong):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     seen = []
     original = interpret_partitions._Scheduler.run
@@ -44,22 +47,26 @@ def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stage
     a = rng.standard_normal((M, K)).astype(_OUT_DTYPES[inp])
     b = rng.standard_normal((K, N)).astype(_OUT_DTYPES[inp])
     c = np.full((M, N), np.nan, _OUT_DTYPES[out])
-    ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=stages, EPILOGUE_SPLIT=split, num_programs=programs)
+    ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=stages, EPILOGUE_SPLIT=split, PINGPONG=pingpong,
+                 num_programs=programs)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
     assert len(seen) == 3 * programs  # every program under forward, reverse and one random schedule: no hazard
 
 
-def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16):
+def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False):
     BM, BK = 128, 64
+    warps = 4 if pingpong else 8
     nvmma = gl.NVMMASharedLayout.get_default_for
     c_block = (BM, BN // split)
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1], instr_shape=[16, BN, 16])
-    return ws_gemm.ws_gemm_kernel.compile(
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
+    kernel, extra = ((ws_gemm.ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if pingpong else
+                     (ws_gemm.ws_gemm_kernel, {}))
+    return kernel.compile(
         TensorDescType((BM, BK), inp, nvmma([BM, BK], inp)), TensorDescType((BK, BN), inp, nvmma([BK, BN], inp)),
         TensorDescType(c_block, out, nvmma(list(c_block), out)), "i32", "i32", "i32",
-        STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=split, acc_layout=acc, PRODUCER_REGS=24, num_warps=8,
-        target=target)
+        STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=split, acc_layout=acc, PRODUCER_REGS=24, num_warps=warps,
+        target=target, **extra)
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
@@ -78,6 +85,22 @@ def test_ws_gemm_compiles_for_hopper_without_spills(BN, stages, out):
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@pytest.mark.parametrize("stages, out", [(6, ir.bfloat16), (4, ir.float32)])
+def test_ws_gemm_pingpong_compiles_for_hopper_without_spills(stages, out):
+    compiled = _compile("sm_90a", BN=128, stages=stages, out=out, pingpong=True)
+    ptx, meta = compiled.asm["ptx"], compiled.metadata
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    for text in ("setmaxnreg.inc.sync.aligned.u32 248;", "setmaxnreg.inc.sync.aligned.u32 240;",
+                 "setmaxnreg.dec.sync.aligned.u32 24;"):
+        assert text in ptx
+    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in meta["partitions"]] == [
+        (0, 4, 248), (4, 4, 240), (8, 1, 24)]
+    assert meta["spill_stores"] == 0 and meta["stack_frame"] == 0 and meta["shared"] <= 232448
+    # Each consumer's named barrier covers its own warpgroup only.
+    assert "bar.sync 0, 128;" in ptx and "bar.sync 2, 128;" in ptx and "bar.sync 0, 256;" not in ptx
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 def test_ws_gemm_on_sm100_says_wgmma_is_hopper_only():
     with pytest.raises(CompilationError, match="sm_100a has no wgmma"):
         _compile("sm_100a")
@@ -86,14 +109,17 @@ def test_ws_gemm_on_sm100_says_wgmma_is_hopper_only():
 @pytest.mark.gpu
 @pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
 @pytest.mark.parametrize("M, N, K, out", [(1024, 1024, 1024, "bfloat16"), (1000, 296, 776, "float32"),
-                                          (3000, 5000, 2000, "float16"), (8192, 256, 1000, "bfloat16")])
+                                          (3000, 5000, 2000, "float16"), (8192, 256, 1000, "bfloat16"),
+                                          (4999, 4104, 3000, "bfloat16")])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_ws_gemm_on_the_gpu_matches_torch(M, N, K, out, dtype):
+@pytest.mark.parametrize("pingpong", [False, True])
+def test_ws_gemm_on_the_gpu_matches_torch(M, N, K, out, dtype, pingpong):
     torch = pytest.importorskip("torch")
     a = torch.randn(M, K, device="cuda", dtype=getattr(torch, dtype))
     b = torch.randn(K, N, device="cuda", dtype=getattr(torch, dtype))
     c = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, out))
-    ws_gemm.gemm(a, b, c)
+    BN, stages = (128, 6 if out != "float32" else 4) if pingpong else (256, 4 if out != "float32" else 3)
+    ws_gemm.gemm(a, b, c, BN=BN, STAGES=stages, PINGPONG=pingpong)
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[out]

@@ -125,6 +125,79 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
         mbarrier.invalidate(empty.index(s))
 
 
+@gluonkit.jit
+def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M: gl.constexpr,
+                       STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
+                       WHICH: gl.constexpr):
+    """One ping-pong consumer warpgroup: the program's tiles ``WHICH, WHICH + 2, …``, MMAs in turns."""
+    BM: gl.constexpr = a_smem.shape[1]
+    BK: gl.constexpr = a_smem.shape[2]
+    BN: gl.constexpr = b_smem.shape[2]
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_tiles = gl.cdiv(K, BK)
+    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
+    for j in range((my_tiles - WHICH + 1) // 2):
+        t = 2 * j + WHICH
+        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
+        # Our turn: the other warpgroup has issued all MMAs of its tile (the previous one).
+        mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
+        acc = gl.zeros([BM, BN], gl.float32, acc_layout)
+        for k in range(k_tiles):
+            step = t * k_tiles + k
+            stage = step % STAGES
+            mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
+            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
+            gl.thread_barrier()  # thread 0 arrives for the warpgroup
+            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+        mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+        gl.thread_barrier()
+        mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
+        store_tile(c_desc, c_smem.index(WHICH), acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+    tma.store_wait(0)
+
+
+@gluonkit.jit
+def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                            EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                            CONSUMER_REGS: gl.constexpr):
+    """Ping-pong: two one-warpgroup consumers (the kernel's 4 warps and a 4-warp worker) on
+    alternate tiles; ``turn`` mbarriers make their main loops take turns, so one's epilogue
+    runs under the other's MMAs."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[1]
+    gl.static_assert(EPILOGUE_SPLIT == 1 or EPILOGUE_SPLIT == 2, "EPILOGUE_SPLIT must be 1 or 2")
+    gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
+                     "C's block must be BM x (BN // EPILOGUE_SPLIT)")
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BM, c_desc.block_type.shape[1]], c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
+    fence_async_shared()
+    gl.warp_specialize([
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
+                              EPILOGUE_SPLIT, acc_layout, 0)),
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
+                              EPILOGUE_SPLIT, acc_layout, 1)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+    mbarrier.invalidate(turn.index(0))
+    mbarrier.invalidate(turn.index(1))
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count() -> int:
     from gluonkit.runtime.driver import device_properties
@@ -150,27 +223,37 @@ def ws_layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_w
 
 
 def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
-    """The tile shape and ring depth for a shape: 128 × 256 tiles when they fill the SMs, else
-    128 × 128; as many stages as fit in 227 KB beside C's half-tile buffer."""
+    """Cooperative or ping-pong, tile shape and ring depth for a shape (from ``bench_ws_gemm.py``
+    on the H100, see docs/benchmarks.rst).
+
+    Ping-pong (128 × 128 per warpgroup) when the K loop is short or 128 × 256 tiles would
+    leave SMs idle: there the epilogue and the tile count matter, and ping-pong hides one
+    warpgroup's epilogue under the other's MMAs.  Otherwise cooperative 128 × 256.  As many
+    stages as fit in 227 KB beside C's half-tile buffer(s).
+    """
     big_tiles = gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256)
-    BN = 256 if big_tiles >= sm_count else 128
+    pingpong = K <= 2048 or big_tiles < sm_count
+    BN = 128 if pingpong else 256
     stage_bytes = (128 * 64 + 64 * BN) * 2
-    c_bytes = 128 * (BN // 2) * out_bytes
+    c_bytes = (2 if pingpong else 1) * 128 * (BN // 2) * out_bytes
     stages = min(6, (232448 - 1024 - c_bytes) // stage_bytes)
-    return dict(BM=128, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2)
+    return dict(BM=128, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong)
 
 
 DEFAULT_GROUP_M = 16
 
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
-            EPILOGUE_SPLIT: int = 2, num_warps: int = 8, producer_regs: int = 24, num_programs: int = None):
+            EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
+            num_programs: int = None):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
-    ``num_warps`` is the consumers' warp count (8: two warpgroups cooperating on a tile; 4:
-    one); the producer's warp comes on top, so the CTA has ``num_warps + 4`` warps (whole
-    warpgroups).  Descriptors, layouts and grid are built once here.
+    Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
+    ``PINGPONG=True``: two one-warpgroup consumers take alternate tiles (the kernel's 4 warps
+    and a 4-warp worker at ``consumer_regs``).  The producer's warp comes on top, so the CTA
+    has 12 warps either way.  Descriptors, layouts and grid are built once here.
     """
+    num_warps = 4 if PINGPONG else 8
     M, K = a.shape
     N = b.shape[1]
     a_layout, b_layout, c_layout, c_block, acc_layout = ws_layouts(
@@ -179,11 +262,15 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    launch = ws_gemm_kernel[(min(tiles, num_programs or _num_programs()),)]
+    grid = (min(tiles, num_programs or _num_programs()),)
+    if PINGPONG:
+        launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
+    else:
+        launch, extra = ws_gemm_kernel[grid], {}
 
     def run():
         launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
-               acc_layout=acc_layout, PRODUCER_REGS=producer_regs, num_warps=num_warps)
+               acc_layout=acc_layout, PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra)
         return c
     return run
 
@@ -215,7 +302,7 @@ def main() -> None:
     if on_gpu:
         gemm(a, b, c)
     else:
-        gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, num_warps=8, num_programs=2)
+        gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, num_programs=2)
     ref = a_np.astype(np.float64) @ b_np.astype(np.float64)
     err = np.linalg.norm(to_numpy(c) - ref) / np.linalg.norm(ref)
     where = "on the GPU" if on_gpu else "in the interpreter"
