@@ -33,9 +33,9 @@ SHAPES = ((8192, 8192, 8192), (6144, 6144, 6144), (4096, 4096, 4096), (8192, 819
           (4999, 4104, 3000), (7000, 1000, 5000), (1500, 6000, 2504), (2000, 2000, 8000))  # N, K: TMA needs rows of 16 B
 # WS configurations tried by --sweep: prepare()'s keyword arguments.
 COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2)
-PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True)
-SWEEP = (COOPERATIVE, dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1), PINGPONG, dict(PINGPONG, GROUP_M=8),
-         dict(PINGPONG, STAGES=5), dict(PINGPONG, producer_regs=40, consumer_regs=232),
+PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8)
+SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=8), dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1), PINGPONG,
+         dict(PINGPONG, GROUP_M=16), dict(PINGPONG, GROUP_M=4), dict(PINGPONG, producer_regs=40, consumer_regs=232),
          dict(BM=64, BN=256, STAGES=4, EPILOGUE_SPLIT=2, PINGPONG=True))
 
 
@@ -100,7 +100,7 @@ def main():
         return
     print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call with an L2 flush "
           "(benchmarks/timing.py); ws = warp-specialized GEMM, pers = persistent GEMM")
-    print("coop = cooperative 128x256 (4 stages), pp = ping-pong 128x128 (6 stages), pers = persistent GEMM; "
+    print("coop = cooperative 128x256 (4 stages, GROUP_M=16), pp = ping-pong 128x128 (6 stages, GROUP_M=8), pers = persistent GEMM; "
           "ws = the variant ws_gemm.choose_config picks")
     print("  M    x N    x K     dtype      coop     pp   pers cublas  ws    ws/cuB ws/per per/cuB  ws/cuB 10-90%  "
           "rel.err")
