@@ -54,6 +54,20 @@ def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stage
     assert len(seen) == 3 * programs  # every program under forward, reverse and one random schedule: no hazard
 
 
+@pytest.mark.parametrize("M, N, K, variant", [
+    (8192, 8192, 8192, (False, 256, 4, 16)),   # deep K, many tiles: cooperative 128 x 256
+    (3000, 5000, 2000, (False, 256, 4, 16)),
+    (8192, 8192, 1024, (True, 128, 6, 8)),     # shallow K: ping-pong hides the epilogues
+    (8192, 256, 8192, (True, 128, 6, 8)),      # 64 tiles of 128 x 256 on 132 SMs: ping-pong 128 x 128
+])
+def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant):
+    cfg = ws_gemm.choose_config(M, N, K, 2, 132)
+    assert (cfg["PINGPONG"], cfg["BN"], cfg["STAGES"], cfg["GROUP_M"]) == variant
+    c_buffers = (2 if cfg["PINGPONG"] else 1) * 128 * cfg["BN"] // 2 * 2
+    assert cfg["STAGES"] * (128 * 64 + 64 * cfg["BN"]) * 2 + c_buffers <= 232448 - 1024
+    assert ws_gemm.choose_config(M, N, K, 4, 132)["STAGES"] == variant[2] - 1  # fp32 C: a larger C buffer
+
+
 def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False):
     BM, BK = 128, 64
     warps = 4 if pingpong else 8

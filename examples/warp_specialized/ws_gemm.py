@@ -226,14 +226,14 @@ def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict
     """Cooperative or ping-pong, tile shape, ring depth and raster group for a shape (from
     ``bench_ws_gemm.py`` on the H100, see docs/benchmarks.rst).
 
-    Ping-pong (128 × 128 per warpgroup, ``GROUP_M=8``) when the K loop is shallow (K ≤ 512:
+    Ping-pong (128 × 128 per warpgroup, ``GROUP_M=8``) when the K loop is shallow (K ≤ 1024:
     the epilogue is a large share, and ping-pong hides one warpgroup's epilogue under the
     other's MMAs) or when 128 × 256 tiles would leave half the SMs idle; otherwise
     cooperative 128 × 256 (``GROUP_M=16``).  As many stages as fit in 227 KB beside C's
     half-tile buffer(s).
     """
     big_tiles = gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256)
-    pingpong = K <= 512 or 2 * big_tiles <= sm_count
+    pingpong = K <= 1024 or 2 * big_tiles <= sm_count
     BN = 128 if pingpong else 256
     stage_bytes = (128 * 64 + 64 * BN) * 2
     c_bytes = (2 if pingpong else 1) * 128 * (BN // 2) * out_bytes
