@@ -30,7 +30,7 @@ from timing import SAMPLES, alternating, percentile  # noqa: E402
 
 SHAPES = ((8192, 8192, 8192), (6144, 6144, 6144), (4096, 4096, 4096), (8192, 8192, 512), (8192, 8192, 1024),
           (16384, 8192, 1024), (8192, 256, 8192), (256, 8192, 8192), (3000, 5000, 2000),
-          (4999, 4104, 3000), (7000, 1000, 5000), (1500, 6000, 2504), (2000, 2000, 8000))  # N, K: TMA needs rows of 16 B
+          (4999, 4104, 3000), (7000, 1000, 5000), (1500, 6000, 2504), (2000, 2000, 8000))  # N, K: rows of 16 B
 # WS configurations tried by --sweep: prepare()'s keyword arguments.
 COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2)
 PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8)
@@ -99,9 +99,9 @@ def main():
             sweep(shapes, dtype)
         return
     print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call with an L2 flush "
-          "(benchmarks/timing.py); ws = warp-specialized GEMM, pers = persistent GEMM")
-    print("coop = cooperative 128x256 (4 stages, GROUP_M=16), pp = ping-pong 128x128 (6 stages, GROUP_M=8), pers = persistent GEMM; "
-          "ws = the variant ws_gemm.choose_config picks")
+          "(benchmarks/timing.py)")
+    print("coop = cooperative 128x256 (4 stages, GROUP_M=16), pp = ping-pong 128x128 (6 stages, GROUP_M=8), "
+          "pers = persistent GEMM; ws = the variant ws_gemm.choose_config picks")
     print("  M    x N    x K     dtype      coop     pp   pers cublas  ws    ws/cuB ws/per per/cuB  ws/cuB 10-90%  "
           "rel.err")
     ratios = [bench(*shape, dtype, sm_count) for shape in shapes for dtype in dtypes]

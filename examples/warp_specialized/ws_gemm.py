@@ -24,6 +24,13 @@ Phases: the steps are numbered ``0, 1, …`` across tiles in both partitions, st
 producer for parity ``(lap & 1) ^ 1`` of ``empty`` (a fresh barrier's previous phase counts as
 complete, so the first lap does not wait).
 
+**Ping-pong** (``PINGPONG=True``, ``ws_gemm_pingpong_kernel``): the two consumer warpgroups
+are separate partitions (the kernel's 4 warps and a 4-warp worker) on alternate tiles of the
+program, 128 × 128 each, sharing the producer's ring.  Two ``turn`` mbarriers make their K
+loops alternate (a consumer waits for its turn before its first MMA and hands it over after
+its last), so one warpgroup's epilogue runs under the other's MMAs.  ``choose_config`` picks
+the variant per shape.
+
 Ragged M, N and K are handled by TMA: loads zero-fill outside the tensors and stores clip.
 
 Run: ``python examples/warp_specialized/ws_gemm.py`` (GPU if present, else the CPU
