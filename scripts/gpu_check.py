@@ -19,7 +19,8 @@ def main() -> int:
     failures = 0
     failures += run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests"]) != 0
     for example in ("vector_add", "fused_softmax", "transpose", "cross_entropy", "persistent_gemm/pipelined_gemm",
-                    "persistent_gemm/persistent_gemm", "warp_specialized/producer_consumer"):
+                    "persistent_gemm/persistent_gemm", "warp_specialized/producer_consumer",
+                    "warp_specialized/ws_gemm"):
         failures += run([sys.executable, f"examples/{example}.py"]) != 0
     if "--no-bench" not in sys.argv and "--only-gemm-bench" not in sys.argv:
         failures += run([sys.executable, "benchmarks/bench_memory.py"]) != 0

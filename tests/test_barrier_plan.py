@@ -263,3 +263,35 @@ def test_pipelined_gemm_has_one_barrier_per_k_step(monkeypatch):
 def test_conflicts_need_overlap_and_a_write(new, old, expected):
     assert conflicts(new, (0, 64), old, (32, 96)) == expected
     assert not conflicts(new, (0, 64), old, (64, 128))
+
+
+# --------------------------------------------------------------------- warp_specialize
+@gluonkit.jit
+def _ws_waiter(bars, x_ptr, n):
+    for i in range(n):
+        mbarrier.wait(bars.index(0), i & 1)
+        mbarrier.arrive(bars.index(1))
+
+
+@gluonkit.jit
+def _ws_arriver(bars, n):
+    for i in range(n):
+        mbarrier.wait(bars.index(1), (i & 1) ^ 1)
+        mbarrier.arrive(bars.index(0))
+
+
+@gluonkit.jit
+def ws_after_init(x_ptr, n):
+    bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(bars.index(0), count=1)
+    mbarrier.init(bars.index(1), count=1)
+    gl.warp_specialize([(_ws_waiter, (bars, x_ptr, n)), (_ws_arriver, (bars, n))], [1])
+    mbarrier.invalidate(bars.index(0))
+
+
+def test_warp_specialize_fork_and_join_are_barriers(monkeypatch):
+    """The init writes before the fork need no ``bar.sync`` inside the partitions' loops (the
+    fork is ``barrier.sync 1`` over every thread), and the invalidate after the join none either."""
+    paths, ptx = _compile(monkeypatch, ws_after_init, gl.pointer_type(gl.float32), "i32", num_warps=4)
+    assert paths == []
+    assert "bar.sync 0" not in ptx and "bar.sync 2" not in ptx and ptx.count("barrier.sync 1,") == 4

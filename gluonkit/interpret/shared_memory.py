@@ -41,11 +41,13 @@ __all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addr
 _CLOCK = itertools.count(1)  # orders generic writes and fences (programs run one at a time)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AsyncRead:
     """Bytes of a buffer that an in-flight asynchronous op reads: writing them is a hazard.
 
-    ``what`` names the op (with its line), ``fix`` says how to make the write safe.
+    ``what`` names the op (with its line), ``fix`` says how to make the write safe.  Compared
+    by identity: each in-flight op's record is removed from the buffer's list when it retires,
+    and two records may hold equal masks (or masks numpy cannot compare with ``==``).
     """
 
     mask: np.ndarray  # one bool per byte of the buffer
@@ -53,9 +55,10 @@ class AsyncRead:
     fix: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AsyncWrite:
-    """Bytes of a buffer that an in-flight asynchronous copy may still write: touching them is a hazard."""
+    """Bytes of a buffer that an in-flight asynchronous copy may still write: touching them is a hazard
+    (compared by identity, like :class:`AsyncRead`)."""
 
     mask: np.ndarray  # one bool per byte of the buffer
     what: str

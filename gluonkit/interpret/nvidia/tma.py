@@ -216,10 +216,12 @@ def _global_to_shared(program, op, operands):
     barrier = barrier_state(bar, op, operand=2)
     rank = len(tmap.shape)
     if tmap.im2col is not None:
-        box = im2col_box(tmap, tmap.im2col, ty.shape, _coords(operands[4:4 + rank]), operands[4 + rank:],
-                         op.operands[0].type.max_offset, op.loc)
+        coords = _coords(operands[4:4 + rank])
+        box = im2col_box(tmap, tmap.im2col, ty.shape, coords, operands[4 + rank:], op.operands[0].type.max_offset,
+                         op.loc)
     else:
-        box = _box(tmap, ty.shape, _coords(operands[4:]))
+        coords = _coords(operands[4:])
+        box = _box(tmap, ty.shape, coords)
     load = _Load(program, op, tmap, ref, ty, box, barrier)
     mask = load.writer.mask
     for other in ref.buffer.async_reads:
@@ -238,7 +240,7 @@ def _global_to_shared(program, op, operands):
     if program.trace is not None:
         dest = view_name(ref, ty)
         load.span = program.trace.start(f"TMA load → {dest}", "tma.load", op, destination=dest,
-                                        barrier=barrier.name, phase=load.issued_in, coords=load.coords,
+                                        barrier=barrier.name, phase=load.issued_in, coords=coords,
                                         bytes=ty.nbytes)
     _tma(program).loads.append(load)
     return []

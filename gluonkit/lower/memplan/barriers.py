@@ -44,6 +44,10 @@ become pending, so a later read of the range by other threads waits at a ``bar.s
 after the wait.  (A copy completed through ``async_copy_mbarrier_arrive`` is made visible
 by the mbarrier wait instead, which needs no ``bar.sync``.)
 
+**Partitions.**  ``warp_specialize`` forks and joins at a barrier over every thread, so
+each partition is analysed once from an empty pending set (its own ``bar.sync`` is a named
+barrier over its threads) and nothing is pending after the join.
+
 **Control flow.**  After an ``if``, the union of both branches' states; a loop's body is
 analysed until its entry state (the state before the loop joined with the state at the end
 of the body) stops changing.  Decisions only accumulate, so the result is sound for every
@@ -215,6 +219,8 @@ class _Analysis:
             before, after = op.regions
             entry = self._loop(state, lambda s: self._block(after, self._block(before, s)))
             return self._block(before, entry)
+        if op.name == "warp_specialize":
+            return self._warp_specialize(op, state)
         for region in op.regions:  # other regions (reduce's combine) may run any number of times
             state = self._loop(state, lambda s, r=region: self._block(r, s))
         if self._emits_full_barrier(op):
@@ -245,6 +251,16 @@ class _Analysis:
         elif op.name == "async_wait_group":
             pending, in_flight = self._retire(pending, in_flight, _CP_ASYNC, op.attrs["num_outstanding"])
         return _State(pending, in_flight)
+
+    def _warp_specialize(self, op: Operation, state: _State) -> _State:
+        """Fork and join are barriers over every thread (``barrier.sync 1``), so each partition
+        starts and the kernel resumes with nothing pending; the default partition runs on the
+        kernel's threads and keeps their asynchronous groups, the workers start with none."""
+        default, *workers = op.regions
+        after = self._block(default, _State(frozenset(), state.in_flight))
+        for region in workers:
+            self._block(region, _State())
+        return _State(frozenset(), after.in_flight)
 
     def _issue(self, in_flight: FrozenSet[_InFlight], group: str, ranges: Iterable[Range]) -> FrozenSet[_InFlight]:
         """A new ``group`` of asynchronous reads: every earlier one of that group gets one younger."""
