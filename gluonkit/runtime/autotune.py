@@ -32,7 +32,6 @@ first configuration left after pruning is used.
 
 from __future__ import annotations
 
-import builtins
 import inspect
 import json
 import linecache
