@@ -812,3 +812,17 @@ def test_triton_protocol_options_gluonkit_cannot_honour(options, message):
 @gluonkit.jit
 def _protocol_kernel(x, y, BLOCK: gl.constexpr):
     pass
+
+
+def test_jit_takes_gluons_parameters():
+    """``@gluonkit.jit`` accepts every parameter of Gluon 3.9's ``jit``; ``do_not_specialize`` and
+    ``do_not_specialize_on_alignment`` both reach the launcher's list, ``debug`` the frontend."""
+    def body(x_ptr, n):
+        pass
+
+    kernel = gluonkit.jit(body, version=1, repr=lambda spec: "k", launch_metadata=None, do_not_specialize=["n"],
+                          do_not_specialize_on_alignment=[0], debug=True, noinline=False)
+    assert kernel.options["do_not_specialize"] == ["n", 0] and kernel.options["debug"] is True
+    assert gluonkit.jit(repr=str)(body).options["do_not_specialize"] == []
+    with pytest.raises(TypeError):
+        gluonkit.jit(body, num_stages=3)

@@ -236,15 +236,20 @@ def _freeze(value):
         return (type(value).__name__, repr(value))
 
 
-def jit(fn: Optional[Callable] = None, **options):
+def jit(fn: Optional[Callable] = None, *, version=None, repr=None, launch_metadata=None,  # noqa: A002 - Gluon's names
+        do_not_specialize=None, do_not_specialize_on_alignment=None, debug=None, noinline=None):
     """Decorator making a ``@gluonkit.jit`` function; ``@jit`` and ``@jit(...)`` both work.
 
-    Gluon's options ``do_not_specialize``, ``debug`` and ``noinline`` are kept in
-    ``JITFunction.options`` for the runtime (the frontend always inlines); others are an error.
+    Gluon 3.9's parameters.  ``do_not_specialize`` (names or indices of arguments whose
+    divisibility by 16 is not specialized on) and ``debug`` (compile ``device_assert`` in) are
+    honoured; ``do_not_specialize_on_alignment`` is accepted as ``do_not_specialize`` (gluonkit
+    specializes integers only on divisibility, not pointers on alignment); ``noinline`` is kept
+    but every call is inlined; ``version``, ``repr`` and ``launch_metadata`` only name kernels
+    and annotate launches for Triton's profilers and are accepted and ignored
+    (docs/porting.rst lists these differences).
     """
-    unknown = set(options) - {"do_not_specialize", "debug", "noinline"}
-    if unknown:
-        raise TypeError(f"jit: unknown option(s) {sorted(unknown)}; known: do_not_specialize, debug, noinline")
+    options = {"do_not_specialize": list(do_not_specialize or ()) + list(do_not_specialize_on_alignment or ()),
+               "debug": debug, "noinline": noinline}
     if fn is None:
         return functools.partial(JITFunction, **options)
     return JITFunction(fn, **options)
