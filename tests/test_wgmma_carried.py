@@ -52,8 +52,10 @@ def _tile(ptr, ROWS: gl.constexpr, COLS: gl.constexpr, stride):
 def k_loop_kernel(a_ptr, b_ptr, c_ptr, steps_ptr, kt, KT: gl.constexpr, START: gl.constexpr):
     """C = A[:, :kt*BK] @ B[:kt*BK]: the K blocks staged in shared memory, one async wgmma per
     runtime iteration, waited for at the top of the next one."""
-    a_bufs = gl.allocate_shared_memory(gl.float16, [KT, M, BK], gl.NVMMASharedLayout.get_default_for([M, BK], gl.float16))
-    b_bufs = gl.allocate_shared_memory(gl.float16, [KT, BK, N], gl.NVMMASharedLayout.get_default_for([BK, N], gl.float16))
+    a_bufs = gl.allocate_shared_memory(gl.float16, [KT, M, BK], gl.NVMMASharedLayout.get_default_for([M, BK],
+                                                                                                     gl.float16))
+    b_bufs = gl.allocate_shared_memory(gl.float16, [KT, BK, N], gl.NVMMASharedLayout.get_default_for([BK, N],
+                                                                                                     gl.float16))
     for s in gl.static_range(KT):
         a_bufs.index(s).store(_tile(a_ptr + s * BK, M, BK, KT * BK))
         b_bufs.index(s).store(_tile(b_ptr + s * BK * N, BK, N, N))

@@ -378,8 +378,8 @@ class ControlFlowMixin:
         self._bind_results(node.body, carried, structures, counts, op, "for loop", node.lineno)
         self.scope.pop(target, None)
         self.hidden[target] = (f"it is the induction variable of the runtime for loop at line {node.lineno}, "
-                               "which has no value after the loop (as in Gluon); to keep its last value, assign it inside "
-                               "the body to a variable initialised before the loop")
+                               "which has no value after the loop (as in Gluon); to keep its last value, assign "
+                               "it inside the body to a variable initialised before the loop")
 
     def _yield_carried(self, carried, inits, kind: str) -> None:
         outs = []

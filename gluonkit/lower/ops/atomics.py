@@ -10,9 +10,10 @@ writes them to scratch shared memory and every thread reads its copies after a
 ``bar.sync`` (:func:`~..memplan.scratch_use.atomic_broadcasts_through_scratch`).  When the
 result is unused, ``sem`` is ``relaxed`` or ``release`` and the operation has a reduction
 form the instruction is ``red``, which returns nothing (PTX has no ``red.exch`` or
-``red.cas``: an exchange or compare-and-swap whose old value is dropped still uses ``atom``).  Float ``max``/``min`` have no PTX instruction: as in Triton,
-non-negative values use the signed-integer operation on the bits and negative values the
-unsigned opposite one.  An atomic load runs in every thread (masked-off elements read 0);
+``red.cas``: an exchange or compare-and-swap whose old value is dropped still uses
+``atom``).  Float ``max``/``min`` have no PTX instruction: as in Triton, non-negative
+values use the signed-integer operation on the bits and negative values the unsigned
+opposite one.  An atomic load runs in every thread (masked-off elements read 0);
 an atomic store, like the read-modify-writes, in one thread per element; 8-bit and ``int1``
 elements travel as bytes in 16-bit registers.
 """
