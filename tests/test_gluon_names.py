@@ -46,7 +46,6 @@ _MADE_BY_GLUONKIT = "constructed by gluonkit itself (from IR values or types), n
 _IR_TYPE = "gluonkit's IR type under Gluon's name; kernels read its attributes, they do not construct it"
 _NOT_OURS = "owned by another part of issue 10 (a helper branch aligns it); see docs/porting.rst"
 EXCEPTIONS = {
-    ("", "jit"): "gluonkit's @jit options are its own (num_warps, …); Triton's version/repr/noinline do not apply",
     ("", "GluonJITFunction"): _MADE_BY_GLUONKIT,
     ("language", "tensor"): _MADE_BY_GLUONKIT,
     ("language", "shared_memory_descriptor"): _MADE_BY_GLUONKIT,

@@ -8,6 +8,7 @@
 * The device-side tensor descriptor answers Gluon's attributes: ``desc.type.block_type``,
   ``desc.block_type``, ``desc.block_shape``, ``desc.dtype``, ``desc.layout``,
   ``desc.nbytes_per_cta``, ``desc.shape`` and ``desc.strides``.
+* ``@gluonkit.jit`` takes every option of Gluon's ``@gluon.jit`` (``repr=`` …).
 
 Kernels run in the interpreter against numpy on fresh random inputs; the TMA kernel is also
 assembled by ptxas for sm_90a and sm_100a.
@@ -177,3 +178,26 @@ def test_staged_copy_assembles(target):
     c = staged_copy_kernel.compile(in_desc, out_desc, STAGES=3, target=target)
     assert "cubin" in c.asm
     assert c.asm["ptx"].count("cp.async.bulk.tensor.2d") == 2
+
+
+# ------------------------------------------------------------------------- @jit options
+def _named(x):
+    return "named"
+
+
+@gluonkit.jit(do_not_specialize=["n"], repr=_named, launch_metadata=None, version=2,
+              do_not_specialize_on_alignment=["n"], noinline=True)
+def optioned_kernel(x_ptr, n):
+    offs = gl.arange(0, 128, ROW)
+    gl.store(x_ptr + offs, gl.load(x_ptr + offs) * n)
+
+
+def test_gluons_jit_options_are_accepted(rng):
+    x = rng.standard_normal(128).astype(np.float32)
+    out = x.copy()
+    with interpreter_on():
+        optioned_kernel[(1,)](out, 3)
+    np.testing.assert_allclose(out, x.astype(np.float64) * 3, rtol=1e-6)
+    assert optioned_kernel.options["repr"] is _named and optioned_kernel.options["version"] == 2
+    with pytest.raises(TypeError):
+        gluonkit.jit(num_stages=3)

@@ -236,15 +236,21 @@ def _freeze(value):
         return (type(value).__name__, repr(value))
 
 
-def jit(fn: Optional[Callable] = None, **options):
+def jit(fn: Optional[Callable] = None, *, version=None, repr: Optional[Callable] = None,  # noqa: A002 - Gluon's name
+        launch_metadata: Optional[Callable] = None, do_not_specialize=None, do_not_specialize_on_alignment=None,
+        debug: Optional[bool] = None, noinline: Optional[bool] = None):
     """Decorator making a ``@gluonkit.jit`` function; ``@jit`` and ``@jit(...)`` both work.
 
-    Gluon's options ``do_not_specialize``, ``debug`` and ``noinline`` are kept in
-    ``JITFunction.options`` for the runtime (the frontend always inlines); others are an error.
+    Gluon's options, those given kept in ``JITFunction.options``: ``do_not_specialize``
+    (the runtime does not specialize those integer parameters on divisibility by 16) and
+    ``debug`` take effect; ``noinline`` is accepted and ignored (the frontend always
+    inlines); ``version``, ``repr`` (the kernel's name in Triton's profiler hooks),
+    ``launch_metadata`` (a Triton profiler hook) and ``do_not_specialize_on_alignment``
+    are accepted so Gluon kernels port unchanged, and have no effect here.
     """
-    unknown = set(options) - {"do_not_specialize", "debug", "noinline"}
-    if unknown:
-        raise TypeError(f"jit: unknown option(s) {sorted(unknown)}; known: do_not_specialize, debug, noinline")
+    given = dict(version=version, repr=repr, launch_metadata=launch_metadata, do_not_specialize=do_not_specialize,
+                 do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug, noinline=noinline)
+    options = {k: v for k, v in given.items() if v is not None}
     if fn is None:
         return functools.partial(JITFunction, **options)
     return JITFunction(fn, **options)
