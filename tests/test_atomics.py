@@ -84,6 +84,15 @@ def fire_and_forget_kernel(ptr, h_ptr, layout: gl.constexpr):
 
 
 @gluonkit.jit
+def dropped_swap_kernel(ptr, flag_ptr, layout: gl.constexpr):
+    """Exchanges and a compare-and-swap whose old values nobody reads (PTX has no red for them)."""
+    offs = gl.arange(0, 128, layout)
+    gl.atomic_xchg(ptr + offs, offs + 3, sem="release")
+    gl.atomic_xchg(flag_ptr, 1, sem="relaxed", scope="gpu")
+    gl.atomic_cas(ptr + offs, offs + 3, offs * 2, sem="release", scope="cta")
+
+
+@gluonkit.jit
 def load_store_kernel(src_ptr, dst_ptr, flag_ptr, n, layout: gl.constexpr):
     offs = gl.arange(0, 64, layout)
     v = gl.atomic_load(src_ptr + offs, mask=offs < n)
@@ -323,6 +332,23 @@ def test_unused_relaxed_or_release_results_use_red(target):
     assert "red.relaxed.sys.global.max.s32" in ptx and "red.relaxed.sys.global.min.u32" in ptx
     assert "atom." not in ptx
     assert "bar.sync" not in ptx  # nobody reads the old values: no broadcast
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_unused_exchange_and_compare_and_swap_results_still_use_atom(target):
+    ptx = _ptx(dropped_swap_kernel, "*i32", "*i32", target=target, layout=REPLICATED)
+    assert "red." not in ptx
+    assert "atom.release.gpu.global.exch.b32" in ptx and "atom.relaxed.gpu.global.exch.b32" in ptx
+    assert "atom.release.cta.global.cas.b32" in ptx
+
+
+def test_unused_exchange_and_compare_and_swap_results_update_memory():
+    data = np.random.default_rng(5).integers(-1000, 1000, 128).astype(np.int32)
+    flag = np.zeros(1, np.int32)
+    launch_interpreted(dropped_swap_kernel, (1,), data, flag, layout=REPLICATED)
+    np.testing.assert_array_equal(data, np.arange(128) * 2)
+    assert flag[0] == 1
 
 
 @needs_ptxas

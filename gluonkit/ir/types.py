@@ -264,6 +264,18 @@ class TensorDescType:
     def rank(self) -> int:
         return len(self.block_shape)
 
+    @property
+    def block_type(self) -> BlockType:
+        """Gluon's ``desc.type.block_type``: the block's shape and element type."""
+        return BlockType(self.block_shape, self.element)
+
+    @property
+    def nbytes_per_cta(self) -> int:
+        """Bytes of the block that land in each CTA: the block split over the CTAs that the
+        layout's ``cga_layout`` bases spread it across (the whole block with one CTA)."""
+        splits = sum(any(b) for b in getattr(self.layout, "cga_layout", None) or ())
+        return self.block_type.nbytes >> splits
+
     def flat_arg_types(self) -> Tuple["Type", ...]:
         """The kernel parameters one descriptor argument becomes: itself, the shape, the strides."""
         return (self,) + (int32,) * self.rank + (int64,) * self.rank

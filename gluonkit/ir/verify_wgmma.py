@@ -110,6 +110,11 @@ def _operand_problem(value_type, operand: int, acc_layout) -> Optional[str]:
     return None
 
 
+def _tiles(extent: int, tile: int) -> bool:
+    """Whether a dimension of ``extent`` is whole tiles of ``tile``, or one part of a tile."""
+    return extent % tile == 0 or tile % extent == 0
+
+
 def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
     """Why ``warpgroup_mma(a, b, acc)`` with these operand types is not a wgmma (``None`` if it is)."""
     if not isinstance(acc_type, TensorType) or acc_type.rank != 2:
@@ -141,11 +146,14 @@ def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
                 f"{list(acc_type.shape)}; expected [M, K] x [K, N] -> [M, N]")
     w_m, w_n = layout.warps_per_cta
     n_inst, k_inst = layout.instr_shape[1], layout.instr_shape[2]
-    if m % (16 * w_m):
-        return f"M = {m} must be a multiple of {16 * w_m} (64 rows per warpgroup, warps_per_cta {list(layout.warps_per_cta)})"
-    if n % (n_inst * w_n):
-        return (f"N = {n} must be a multiple of instr_shape N ({n_inst}) times the warps along N ({w_n}); "
-                f"pick a smaller instr_shape")
+    # A shape smaller than the layout's tile (16 w_m x n_inst w_n) is held by several
+    # warpgroups at once (zero warp bases), which then issue the same instructions, as in Gluon.
+    if m % 64 or not _tiles(m, 16 * w_m):
+        return (f"M = {m} must be a multiple of 64 (one wgmma's rows) that divides or is divided by "
+                f"{16 * w_m}, the rows of warps_per_cta {list(layout.warps_per_cta)}")
+    if n % n_inst or not _tiles(n, n_inst * w_n):
+        return (f"N = {n} must be a multiple of instr_shape N ({n_inst}) that divides or is divided by "
+                f"{n_inst * w_n} (times the warps along N, {w_n}); pick a smaller instr_shape")
     k_step = wgmma_k_step(a_elem)
     if k_inst != k_step:
         return f"the accumulator layout's instr_shape K is {k_inst} but {a_elem} wgmma has K = {k_step}"

@@ -357,6 +357,8 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         return format(value, spec)
 
     def binop(self, op: str, lhs, rhs):
+        if isinstance(lhs, (list, tuple)) or isinstance(rhs, (list, tuple)):
+            return self._sequence_binop(op, lhs, rhs)
         if not is_runtime(lhs) and not is_runtime(rhs):
             try:
                 return _PY_BINOPS[op](lhs, rhs)
@@ -368,6 +370,20 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         if op in ("and", "or", "xor", "shl", "shr"):
             return self.sem.bitwise(op, lhs, rhs)
         return self.sem.arith(op, lhs, rhs)
+
+    def _sequence_binop(self, op: str, lhs, rhs):
+        """``+`` and ``*`` on tuples and lists, which Gluon treats as one kind of sequence (a list
+        display is a tuple there): ``[2] + desc.block_type.shape`` is ``(2, 64, 64)``.  Their
+        elements may be runtime values; the result is a list only when both operands are."""
+        seq = (list, tuple)
+        if op == "add" and isinstance(lhs, seq) and isinstance(rhs, seq):
+            joined = list(lhs) + list(rhs)
+            return joined if isinstance(lhs, list) and isinstance(rhs, list) else tuple(joined)
+        count = rhs if isinstance(lhs, seq) else lhs
+        if op == "mul" and isinstance(count, int) and not isinstance(count, bool):
+            return lhs * rhs
+        self.error(f"{lhs!r} {_SYMBOLS[op]} {rhs!r}: tuples and lists support only + (concatenation with "
+                   "another tuple or list) and * by a compile-time integer", TypeMismatchError)
 
     def visit_BinOp(self, node):
         if type(node.op) not in _BINOPS:
@@ -414,6 +430,8 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
                 self.error("'in' needs compile-time operands", ConstexprRequiredError)
             return (lhs in rhs) == isinstance(op, ast.In)
         pred = _CMPOPS[type(op)]
+        if isinstance(lhs, (list, tuple)) and isinstance(rhs, (list, tuple)) and pred in ("eq", "ne"):
+            lhs, rhs = tuple(lhs), tuple(rhs)  # as in Gluon, [64, 64] == (64, 64)
         if not is_runtime(lhs) and not is_runtime(rhs):
             try:
                 return _PY_CMPOPS[pred](lhs, rhs)

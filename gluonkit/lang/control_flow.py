@@ -354,27 +354,32 @@ class ControlFlowMixin:
                 self.error(f"range bounds must be integer scalars, got {v.type}", TypeMismatchError)
         iv_type = integer_promote(integer_promote(lb.dtype, ub.dtype), step.dtype)
         lb, ub, step = (self.sem.cast(v, iv_type) for v in (lb, ub, step))
-        carried = self._carried(node.body)
+        target = node.target.id
+        carried = [n for n in self._carried(node.body) if n != target]  # the induction variable is not carried
         inits = [self.scope[n] for n in carried]
         structures, leaves = self._carried_values(carried)
         counts = [len(f) for f in leaves]
         flat_inits = [v for f in leaves for v in f]
-        body = Block([iv_type] + [v.type for v in flat_inits], [node.target.id] + _leaf_names(carried, counts))
+        body = Block([iv_type] + [v.type for v in flat_inits], [target] + _leaf_names(carried, counts))
 
         def gen_body():
             iv = tensor(body.args[0])
             if reverse:
                 iv = self.sem.arith("sub", self.sem.arith("add", lb, ub), iv)
-            self.scope[node.target.id] = iv
+            self.scope[target] = iv
             self._bind_leaves(self.scope, carried, structures, counts, body.args[1:])
             self.visit_block(node.body)
             self._yield_carried(carried, inits, "for loop")
 
-        before = dict(self.scope)
+        before = {n: v for n, v in self.scope.items() if n != target}  # the target may rebind any old value
         after = self._region(body, "for loop", gen_body)
         self._check_constants_unchanged(before, after, "for loop")
         op = self.sem.create("for", [lb, ub, step] + flat_inits, [v.type for v in flat_inits], regions=[body])
         self._bind_results(node.body, carried, structures, counts, op, "for loop", node.lineno)
+        self.scope.pop(target, None)
+        self.hidden[target] = (f"it is the induction variable of the runtime for loop at line {node.lineno}, "
+                               "which has no value after the loop (as in Gluon); to keep its last value, assign "
+                               "it inside the body to a variable initialised before the loop")
 
     def _yield_carried(self, carried, inits, kind: str) -> None:
         outs = []

@@ -249,7 +249,8 @@ def jit(fn: Optional[Callable] = None, *, version=None, repr=None, launch_metada
     (docs/porting.rst lists these differences).
     """
     options = {"do_not_specialize": list(do_not_specialize or ()) + list(do_not_specialize_on_alignment or ()),
-               "debug": debug, "noinline": noinline}
+               "debug": debug, "noinline": noinline, "version": version, "repr": repr,
+               "launch_metadata": launch_metadata}  # the last three kept for introspection only
     if fn is None:
         return functools.partial(JITFunction, **options)
     return JITFunction(fn, **options)

@@ -7,6 +7,12 @@ value into its runtime leaves and a *structure* that records everything else;
 :func:`unflatten` puts new leaves back into that structure.  Two values can flow into one
 result (a loop-carried variable, the two branches of an ``if``) when their structures
 agree: same shape of containers, the same compile-time parts, and leaves of one type.
+
+An asynchronous wgmma's :class:`~.nvidia.wgmma.warpgroup_mma_accumulator` is a runtime
+leaf too (its value is the accumulator tensor in flight), as in Gluon: it can be carried
+through loops and branches, and a carried value keeps the kind it had first — a variable
+that starts as a tensor and is reassigned an accumulator inside a loop is a tensor at the
+top of each iteration and after the loop, one that starts as an accumulator stays one.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, List, Optional, Tuple
 from ..ir.types import TensorType
 from ..ir import layouts_match
 from .aggregate import fields_of, is_aggregate, rebuild
+from .nvidia.wgmma import warpgroup_mma_accumulator
 from .tensor import tensor
 
 __all__ = ["is_runtime", "flatten", "unflatten", "structure_mismatch", "describe"]
@@ -23,7 +30,7 @@ __all__ = ["is_runtime", "flatten", "unflatten", "structure_mismatch", "describe
 
 def is_runtime(value) -> bool:
     """Whether ``value`` is or contains a runtime tensor (inside tuples, lists, aggregates)."""
-    if isinstance(value, tensor):
+    if isinstance(value, (tensor, warpgroup_mma_accumulator)):
         return True
     if isinstance(value, (tuple, list)):
         return any(is_runtime(v) for v in value)
@@ -32,8 +39,10 @@ def is_runtime(value) -> bool:
     return False
 
 
-# A structure is ("leaf", type) for a tensor, (container type, [structures]) for a tuple or
-# list, ("aggregate", class, [(name, structure)]) for an aggregate, ("const", value) else.
+# A structure is ("leaf", type) for a tensor, ("leaf", type, warpgroup_mma_accumulator) for
+# an accumulator (its leaf is the tensor it holds), (container type, [structures]) for a
+# tuple or list, ("aggregate", class, [(name, structure)]) for an aggregate, ("const",
+# value) else.
 def flatten(value) -> Tuple[List[tensor], Any]:
     """``(runtime leaves in order, structure)`` of ``value``."""
     leaves: List[tensor] = []
@@ -44,6 +53,9 @@ def _flatten(value, leaves):
     if isinstance(value, tensor):
         leaves.append(value)
         return ("leaf", value.type)
+    if isinstance(value, warpgroup_mma_accumulator):
+        leaves.append(tensor(value.handle))
+        return ("leaf", value.type, warpgroup_mma_accumulator)
     if type(value) in (tuple, list):
         return (type(value), [_flatten(v, leaves) for v in value])
     if is_aggregate(value):
@@ -60,7 +72,8 @@ def unflatten(structure, leaves) -> Any:
 def _unflatten(structure, it):
     kind = structure[0]
     if kind == "leaf":
-        return next(it)
+        leaf = next(it)
+        return structure[2](leaf.handle) if len(structure) > 2 else leaf
     if kind == "const":
         return structure[1]
     if kind == "aggregate":

@@ -5,7 +5,8 @@
 
 * :class:`tensor_descriptor`, the kernel-side view of a host
   :class:`gluonkit.nvidia.hopper.TensorDescriptor` argument: ``block_type`` (``shape``,
-  ``nbytes``, ``numel``, ``element_ty``), ``block_shape``, ``dtype`` and ``layout`` are
+  ``nbytes``, ``numel``, ``element_ty``), ``block_shape``, ``dtype``, ``layout``,
+  ``nbytes_per_cta`` and ``type`` (with the same ``block_type`` and ``layout``) are
   compile-time (the launch specializes on them), ``shape`` and ``strides`` are runtime
   int32 / int64 scalars (extra kernel parameters after the 128-byte tensor map, as in
   Triton);
@@ -74,7 +75,11 @@ class _descriptor_value:  # noqa: N801
 
     @property
     def block_type(self) -> block_type:
-        return block_type(self.type.block_shape, self.type.element)
+        return self.type.block_type
+
+    @property
+    def nbytes_per_cta(self) -> int:
+        return self.type.nbytes_per_cta
 
     @property
     def block_shape(self) -> Tuple[int, ...]:

@@ -13,7 +13,10 @@ Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.hopper
 :class:`warpgroup_mma_accumulator` of an earlier asynchronous call (chained MMAs accumulate
 in flight).  An asynchronous call returns that accumulator *token*, not a tensor: tensor
 operations on it are refused at compile time, and ``warpgroup_mma_wait`` turns it back into
-a tensor once at most ``num_outstanding`` asynchronous MMAs remain in flight.  ``deps`` may
+a tensor once at most ``num_outstanding`` asynchronous MMAs remain in flight.  The token is
+a runtime value: it is carried through loops and branches (alone, in tuples or in
+aggregates) like the tensor it holds, keeping the kind the variable had before the loop
+(:mod:`gluonkit.lang.values`), so the wait can sit at the top of the next iteration.  ``deps`` may
 also list the shared-memory buffers the MMAs read; the wait returns every dep (one value, or
 a tuple for several), and the interpreter reports a buffer overwritten, or a result read,
 while an MMA that uses it is still in flight.

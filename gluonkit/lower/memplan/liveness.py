@@ -26,9 +26,15 @@ regions' ``yield``/``condition``).
   retires *every* group of its kind (``async_tma_store_wait(0)``; ``warpgroup_mma_wait(0)`` or
   a synchronous ``warpgroup_mma``; ``async_wait_group(0)``, which counts on the copies having
   been committed) that surely runs after it: later in the use's block or in a block
-  around it (a wait nested in an ``if`` or loop of its own may not run).  Without one (and always for
-  TMA loads, whose completion is an mbarrier phase this analysis does not follow) it lasts
-  to the end of the function.  This is deliberately simple and conservative.
+  around it (a wait nested in an ``if`` or loop of its own may not run).  Without one it
+  lasts to the end of the function.  This is deliberately simple and conservative.
+* a TMA load completes at an mbarrier phase, which this analysis does not follow; instead
+  its destination stays busy until the last ``mbarrier_wait`` on (a view of) the load's
+  barrier allocation that can run after it (extended over the loops around the wait, like
+  any use), and to the end of the function when there is none.  Every load's completion
+  must be observed by a wait on its barrier before the kernel ends (the interpreter reports
+  one that is not), so after the last such wait no load into the buffer is in flight.  This
+  lets a pipeline's stage buffers share space with the epilogue's, as in Gluon.
 * an mbarrier (``MBarrierLayout``) allocation lasts to the end of the function unless a
   view of it is passed to ``mbarrier_invalidate``: PTX requires invalidating an mbarrier
   before its memory is used for anything else.  An invalidated mbarrier ends at its last
@@ -155,6 +161,7 @@ class _Liveness:
     # ----------------------------------------------------------------- lifetimes
     def run(self) -> Dict[int, Lifetime]:
         self._derive()
+        self.waits = [op for op in self.func.walk() if op.name == "mbarrier_wait"]
         spans = {uid: [self.pos[id(op)], self.pos[id(op)]] for uid, op in self.allocs.items()}
         invalidated = set()
         for op in self.func.walk():
@@ -179,16 +186,12 @@ class _Liveness:
 
     def _use(self, op: Operation, alloc: Operation, group: Optional[str]) -> Tuple[int, int]:
         """The positions ``[start, end]`` that a use by ``op`` keeps ``alloc`` live over."""
-        start = end = self.pos[id(op)]
-        alloc_loops = set(id(loop) for loop in self._loops_around(alloc))
-        for loop in self._loops_around(op):
-            if id(loop) not in alloc_loops:
-                end = max(end, self.last[id(loop)])
+        start, end = self.pos[id(op)], self._extent(op, alloc)
         if op.name in _TERMINATORS and _is_loop(op.parent.parent_op):  # carried to the next iteration
             loop = op.parent.parent_op
             start, end = min(start, self.pos[id(loop)]), max(end, self.last[id(loop)])
         if group is not None and not isinstance(alloc.results[0].type.layout, MBarrierLayout):
-            end = max(end, self._completion(op, group))
+            end = max(end, self._completion(op, alloc, group))
         return start, end
 
     def _loops_around(self, op: Operation) -> List[Operation]:
@@ -200,8 +203,10 @@ class _Liveness:
             parent = parent.parent.parent_op if parent.parent is not None else None
         return loops
 
-    def _completion(self, op: Operation, group: str) -> int:
+    def _completion(self, op: Operation, alloc: Operation, group: str) -> int:
         """Where the asynchronous use by ``op`` has surely finished (see the module docstring)."""
+        if group == _TMA_LOAD:
+            return self._last_barrier_wait(op, alloc)
         inner = op
         while inner.parent is not None:
             block = inner.parent
@@ -212,3 +217,21 @@ class _Liveness:
                 break
             inner = block.parent_op
         return self.end_of_function
+
+    def _last_barrier_wait(self, load: Operation, alloc: Operation) -> int:
+        """The end of the last ``mbarrier_wait`` on the barrier of TMA load ``load`` that can run
+        after it, as a use of ``alloc`` there (the end of the function if there is none)."""
+        barriers = self._of(load.operands[2])
+        ends = [self._extent(wait, alloc) for wait in self.waits if self._of(wait.operands[0]) & barriers]
+        ends = [e for e in ends if e > self.pos[id(load)]]
+        return max(ends) if ends else self.end_of_function
+
+    def _extent(self, op: Operation, alloc: Operation) -> int:
+        """The last position a use of ``alloc`` by ``op`` covers: ``op``, or the end of the
+        outermost loop around it that is not around ``alloc`` (its body runs again)."""
+        end = self.pos[id(op)]
+        alloc_loops = set(id(loop) for loop in self._loops_around(alloc))
+        for loop in self._loops_around(op):
+            if id(loop) not in alloc_loops:
+                end = max(end, self.last[id(loop)])
+        return end

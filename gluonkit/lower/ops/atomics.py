@@ -8,10 +8,12 @@ instruction is ``atom{.sem}{.scope}.global.{op}.{type}`` predicated by the mask;
 old values are needed by threads that did not perform the atomic, the performing thread
 writes them to scratch shared memory and every thread reads its copies after a
 ``bar.sync`` (:func:`~..memplan.scratch_use.atomic_broadcasts_through_scratch`).  When the
-result is unused and ``sem`` is ``relaxed`` or ``release`` the instruction is ``red``,
-which returns nothing.  Float ``max``/``min`` have no PTX instruction: as in Triton,
-non-negative values use the signed-integer operation on the bits and negative values the
-unsigned opposite one.  An atomic load runs in every thread (masked-off elements read 0);
+result is unused, ``sem`` is ``relaxed`` or ``release`` and the operation has a reduction
+form the instruction is ``red``, which returns nothing (PTX has no ``red.exch`` or
+``red.cas``: an exchange or compare-and-swap whose old value is dropped still uses
+``atom``).  Float ``max``/``min`` have no PTX instruction: as in Triton, non-negative
+values use the signed-integer operation on the bits and negative values the unsigned
+opposite one.  An atomic load runs in every thread (masked-off elements read 0);
 an atomic store, like the read-modify-writes, in one thread per element; 8-bit and ``int1``
 elements travel as bytes in 16-bit registers.
 """
@@ -33,6 +35,7 @@ from ..registry import lowering
 __all__ = []
 
 _CONSTRAINT = {16: "h", 32: "r", 64: "l"}
+_REDUCTIONS = frozenset({"add", "and", "or", "xor", "max", "min"})  # the operations PTX's red has
 
 
 def _ptx_type(fn: str, dtype) -> str:
@@ -127,7 +130,7 @@ def _lower(ctx: KernelLowering, op: Operation, fn: str, n_values: int) -> None:
     values = [registers(v) for v in op.operands[1:1 + n_values]]
     masks = registers(op.operands[-1]) if op.attrs.get("has_mask") else None
     used = is_used(ctx.func, op.results[0])
-    returns = used or op.attrs["sem"] in ("acquire", "acq_rel")
+    returns = used or op.attrs["sem"] in ("acquire", "acq_rel") or fn not in _REDUCTIONS
     reg_bits, owner = _replication(ctx, ty)
     old: List[Optional[lir.Value]] = [None] * count
     for r in range(count):
