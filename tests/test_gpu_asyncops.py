@@ -15,6 +15,7 @@ from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from interpreting import launch_interpreted  # noqa: E402
 import test_async_copy as cp  # noqa: E402
 import test_atomics as at  # noqa: E402
 import test_inline_asm as asm  # noqa: E402
@@ -50,8 +51,8 @@ def test_final_values_match_the_interpreter(fn, dtype):
         values, initial = rng.integers(0, 1000, n).astype(dtype), rng.integers(0, 1000, slots).astype(dtype)
     index = rng.integers(0, slots, n).astype(np.int32)
     expected = initial.copy()
-    at._interpret(at.rmw_kernel, (n // block,), expected, values, np.zeros(n, dtype), index, n, FN=fn, BLOCK=block,
-                  layout=at.BLOCKED)
+    launch_interpreted(at.rmw_kernel, (n // block,), expected, values, np.zeros(n, dtype), index, n, FN=fn,
+                       BLOCK=block, layout=at.BLOCKED)
     memory = _cuda(initial)
     old = _cuda(np.zeros(n, dtype))
     at.rmw_kernel[(n // block,)](memory, _cuda(values), old, _cuda(index), n, FN=fn, BLOCK=block, layout=at.BLOCKED)
@@ -79,7 +80,7 @@ def test_scalar_and_cas_match_the_interpreter():
     np.testing.assert_array_equal(np.sort(out.cpu().numpy()), 11 + 2 * np.arange(6))
     memory = np.random.default_rng(3).integers(0, 3, 128).astype(np.int32)
     expected, expected_old = memory.copy(), np.zeros(128, np.int32)
-    at._interpret(at.cas_kernel, (1,), expected, expected_old, BLOCK=128, layout=at.REPLICATED)
+    launch_interpreted(at.cas_kernel, (1,), expected, expected_old, BLOCK=128, layout=at.REPLICATED)
     gm, go = _cuda(memory), _cuda(np.full(128, -1, np.int32))
     at.cas_kernel[(1,)](gm, go, BLOCK=128, layout=at.REPLICATED)
     torch.cuda.synchronize()

@@ -15,6 +15,7 @@ from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from interpreting import launch_interpreted  # noqa: E402
 import test_tma as t  # noqa: E402
 
 torch = pytest.importorskip("torch") if has_gpu() else None
@@ -39,7 +40,7 @@ def test_tma_load_add_store_matches_torch_and_the_interpreter(shape, block, dtyp
     if dtype == "float16":
         xs = x.cpu().numpy()
         expected = np.full_like(xs, np.nan)
-        t._interpret(t.add_one_kernel, grid, t._desc(xs, block), t._desc(expected, block), t.REG)
+        launch_interpreted(t.add_one_kernel, grid, t._desc(xs, block), t._desc(expected, block), t.REG)
         np.testing.assert_array_equal(y.cpu().numpy(), expected)
 
 
@@ -49,7 +50,7 @@ def test_ragged_edges_read_zero_like_the_interpreter(block):
     x = t._data((rows, cols))
     expected = np.full((2 * block[0], block[1]), np.nan, np.float16)
     shape = np.zeros(2, np.int32)
-    t._interpret(t.tile_kernel, (2,), t._desc(x, block), expected, shape, t.REG, STAGES=2)
+    launch_interpreted(t.tile_kernel, (2,), t._desc(x, block), expected, shape, t.REG, STAGES=2)
     gx = torch.from_numpy(x).cuda()
     out = torch.full(expected.shape, float("nan"), dtype=torch.float16, device="cuda")
     gshape = torch.zeros(2, dtype=torch.int32, device="cuda")
