@@ -9,6 +9,9 @@
   ``desc.block_type``, ``desc.block_shape``, ``desc.dtype``, ``desc.layout``,
   ``desc.nbytes_per_cta``, ``desc.shape`` and ``desc.strides``.
 * ``@gluonkit.jit`` takes every option of Gluon's ``@gluon.jit`` (``repr=`` …).
+* ``smem.reinterpret(dtype=None, shape=None, layout=None)`` (3.9's name; each part defaults
+  to the buffer's own), and Triton's ``tl`` dtypes wherever a dtype goes (``x.to(tl.int16)``):
+  Gluon's dtypes are Triton's.
 
 Kernels run in the interpreter against numpy on fresh random inputs; the TMA kernel is also
 assembled by ptxas for sm_90a and sm_100a.
@@ -25,11 +28,10 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 TARGETS = ["sm_90a", "sm_100a"]
 ROW = gl.BlockedLayout([1], [32], [4], [0])
 TILE = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
@@ -201,3 +203,56 @@ def test_gluons_jit_options_are_accepted(rng):
     assert optioned_kernel.options["repr"] is _named and optioned_kernel.options["version"] == 2
     with pytest.raises(TypeError):
         gluonkit.jit(num_stages=3)
+
+
+@gluonkit.jit
+def reinterpret_kernel(x_ptr, out_ptr):
+    offs = gl.arange(0, 128, layout=ROW)
+    smem = gl.allocate_shared_memory(gl.float32, [128], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    smem.store(gl.load(x_ptr + offs))
+    bits = smem.reinterpret(gl.int32)  # shape and layout default to the buffer's own
+    gl.store(out_ptr + offs, bits.load(ROW))
+
+
+def test_reinterpret_defaults_to_the_buffers_shape_and_layout(rng):
+    x = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros(128, np.int32)
+    with interpreter_on():
+        reinterpret_kernel[(1,)](x, out)
+    np.testing.assert_array_equal(out, x.view(np.int32))
+
+
+class _TritonDtype:
+    """Stands in for ``triton.language.core.dtype`` (recognised by class name and module)."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+_TritonDtype.__name__ = "dtype"
+_TritonDtype.__module__ = "triton.language.core"
+
+
+@gluonkit.jit
+def triton_dtype_kernel(x_ptr, out_ptr, DT: gl.constexpr):
+    offs = gl.arange(0, 128, layout=ROW)
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs).to(DT))
+
+
+@pytest.mark.parametrize("name, numpy_dtype", [("int16", np.int16), ("fp16", np.float16), ("bf16", None)])
+def test_triton_dtypes_are_gluon_dtypes(rng, name, numpy_dtype):
+    import ml_dtypes
+
+    numpy_dtype = numpy_dtype or ml_dtypes.bfloat16
+    x = (rng.standard_normal(128) * 100).astype(np.float32)
+    out = np.zeros(128, numpy_dtype)
+    with interpreter_on():
+        triton_dtype_kernel[(1,)](x, out, DT=_TritonDtype(name))
+    expected = np.trunc(x).astype(numpy_dtype) if name == "int16" else x.astype(numpy_dtype)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_an_unknown_triton_dtype_is_a_clear_error():
+    with pytest.raises(CompilationError, match="must be a gl dtype such as gl.float32"):
+        triton_dtype_kernel.build_ir([gl.pointer_type(gl.float32), gl.pointer_type(gl.float32)],
+                                     {"DT": _TritonDtype("fp8e4b15")})

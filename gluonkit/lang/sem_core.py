@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ..ir import Builder, layouts_match
-from ..ir.types import DType, PointerType, TensorType, element_type, int1
+from ..ir.types import DType, PointerType, TensorType, dtype_from_name, element_type, int1
 from ..layouts.distributed import AutoLayout, DistributedLayout
 from . import promotion
 from .errors import (
@@ -70,12 +70,15 @@ class CoreSemantic:
         return value
 
     def require_dtype(self, dtype, what: str = "dtype") -> DType:
+        """``dtype`` as a gluonkit dtype: a ``gl`` dtype, or Triton's ``tl`` dtype of the same type
+        (Gluon's dtypes *are* Triton's, so Gluon kernels mix ``tl.int16`` and ``gl.int16``)."""
         self.require_constexpr(dtype, what)
         if is_unsupported(dtype):
             self.error(unsupported_message(dtype), UnsupportedFeatureError)
-        if not isinstance(dtype, DType):
+        converted = dtype if isinstance(dtype, DType) else triton_dtype(dtype)
+        if converted is None:
             self.error(f"{what} must be a gl dtype such as gl.float32, got {dtype!r}", TypeMismatchError)
-        return dtype
+        return converted
 
     def require_tensor(self, value, what: str, block: bool = False) -> tensor:
         if not isinstance(value, tensor):
@@ -254,3 +257,21 @@ class CoreSemantic:
                 v = self.broadcast_to(v, tuple(shape))
             out.append(v)
         return out
+
+
+# Triton's dtype names that differ from gluonkit's (the rest agree: int1 … uint64).
+_TRITON_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                       "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}
+
+
+def triton_dtype(value) -> Optional[DType]:
+    """The gluonkit dtype of a ``triton.language`` dtype object (recognised by its class, so
+    gluonkit never imports Triton), or ``None`` when ``value`` is not one gluonkit has."""
+    kind = type(value)
+    if kind.__name__ != "dtype" or not kind.__module__.startswith("triton.language"):
+        return None
+    name = getattr(value, "name", "")
+    try:
+        return dtype_from_name(_TRITON_DTYPE_NAMES.get(name, name))
+    except ValueError:
+        return None

@@ -87,8 +87,15 @@ class shared_memory_descriptor:  # noqa: N801 - Gluon's spelling
         return memdesc_reshape(_semantic, self, shape)
 
     @builtin
+    def reinterpret(self, dtype=None, shape=None, layout=None, _semantic=None) -> "shared_memory_descriptor":
+        """The same bytes as a buffer of ``dtype``, ``shape`` and ``layout`` (each defaults to
+        this buffer's own), as Gluon 3.9's ``reinterpret``."""
+        return memdesc_reinterpret(_semantic, self, self.dtype if dtype is None else dtype,
+                                   self.shape if shape is None else shape, self.layout if layout is None else layout)
+
+    @builtin
     def _reinterpret(self, dtype, shape, layout, _semantic=None) -> "shared_memory_descriptor":
-        """The same bytes as a buffer of ``dtype``, ``shape`` and ``layout``."""
+        """Gluon 3.6's spelling of :meth:`reinterpret` (all three arguments required)."""
         return memdesc_reinterpret(_semantic, self, dtype, shape, layout)
 
 
