@@ -218,12 +218,13 @@ def test_host_descriptor_has_gluons_mode_and_repr():
     x = np.random.default_rng(0).standard_normal(BLOCK).astype(np.float32)
     d = TensorDescriptor(x, x.shape, [BLOCK[1], 1], BLOCK, _nvmma())
     assert d.mode == "tiled" and d.padding == "zero" and d.round_f32_to_tf32 is False
-    assert repr(d).startswith(f"TensorDescriptor(shape={BLOCK}, strides=[64, 1], block_shape={BLOCK}")
+    assert repr(d).startswith(f"TensorDescriptor(base={x!r}, shape={tuple(BLOCK)}, strides=(64, 1), "
+                              f"block_shape={tuple(BLOCK)}, layout=")
     x4 = np.zeros((1, 8, 8, BLOCK[1]), np.float32)
     d = TensorDescriptorIm2Col.from_tensor(x4, BLOCK, _nvmma(), pixel_box_lower_corner=[0, 0],
                                            pixel_box_upper_corner=[0, 0])
     assert d.mode == "im2col" and d.element_strides is None and d.pixel_box_lower_corner == (0, 0)
-    assert repr(d).startswith(f"TensorDescriptorIm2Col(shape=[1, 8, 8, {BLOCK[1]}]")
+    assert repr(d).startswith(f"TensorDescriptorIm2Col(base={x4!r}, shape=(1, 8, 8, {BLOCK[1]}), ")
 
 
 # -------------------------------------------------- a Gluon 3.9 kernel, ported by its imports

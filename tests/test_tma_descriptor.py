@@ -60,7 +60,8 @@ def test_from_numpy_bf16():
     assert d.block_type.nbytes == 64 * 64 * 2 and d.block_type.numel == 4096
     assert d.block_type.element_ty == ir.bfloat16 and d.block_type.shape == (64, 64)
     assert d.box_shape == (64, 64)
-    assert "block_shape=[64, 64]" in repr(d) and "host" in repr(d)
+    assert repr(d) == (f"TensorDescriptor(base={a!r}, shape=(256, 512), strides=(512, 1), block_shape=(64, 64), "
+                       f"layout={BF16!r}, padding='zero', round_f32_to_tf32=False)")
 
 
 def test_from_fake_torch_cpu_and_cuda():

@@ -21,7 +21,8 @@ gather pixels through.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from gluonkit import ir
 from gluonkit.layouts.linear import is_power_of_two
@@ -31,6 +32,7 @@ from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
 from .arrays import address_of, element_strides, int_tuple
 from .im2col import TensorDescriptorIm2Col
+from .record import DescriptorRecord
 
 BlockType = ir.BlockType  # re-exported: what desc.block_type answers
 
@@ -39,7 +41,8 @@ __all__ = ["TensorDescriptor", "TensorDescriptorIm2Col", "BlockType", "MAX_BLOCK
 MAX_BLOCK_NUMEL = 2**20  # Triton's largest tensor (TRITON_MAX_TENSOR_NUMEL); blocks obey it too
 
 
-class TensorDescriptor:
+@dataclass(eq=False)
+class TensorDescriptor(DescriptorRecord):
     """A global tensor plus the block shape and shared-memory layout of its TMA copies.
 
     ``base`` is the tensor whose memory is described (its address and dtype are used);
@@ -50,32 +53,42 @@ class TensorDescriptor:
     ``"zero"`` or ``"nan"`` (floating-point tensors only).  ``round_f32_to_tf32`` makes
     float32 loads round to tf32.
 
+    It is a dataclass with Gluon's fields (``dataclasses.replace`` builds a checked copy);
+    ``shape``, ``strides`` and ``block_shape`` are stored as tuples of ints.  Assigning a
+    field checks the descriptor again (:mod:`gluonkit.nvidia.record`).
+
     The hardware moves a *box* of at most 256 elements per dimension whose innermost row
     is at most one swizzle width (:meth:`NVMMASharedLayout.tma_block_shape`); a larger
     block is several boxes, issued by the device-side copy.
     """
 
-    __slots__ = ("_base", "_shape", "_strides", "_block_shape", "_layout", "_padding",
-                 "_round_f32_to_tf32", "_dtype", "_address", "_is_cuda", "_box_shape", "_encoded")
+    base: Any
+    shape: Sequence[int]
+    strides: Sequence[int]
+    block_shape: Sequence[int]
+    layout: NVMMASharedLayout
+    padding: str = "zero"
+    round_f32_to_tf32: bool = False
 
-    def __init__(self, base: Any, shape: Sequence[int], strides: Sequence[int],
-                 block_shape: Sequence[int], layout: NVMMASharedLayout, padding: str = "zero",
-                 round_f32_to_tf32: bool = False):
+    def _validate(self) -> None:
+        """Check the fields (memoized by geometry), store them normalized and derive the rest."""
+        layout = self.layout
         if not isinstance(layout, NVMMASharedLayout):
             raise TypeError(f"TensorDescriptor: parameter 'layout' must be an NVMMASharedLayout (the "
                             f"layout TMA writes), got {type(layout).__name__}; use "
                             "NVMMASharedLayout.get_default_for(block_shape, dtype)")
-        self._address, self._is_cuda = address_of(base)
-        self._base = base
-        self._dtype = dtype_of(base, "base")
-        self._shape = int_tuple(shape, "shape")
-        self._strides = int_tuple(strides, "strides")
-        self._block_shape = int_tuple(block_shape, "block_shape")
-        self._layout = layout
-        self._padding = padding
-        self._round_f32_to_tf32 = bool(round_f32_to_tf32)
-        checked = (self._dtype, self._shape, self._strides, self._block_shape, layout, padding,
-                   self._round_f32_to_tf32, self._address % tma.GLOBAL_ALIGNMENT == 0)
+        address, is_cuda = address_of(self.base)
+        dtype = dtype_of(self.base, "base")
+        put = object.__setattr__
+        put(self, "shape", int_tuple(self.shape, "shape"))
+        put(self, "strides", int_tuple(self.strides, "strides"))
+        put(self, "block_shape", int_tuple(self.block_shape, "block_shape"))
+        put(self, "round_f32_to_tf32", bool(self.round_f32_to_tf32))
+        put(self, "_address", address)
+        put(self, "_is_cuda", is_cuda)
+        put(self, "_dtype", dtype)
+        checked = (dtype, self.shape, self.strides, self.block_shape, layout, self.padding,
+                   self.round_f32_to_tf32, address % tma.GLOBAL_ALIGNMENT == 0)
         box = _CHECKED.get(checked)
         if box is None:
             try:
@@ -85,8 +98,8 @@ class TensorDescriptor:
             if len(_CHECKED) >= _CHECKED_LIMIT:
                 _CHECKED.clear()
             _CHECKED[checked] = box
-        self._box_shape = box
-        self._encoded: Optional[bytes] = None
+        put(self, "_box_shape", box)
+        put(self, "_encoded", None)
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], layout: NVMMASharedLayout,
@@ -98,13 +111,13 @@ class TensorDescriptor:
 
     def _check(self) -> tuple[int, ...]:
         """Validate every parameter; return the TMA box (row-major)."""
-        rank = len(self._shape)
+        rank = len(self.shape)
         itemsize = self._dtype.itemsize
-        tma.tma_data_type(self._dtype, self._round_f32_to_tf32)
-        tma.check_global(self._shape, self._strides, self._address, itemsize)
-        block = list(self._block_shape)
+        tma.tma_data_type(self._dtype, self.round_f32_to_tf32)
+        tma.check_global(self.shape, self.strides, self._address, itemsize)
+        block = list(self.block_shape)
         if len(block) != rank:
-            raise ValueError(f"block_shape: expected {rank} dimensions like shape {list(self._shape)}, got {block}")
+            raise ValueError(f"block_shape: expected {rank} dimensions like shape {list(self.shape)}, got {block}")
         numel = 1
         for d, s in enumerate(block):
             if s < 1 or not is_power_of_two(s):
@@ -112,7 +125,7 @@ class TensorDescriptor:
             numel *= s
         if numel > MAX_BLOCK_NUMEL:
             raise ValueError(f"block_shape: {block} has {numel} elements, more than {MAX_BLOCK_NUMEL}")
-        layout = self._layout
+        layout = self.layout
         if layout.rank != rank:
             raise ValueError(f"layout: has rank {layout.rank} but the tensor has rank {rank}; "
                              f"build it for {rank} dimensions")
@@ -126,9 +139,9 @@ class TensorDescriptor:
                              "transposed=False and .permute() the shared memory descriptor instead")
         if layout.fp4_padded:
             raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
-        if self._padding not in tma.PADDING_MODES:
-            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self._padding!r}")
-        if self._padding == "nan" and not self._dtype.is_floating():
+        if self.padding not in tma.PADDING_MODES:
+            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self.padding!r}")
+        if self.padding == "nan" and not self._dtype.is_floating():
             raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {self._dtype}; use 'zero'")
         try:
             box = layout.tma_block_shape(block)
@@ -138,40 +151,10 @@ class TensorDescriptor:
         tma.check_box(box, itemsize, layout.swizzle_byte_width)
         return tuple(box)
 
-    # ------------------------------------------------------------------ Gluon's attributes
-    @property
-    def base(self) -> Any:
-        return self._base
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """Element strides, Python order (the last is 1)."""
-        return self._strides
-
-    @property
-    def block_shape(self) -> tuple[int, ...]:
-        return self._block_shape
-
-    @property
-    def layout(self) -> NVMMASharedLayout:
-        return self._layout
-
-    @property
-    def padding(self) -> str:
-        return self._padding
-
     @property
     def mode(self) -> str:
         """``"tiled"``: copies move whole blocks (Gluon's im2col mode is TensorDescriptorIm2Col)."""
         return "tiled"
-
-    @property
-    def round_f32_to_tf32(self) -> bool:
-        return self._round_f32_to_tf32
 
     # ------------------------------------------------------------------ what kernels need
     @property
@@ -182,7 +165,7 @@ class TensorDescriptor:
     @property
     def block_type(self) -> BlockType:
         """The block one load produces (shape, dtype, nbytes): see :class:`BlockType`."""
-        return BlockType(tuple(self._block_shape), self._dtype)
+        return BlockType(self.block_shape, self._dtype)
 
     @property
     def box_shape(self) -> tuple[int, ...]:
@@ -193,7 +176,7 @@ class TensorDescriptor:
     @property
     def arg_type(self) -> ir.TensorDescType:
         """The IR type of this descriptor as a kernel argument (what a launch specializes on)."""
-        return ir.TensorDescType(self._block_shape, self._dtype, self._layout)
+        return ir.TensorDescType(self.block_shape, self._dtype, self.layout)
 
     @property
     def address(self) -> int:
@@ -211,13 +194,6 @@ class TensorDescriptor:
         if self._encoded is None:
             self._encoded = tma.encode_tiled(self)
         return self._encoded
-
-    def __repr__(self) -> str:
-        where = "cuda" if self._is_cuda else "host"
-        return (f"TensorDescriptor(shape={list(self._shape)}, strides={list(self._strides)}, "
-                f"block_shape={list(self._block_shape)}, dtype={self._dtype}, layout={self._layout!r}, "
-                f"padding={self._padding!r}, base={type(self._base).__name__} at {where} "
-                f"{self._address:#x})")
 
 
 # Parameters already validated (everything _check reads: the address only through its

@@ -27,6 +27,7 @@ launched with it (:meth:`TensorDescriptorIm2Col.kernel_arg_bytes`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from gluonkit import ir
@@ -37,6 +38,7 @@ from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
 from .arrays import address_of, int_tuple
 from .arrays import element_strides as strides_in_elements
+from .record import DescriptorRecord
 
 __all__ = ["TensorDescriptorIm2Col"]
 
@@ -44,7 +46,8 @@ _OWNER = "TensorDescriptorIm2Col"
 _SPATIAL = {3: "W", 4: "H, W", 5: "D, H, W"}
 
 
-class TensorDescriptorIm2Col:
+@dataclass(eq=False)
+class TensorDescriptorIm2Col(DescriptorRecord):
     """A global N(D)HWC tensor read by TMA im2col copies of ``block_shape = [pixels, channels]``.
 
     ``base``, ``shape``, ``strides`` (in elements), ``layout``, ``padding`` and
@@ -53,42 +56,43 @@ class TensorDescriptorIm2Col:
     (one per dimension, each in [1, 8], the last 1; default all 1) are the traversal
     strides of the spatial dimensions.  ``pixel_box_lower_corner`` and
     ``pixel_box_upper_corner`` (required, one per spatial dimension, Python order ``[D,] H,
-    W``) place the bounding box: see the module docstring.
+    W``) place the bounding box: see the module docstring.  Like :class:`TensorDescriptor` it
+    is a dataclass with Gluon's fields, the integer sequences stored as tuples of ints.
     """
 
-    __slots__ = ("_base", "_shape", "_strides", "_block_shape", "_layout", "_padding", "_round_f32_to_tf32",
-                 "_element_strides", "_steps", "_lower", "_upper", "_dtype", "_address", "_is_cuda", "_box_shape",
-                 "_encoded")
+    base: Any
+    shape: Sequence[int]
+    strides: Sequence[int]
+    block_shape: Sequence[int]
+    layout: NVMMASharedLayout
+    padding: str = "zero"
+    round_f32_to_tf32: bool = False
+    element_strides: Optional[Sequence[int]] = None
+    pixel_box_lower_corner: Optional[Sequence[int]] = None
+    pixel_box_upper_corner: Optional[Sequence[int]] = None
 
-    def __init__(self, base: Any, shape: Sequence[int], strides: Sequence[int], block_shape: Sequence[int],
-                 layout: NVMMASharedLayout, padding: str = "zero", round_f32_to_tf32: bool = False,
-                 element_strides: Optional[Sequence[int]] = None,
-                 pixel_box_lower_corner: Optional[Sequence[int]] = None,
-                 pixel_box_upper_corner: Optional[Sequence[int]] = None):
-        if not isinstance(layout, NVMMASharedLayout):
+    def _validate(self) -> None:
+        """Check the fields, store them normalized and derive the rest."""
+        if not isinstance(self.layout, NVMMASharedLayout):
             raise TypeError(f"{_OWNER}: parameter 'layout' must be an NVMMASharedLayout (the layout TMA writes), "
-                            f"got {type(layout).__name__}; use NVMMASharedLayout.get_default_for(block_shape, dtype)")
-        self._address, self._is_cuda = address_of(base, _OWNER)
-        self._base = base
-        self._dtype = dtype_of(base, "base")
-        self._shape = int_tuple(shape, "shape", _OWNER)
-        self._strides = int_tuple(strides, "strides", _OWNER)
-        self._block_shape = int_tuple(block_shape, "block_shape", _OWNER)
-        self._layout = layout
-        self._padding = padding
-        self._round_f32_to_tf32 = bool(round_f32_to_tf32)
-        self._element_strides = None if element_strides is None else \
-            int_tuple(element_strides, "element_strides", _OWNER)
-        self._lower = None if pixel_box_lower_corner is None else \
-            int_tuple(pixel_box_lower_corner, "pixel_box_lower_corner", _OWNER)
-        self._upper = None if pixel_box_upper_corner is None else \
-            int_tuple(pixel_box_upper_corner, "pixel_box_upper_corner", _OWNER)
+                            f"got {type(self.layout).__name__}; use NVMMASharedLayout.get_default_for(block_shape, dtype)")
+        address, is_cuda = address_of(self.base, _OWNER)
+        put = object.__setattr__
+        put(self, "_address", address)
+        put(self, "_is_cuda", is_cuda)
+        put(self, "_dtype", dtype_of(self.base, "base"))
+        for name in ("shape", "strides", "block_shape"):
+            put(self, name, int_tuple(getattr(self, name), name, _OWNER))
+        put(self, "round_f32_to_tf32", bool(self.round_f32_to_tf32))
+        for name in ("element_strides", "pixel_box_lower_corner", "pixel_box_upper_corner"):
+            value = getattr(self, name)
+            put(self, name, None if value is None else int_tuple(value, name, _OWNER))
         try:
-            self._box_shape = self._check()
+            put(self, "_box_shape", self._check())
         except ValueError as exc:
             raise ValueError(f"{_OWNER}: {exc}") from None
-        self._steps = self._element_strides or (1,) * len(self._shape)
-        self._encoded: Optional[bytes] = None
+        put(self, "_steps", self.element_strides or (1,) * len(self.shape))
+        put(self, "_encoded", None)
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], layout: NVMMASharedLayout, padding: str = "zero",
@@ -103,14 +107,14 @@ class TensorDescriptorIm2Col:
 
     def _check(self) -> tuple[int, int]:
         """Validate every parameter; return the box one hardware copy moves, [pixels, channels]."""
-        rank = len(self._shape)
+        rank = len(self.shape)
         itemsize = self._dtype.itemsize
-        tma.tma_data_type(self._dtype, self._round_f32_to_tf32)
-        tma.check_global(self._shape, self._strides, self._address, itemsize)
+        tma.tma_data_type(self._dtype, self.round_f32_to_tf32)
+        tma.check_global(self.shape, self.strides, self._address, itemsize)
         if rank not in tma.IM2COL_RANKS:
             raise ValueError(f"shape: im2col mode reads a tensor of rank 3 (NWC), 4 (NHWC) or 5 (NDHWC), got rank "
-                             f"{rank} (shape {list(self._shape)})")
-        block = list(self._block_shape)
+                             f"{rank} (shape {list(self.shape)})")
+        block = list(self.block_shape)
         if len(block) != 2:
             raise ValueError(f"block_shape: im2col mode copies a 2-D block [pixels per column, channels per "
                              f"pixel], got {block}")
@@ -122,14 +126,14 @@ class TensorDescriptorIm2Col:
             raise ValueError(f"block_shape: block_shape[0] (pixels per column) is {block[0]}; one im2col copy "
                              f"moves at most {tma.MAX_PIXELS_PER_COLUMN} pixels")
         self._check_layout(block)
-        box_channels = self._layout.tma_block_shape([min(block[0], tma.MAX_BOX_DIM), block[1]])[1]
-        tma.check_box([box_channels], itemsize, self._layout.swizzle_byte_width)
+        box_channels = self.layout.tma_block_shape([min(block[0], tma.MAX_BOX_DIM), block[1]])[1]
+        tma.check_box([box_channels], itemsize, self.layout.swizzle_byte_width)
         self._check_element_strides(rank)
         self._check_corners(rank)
         return block[0], box_channels
 
     def _check_layout(self, block: list) -> None:
-        layout = self._layout
+        layout = self.layout
         if layout.rank != 2:
             raise ValueError(f"layout: has rank {layout.rank} but the im2col block {block} has rank 2")
         if layout.element_bitwidth != self._dtype.primitive_bitwidth:
@@ -141,9 +145,9 @@ class TensorDescriptorIm2Col:
                              "transposed; use transposed=False and .permute() the shared memory descriptor instead")
         if layout.fp4_padded:
             raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
-        if self._padding not in tma.PADDING_MODES:
-            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self._padding!r}")
-        if self._padding == "nan" and not self._dtype.is_floating():
+        if self.padding not in tma.PADDING_MODES:
+            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self.padding!r}")
+        if self.padding == "nan" and not self._dtype.is_floating():
             raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {self._dtype}; use 'zero'")
         try:
             layout.tma_block_shape([min(block[0], tma.MAX_BOX_DIM), block[1]])
@@ -152,11 +156,11 @@ class TensorDescriptorIm2Col:
                              f"or NVMMASharedLayout.get_default_for(block_shape, {self._dtype})") from None
 
     def _check_element_strides(self, rank: int) -> None:
-        steps = self._element_strides
+        steps = self.element_strides
         if steps is None:
             return
         if len(steps) != rank:
-            raise ValueError(f"element_strides: expected {rank} (one per dimension of shape {list(self._shape)}), "
+            raise ValueError(f"element_strides: expected {rank} (one per dimension of shape {list(self.shape)}), "
                              f"got {len(steps)}: {list(steps)}")
         for d, s in enumerate(steps):
             if not 1 <= s <= tma.MAX_ELEMENT_STRIDE:
@@ -167,9 +171,9 @@ class TensorDescriptorIm2Col:
                              f"{list(steps)}")
 
     def _check_corners(self, rank: int) -> None:
-        spatial = self._shape[1:-1]
+        spatial = self.shape[1:-1]
         lo_limit, hi_limit = tma.IM2COL_CORNER_RANGES[rank]
-        for name, corner in (("pixel_box_lower_corner", self._lower), ("pixel_box_upper_corner", self._upper)):
+        for name, corner in (("pixel_box_lower_corner", self.pixel_box_lower_corner), ("pixel_box_upper_corner", self.pixel_box_upper_corner)):
             if corner is None:
                 raise ValueError(f"{name}: required in im2col mode: one offset per spatial dimension "
                                  f"([{_SPATIAL[rank]}] for a rank-{rank} tensor)")
@@ -180,55 +184,11 @@ class TensorDescriptorIm2Col:
                 if not lo_limit <= value <= hi_limit:
                     raise ValueError(f"{name}: {name}[{d}] must be in [{lo_limit}, {hi_limit}] for a rank-{rank} "
                                      f"tensor, got {value}")
-        for d, (extent, lo, hi) in enumerate(zip(spatial, self._lower, self._upper)):
+        for d, (extent, lo, hi) in enumerate(zip(spatial, self.pixel_box_lower_corner, self.pixel_box_upper_corner)):
             if extent - 1 + hi < lo:
                 raise ValueError(f"pixel_box_upper_corner: the bounding box of spatial dimension {d} is empty: it "
                                  f"spans filter positions {lo} (lower corner) to {extent - 1 + hi} (extent "
                                  f"{extent} - 1 + upper corner {hi})")
-
-    # ------------------------------------------------------------------ Gluon's attributes
-    @property
-    def base(self) -> Any:
-        return self._base
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """Element strides, Python order (the last is 1)."""
-        return self._strides
-
-    @property
-    def block_shape(self) -> tuple[int, ...]:
-        """``(pixels per column, channels per pixel)``."""
-        return self._block_shape
-
-    @property
-    def layout(self) -> NVMMASharedLayout:
-        return self._layout
-
-    @property
-    def padding(self) -> str:
-        return self._padding
-
-    @property
-    def round_f32_to_tf32(self) -> bool:
-        return self._round_f32_to_tf32
-
-    @property
-    def element_strides(self) -> Optional[tuple[int, ...]]:
-        """The traversal strides as given (``None``: all 1); :attr:`traversal_strides` resolves them."""
-        return self._element_strides
-
-    @property
-    def pixel_box_lower_corner(self) -> tuple[int, ...]:
-        return self._lower
-
-    @property
-    def pixel_box_upper_corner(self) -> tuple[int, ...]:
-        return self._upper
 
     @property
     def mode(self) -> str:
@@ -247,7 +207,7 @@ class TensorDescriptorIm2Col:
 
     @property
     def block_type(self) -> ir.BlockType:
-        return ir.BlockType(tuple(self._block_shape), self._dtype)
+        return ir.BlockType(self.block_shape, self._dtype)
 
     @property
     def box_shape(self) -> tuple[int, int]:
@@ -266,21 +226,13 @@ class TensorDescriptorIm2Col:
     @property
     def arg_type(self) -> ir.TensorDescIm2ColType:
         """The IR type of this descriptor as a kernel argument (it records the tensor's rank)."""
-        return ir.TensorDescIm2ColType(self._block_shape, self._dtype, self._layout, len(self._shape))
+        return ir.TensorDescIm2ColType(self.block_shape, self._dtype, self.layout, len(self.shape))
 
     def kernel_arg_bytes(self) -> bytes:
         """The 128-byte ``CUtensorMap`` (``cuTensorMapEncodeIm2col``), encoded on first use and cached."""
         if self._encoded is None:
             self._encoded = tma.encode_im2col(self)
         return self._encoded
-
-    def __repr__(self) -> str:
-        where = "cuda" if self._is_cuda else "host"
-        return (f"TensorDescriptorIm2Col(shape={list(self._shape)}, strides={list(self._strides)}, "
-                f"block_shape={list(self._block_shape)}, dtype={self._dtype}, layout={self._layout!r}, "
-                f"padding={self._padding!r}, element_strides={list(self._steps)}, "
-                f"pixel_box_lower_corner={list(self._lower)}, pixel_box_upper_corner={list(self._upper)}, "
-                f"base={type(self._base).__name__} at {where} {self._address:#x})")
 
 
 register_descriptor_class(TensorDescriptorIm2Col)
