@@ -79,14 +79,14 @@ class TensorDescriptor(DescriptorRecord):
                             "NVMMASharedLayout.get_default_for(block_shape, dtype)")
         address, is_cuda = address_of(self.base)
         dtype = dtype_of(self.base, "base")
-        put = object.__setattr__
-        put(self, "shape", int_tuple(self.shape, "shape"))
-        put(self, "strides", int_tuple(self.strides, "strides"))
-        put(self, "block_shape", int_tuple(self.block_shape, "block_shape"))
-        put(self, "round_f32_to_tf32", bool(self.round_f32_to_tf32))
-        put(self, "_address", address)
-        put(self, "_is_cuda", is_cuda)
-        put(self, "_dtype", dtype)
+        state = self.__dict__  # written directly: assignment through __setattr__ would revalidate
+        state["shape"] = int_tuple(self.shape, "shape")
+        state["strides"] = int_tuple(self.strides, "strides")
+        state["block_shape"] = int_tuple(self.block_shape, "block_shape")
+        state["round_f32_to_tf32"] = bool(self.round_f32_to_tf32)
+        state["_address"] = address
+        state["_is_cuda"] = is_cuda
+        state["_dtype"] = dtype
         checked = (dtype, self.shape, self.strides, self.block_shape, layout, self.padding,
                    self.round_f32_to_tf32, address % tma.GLOBAL_ALIGNMENT == 0)
         box = _CHECKED.get(checked)
@@ -98,8 +98,8 @@ class TensorDescriptor(DescriptorRecord):
             if len(_CHECKED) >= _CHECKED_LIMIT:
                 _CHECKED.clear()
             _CHECKED[checked] = box
-        put(self, "_box_shape", box)
-        put(self, "_encoded", None)
+        state["_box_shape"] = box
+        state["_encoded"] = None
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], layout: NVMMASharedLayout,

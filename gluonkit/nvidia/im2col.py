@@ -77,22 +77,22 @@ class TensorDescriptorIm2Col(DescriptorRecord):
             raise TypeError(f"{_OWNER}: parameter 'layout' must be an NVMMASharedLayout (the layout TMA writes), "
                             f"got {type(self.layout).__name__}; use NVMMASharedLayout.get_default_for(block_shape, dtype)")
         address, is_cuda = address_of(self.base, _OWNER)
-        put = object.__setattr__
-        put(self, "_address", address)
-        put(self, "_is_cuda", is_cuda)
-        put(self, "_dtype", dtype_of(self.base, "base"))
+        state = self.__dict__  # written directly: assignment through __setattr__ would revalidate
+        state["_address"] = address
+        state["_is_cuda"] = is_cuda
+        state["_dtype"] = dtype_of(self.base, "base")
         for name in ("shape", "strides", "block_shape"):
-            put(self, name, int_tuple(getattr(self, name), name, _OWNER))
-        put(self, "round_f32_to_tf32", bool(self.round_f32_to_tf32))
+            state[name] = int_tuple(state[name], name, _OWNER)
+        state["round_f32_to_tf32"] = bool(self.round_f32_to_tf32)
         for name in ("element_strides", "pixel_box_lower_corner", "pixel_box_upper_corner"):
-            value = getattr(self, name)
-            put(self, name, None if value is None else int_tuple(value, name, _OWNER))
+            value = state[name]
+            state[name] = None if value is None else int_tuple(value, name, _OWNER)
         try:
-            put(self, "_box_shape", self._check())
+            state["_box_shape"] = self._check()
         except ValueError as exc:
             raise ValueError(f"{_OWNER}: {exc}") from None
-        put(self, "_steps", self.element_strides or (1,) * len(self.shape))
-        put(self, "_encoded", None)
+        state["_steps"] = self.element_strides or (1,) * len(self.shape)
+        state["_encoded"] = None
 
     @staticmethod
     def from_tensor(tensor: Any, block_shape: Sequence[int], layout: NVMMASharedLayout, padding: str = "zero",

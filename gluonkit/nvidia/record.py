@@ -32,18 +32,19 @@ class DescriptorRecord:
 
     def __post_init__(self) -> None:
         self._validate()
-        object.__setattr__(self, "_ready", True)
+        self.__dict__["_ready"] = True
 
     def __setattr__(self, name: str, value) -> None:
+        state = self.__dict__
         if not self._ready or name not in self.__dataclass_fields__:
-            object.__setattr__(self, name, value)
+            state[name] = value
             return
-        old = getattr(self, name)
-        object.__setattr__(self, name, value)
+        old = state[name]
+        state[name] = value
         try:
             self._validate()
         except BaseException:
-            object.__setattr__(self, name, old)
+            state[name] = old
             self._validate()
             raise
 
