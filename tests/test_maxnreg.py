@@ -15,6 +15,7 @@ import gluonkit.language as gl
 from gluonkit.ir import print_function
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.runtime.cache import kernel_key
+from gluonkit.runtime.driver import has_gpu
 
 from interpreting import interpreter_on
 from kernel_checks import line_containing, needs_ptxas
@@ -78,3 +79,23 @@ def test_the_interpreter_ignores_maxnreg():
     blocks = x.astype(np.float64).reshape(2, 8192)
     expected = blocks * blocks.sum(axis=1, keepdims=True) + blocks * blocks
     np.testing.assert_allclose(out.reshape(2, 8192), expected, rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+def test_capped_and_uncapped_launches_agree_on_the_gpu(monkeypatch):
+    """A capped launch (spilling) computes what the uncapped one does, and each cap is its own build."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
+    x = torch.randn(2 * 8192, device="cuda")
+    results = []
+    for maxnreg in (None, 32, None, 32):  # repeats take the fast path with the right kernel
+        out = torch.zeros_like(x)
+        many_live[(2,)](x, out, BLOCK=8192, layout=LAYOUT, maxnreg=maxnreg)
+        results.append(out)
+    torch.cuda.synchronize()
+    blocks = x.double().reshape(2, 8192)
+    expected = (blocks * blocks.sum(dim=1, keepdim=True) + blocks * blocks).reshape(-1)
+    for out in results:
+        torch.testing.assert_close(out.double(), expected, rtol=1e-4, atol=1e-2)
+    assert torch.equal(results[0], results[2]) and torch.equal(results[1], results[3])
