@@ -16,7 +16,7 @@ with PTX's ``.maxnreg``, so ptxas spills rather than exceed it.  Like Triton, an
 int is accepted; ptxas raises a cap below 24 to 24 and ignores one above 255 (with a
 warning).  The interpreter ignores it.  With ``warp_specialize`` register budgets
 (``worker_num_regs``) the kernel's own ``.maxnreg`` is fixed by the budget plan, and a
-different ``maxnreg`` is an error there (see :mod:`gluonkit.ir.warp_specialize`).
+different ``maxnreg`` is an error there (see :mod:`gluonkit.lower.ops.warp_specialize`).
 """
 
 from __future__ import annotations
