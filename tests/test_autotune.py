@@ -448,10 +448,18 @@ def test_config_also_passed_by_the_caller(fake):
     assert launcher.launches == []
 
 
-@pytest.mark.parametrize("option, value", [("maxnreg", 128)])
-def test_launch_options_gluonkit_cannot_honour(option, value):
-    with pytest.raises(AutotunerError, match=f"sets {option}={value}, which gluonkit's launch does not take yet"):
-        gluonkit.autotune([gluonkit.Config({"BLOCK": 64}, **{option: value})], key=["n"])(add_kernel)
+def test_a_configs_maxnreg_reaches_the_launch(fake):
+    """``Config(maxnreg=...)`` is a launch option like ``num_warps``: every launch with that
+    configuration (timed or final) gets it; a configuration without one passes none."""
+    launcher, bench = fake
+    configs = [gluonkit.Config({"BLOCK": 128, "layout": _layout(4)}, num_warps=4, maxnreg=64),
+               gluonkit.Config({"BLOCK": 512, "layout": _layout(8, 2)}, num_warps=8)]
+    kernel = _tuned(add_kernel, bench, configs)
+    x, y, out = _random(1000, 36), _random(1000, 37), np.zeros(1000, np.float32)
+    kernel[grid](x, y, out, 1000)
+    assert {(launch["BLOCK"], launch.get("maxnreg")) for launch in launcher.launches} == {(128, 64), (512, None)}
+    assert kernel.best_config is configs[1] and "maxnreg" not in launcher.launches[-1]
+    np.testing.assert_array_equal(out, x + y)
 
 
 def test_pruning_to_nothing(fake):

@@ -801,12 +801,23 @@ def test_triton_autotune_protocol_drives_a_kernel():
     assert seen == [(_protocol_kernel, (3,), (1, 2), {"BLOCK": 64, "num_warps": 8, "num_ctas": 1})]
 
 
-@pytest.mark.parametrize("options, message", [({"maxnreg": 128}, "maxnreg=128 is not supported yet"),
-                                              ({"warmup": True}, r"run\(warmup=True\) is not supported")])
-def test_triton_protocol_options_gluonkit_cannot_honour(options, message):
-    options = {"warmup": False, **options}
-    with pytest.raises(CompilationError, match=message):
-        _protocol_kernel.run(1, 2, grid=(1,), **options)
+def test_triton_protocol_warmup_is_not_supported():
+    with pytest.raises(CompilationError, match=r"run\(warmup=True\) is not supported"):
+        _protocol_kernel.run(1, 2, grid=(1,), warmup=True)
+
+
+def test_triton_protocol_passes_maxnreg_to_the_launch():
+    import importlib
+    jit_module = importlib.import_module("gluonkit.lang.jit")
+    seen = []
+    previous = jit_module._launcher
+    jit_module.set_launcher(lambda kernel, grid, args, kwargs: seen.append(kwargs))
+    try:
+        _protocol_kernel.run(1, 2, grid=(1,), warmup=False, BLOCK=64, maxnreg=128)
+        _protocol_kernel.run(1, 2, grid=(1,), warmup=False, BLOCK=64, maxnreg=None)
+    finally:
+        jit_module.set_launcher(previous)
+    assert seen == [{"BLOCK": 64, "maxnreg": 128}, {"BLOCK": 64}]
 
 
 @gluonkit.jit

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "wa
 
 import producer_consumer  # noqa: E402
 from interpreting import launch_interpreted  # noqa: E402
-from kernel_checks import marked_line, needs_ptxas  # noqa: E402
+from kernel_checks import line_containing, marked_line, needs_ptxas  # noqa: E402
 
 F32P = gl.pointer_type(gl.float32)
 
@@ -374,6 +374,24 @@ def test_register_budgets_become_setmaxnreg_per_warpgroup():
     for text in ("setmaxnreg.inc.sync.aligned.u32 248;", "setmaxnreg.dec.sync.aligned.u32 24;",
                  "setmaxnreg.inc.sync.aligned.u32 240;"):
         assert text in ptx
+
+
+@needs_ptxas
+def test_a_launch_maxnreg_must_agree_with_register_budgets():
+    """With budgets the kernel's ``.maxnreg`` is the plan's starting count (168 for 384
+    threads): a launch ``maxnreg`` equal to it compiles, another one is an error at the op."""
+    @gluonkit.jit
+    def kernel(out, N: gl.constexpr):
+        gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N)),  # op
+                            (_store_partition, (out, 3.0, N))], [1, 4], [24, 240])
+
+    same = compile_function(kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=168), "sm_90a").asm["ptx"]
+    assert ".maxnreg 168" in same and "setmaxnreg.inc.sync.aligned.u32 240;" in same
+    with pytest.raises(CompilationError, match=r"the launch's maxnreg=128 conflicts with the register budgets "
+                                               r"\(worker_num_regs=\[24, 240\]\).*launch without maxnreg \(or with "
+                                               r"maxnreg=168\)") as info:
+        compile_function(kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=128), "sm_90a")
+    assert info.value.loc.line == line_containing(kernel.fn, "# op")
 
 
 def test_buffers_of_different_partitions_never_share_bytes():

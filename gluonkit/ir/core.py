@@ -117,12 +117,14 @@ class Function:
     """A kernel: named, typed arguments and a body block ending in ``return``.
 
     ``constexprs`` records the compile-time arguments it was specialized on and
-    ``specialization`` the runtime-argument facts (e.g. divisibility by 16) it assumes.
+    ``specialization`` the runtime-argument facts (e.g. divisibility by 16) it assumes;
+    ``maxnreg`` is the launch's register cap per thread (``None``: none).
     """
 
     def __init__(self, name: str, arg_types: Sequence[Type], arg_names: Sequence[str],
                  loc: Location = UNKNOWN_LOCATION, constexprs: Optional[Dict[str, Any]] = None,
-                 specialization: Optional[Dict[str, Any]] = None, num_warps: int = 4):
+                 specialization: Optional[Dict[str, Any]] = None, num_warps: int = 4,
+                 maxnreg: Optional[int] = None):
         self.name = name
         self.body = Block(arg_types, arg_names)
         self.arg_names = list(arg_names)
@@ -130,6 +132,7 @@ class Function:
         self.constexprs = dict(constexprs or {})
         self.specialization = dict(specialization or {})
         self.num_warps = num_warps
+        self.maxnreg = maxnreg
 
     @property
     def args(self) -> List[Value]:

@@ -77,7 +77,8 @@ def print_function(func: Function) -> str:
     """The text form of a kernel function."""
     p = _Printer()
     args = ", ".join(f"{p.name(a)}: {p.type(a.type)}" for a in func.args)
-    header = f"func @{func.name}({args}) num_warps={func.num_warps} {{"
+    maxnreg = f" maxnreg={func.maxnreg}" if func.maxnreg is not None else ""
+    header = f"func @{func.name}({args}) num_warps={func.num_warps}{maxnreg} {{"
     for op in func.body.ops:
         p.op(op, "  ")
     aliases = [f"{alias} = {text}" for text, alias in p.layouts.items()]

@@ -2,7 +2,7 @@
 
 A :class:`JITFunction` keeps the Python function, its source and where it sits in its file.
 :meth:`JITFunction.build_ir` turns it into an :class:`~gluonkit.ir.Function` for one
-specialization (runtime argument types, constexpr values, ``num_warps``, divisibility facts)
+specialization (runtime argument types, constexpr values, launch options, divisibility facts)
 and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
 launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
 ``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``.  A ``@jit`` function
@@ -111,23 +111,24 @@ class JITFunction:
 
     # ----------------------------------------------------------------- build
     def build_ir(self, arg_types: Sequence, constexprs: Optional[Dict[str, Any]] = None, num_warps: int = 4,
-                 specialization: Optional[Dict[str, Dict[str, int]]] = None, num_ctas: int = 1) -> Function:
+                 specialization: Optional[Dict[str, Dict[str, int]]] = None, num_ctas: int = 1,
+                 maxnreg: Optional[int] = None) -> Function:
         """The IR of this kernel for one specialization (cached; see the module docstring).
 
         ``arg_types`` gives one type (DType, PointerType or TensorDescType, or a tuple of them
         for a tuple argument) per runtime parameter, in signature order (see
         :mod:`.kernel_params`); runtime parameters are those not in ``constexprs``.  Parameters annotated ``gl.constexpr`` must be in ``constexprs`` or have a default.
         ``specialization[name] == {"divisibility": 16}`` marks a runtime argument divisible by 16.
-        ``num_warps`` and ``num_ctas`` are the launch options (:mod:`.launch_options`).
+        ``num_warps``, ``num_ctas`` and ``maxnreg`` are the launch options (:mod:`.launch_options`).
         """
         constexprs = {k: unwrap(v) for k, v in (constexprs or {}).items()}
         specialization = dict(specialization or {})
         debug = self.debug_enabled()
-        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas, debug)
+        key = (tuple(arg_types), _freeze(constexprs), num_warps, _freeze(specialization), num_ctas, maxnreg, debug)
         cached = self.cache.get(key)
         if cached is None:
             cached = self.cache[key] = self._build(list(arg_types), constexprs, num_warps, specialization, num_ctas,
-                                                   debug)
+                                                   maxnreg, debug)
         return cached
 
     def debug_enabled(self) -> bool:
@@ -138,9 +139,10 @@ class JITFunction:
             return bool(self.options["debug"])
         return os.environ.get("GLUONKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
-    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas=1, debug=False) -> Function:
+    def _build(self, arg_types, constexprs, num_warps, specialization, num_ctas=1, maxnreg=None,
+               debug=False) -> Function:
         loc = self.def_location()
-        check_launch_options({"num_warps": num_warps, "num_ctas": num_ctas}, loc)
+        check_launch_options({"num_warps": num_warps, "num_ctas": num_ctas, "maxnreg": maxnreg}, loc)
         unknown = sorted(set(constexprs) - set(self.arg_names))
         if unknown:
             raise ArgumentError(f"{self.__name__} has no parameter(s) {unknown}; its parameters are "
@@ -160,7 +162,7 @@ class JITFunction:
                                 f"{len(arg_types)} type(s)", loc)
         flat_types, flat_names = flatten_params(runtime, arg_types, loc)
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
-                        specialization=specialization, num_warps=num_warps)
+                        specialization=specialization, num_warps=num_warps, maxnreg=maxnreg)
         sem = Semantic(Builder(func.body), num_warps, num_ctas)
         sem.debug = debug
         sem.builder.loc = loc
@@ -189,11 +191,10 @@ class JITFunction:
         drive a gluonkit kernel, as Gluon's own tutorials do with ``@gluon.jit``.
 
         ``num_stages`` is ignored, as in Gluon (pipelines are written by hand); ``maxnreg``
-        and ``warmup=True`` are not supported yet and say so.
+        goes to the launch when set; ``warmup=True`` is not supported and says so.
         """
         if maxnreg is not None:
-            raise ArgumentError(f"{self.__name__}: maxnreg={maxnreg} is not supported yet; leave it None",
-                                self.def_location())
+            kwargs["maxnreg"] = maxnreg
         if warmup:
             raise ArgumentError(f"{self.__name__}: run(warmup=True) is not supported; compile without launching "
                                 f"with {self.__name__}.compile(*args, target=...)", self.def_location())
@@ -204,7 +205,7 @@ class JITFunction:
 
         ``args`` are the runtime arguments as examples (arrays, tensors, numbers) or as type
         strings (``"*fp32"``, ``"i32"``, ``"*bf16:16"`` with ``:16`` for divisible by 16);
-        ``kwargs`` the launch options (``num_warps=4``, ``num_ctas=1``) and the compile-time
+        ``kwargs`` the launch options (``num_warps=4``, ``num_ctas=1``, ``maxnreg=None``) and the compile-time
         arguments by name, bound as a launch binds them.  The result's ``asm`` has ``ir``,
         ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the CUDA tools are found) and its
         ``metadata`` registers, shared memory and spills.

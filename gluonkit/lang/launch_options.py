@@ -1,4 +1,4 @@
-"""Launch options (``num_warps``, ``num_ctas``) and how they meet kernel parameters.
+"""Launch options (``num_warps``, ``num_ctas``, ``maxnreg``) and how they meet kernel parameters.
 
 ``kernel[grid](*args, num_warps=8)`` and ``kernel.compile(..., num_warps=8)`` take launch
 options as keyword arguments beside the kernel's own arguments.  As in Gluon, a kernel may
@@ -10,6 +10,13 @@ option at its default — Triton's binder behaves the same way, which
 
 ``num_ctas`` is accepted so that Gluon launches port unchanged, but only ``1`` is supported:
 thread-block clusters are not implemented yet.
+
+``maxnreg`` (default ``None``: no cap) caps the registers per thread: the kernel is compiled
+with PTX's ``.maxnreg``, so ptxas spills rather than exceed it.  Like Triton, any positive
+int is accepted; ptxas raises a cap below 24 to 24 and ignores one above 255 (with a
+warning).  The interpreter ignores it.  With ``warp_specialize`` register budgets
+(``worker_num_regs``) the kernel's own ``.maxnreg`` is fixed by the budget plan, and a
+different ``maxnreg`` is an error there (see :mod:`gluonkit.lower.ops.warp_specialize`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from .errors import ArgumentError
 __all__ = ["LAUNCH_OPTIONS", "split_launch_options", "check_launch_options"]
 
 #: Every launch option and its default.
-LAUNCH_OPTIONS: Dict[str, Any] = {"num_warps": 4, "num_ctas": 1}
+LAUNCH_OPTIONS: Dict[str, Any] = {"num_warps": 4, "num_ctas": 1, "maxnreg": None}
 
 
 def split_launch_options(arg_names: Sequence[str], kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -53,6 +60,9 @@ def check_launch_options(options: Dict[str, Any], loc: Location) -> None:
     if num_ctas != 1:
         raise ArgumentError(f"num_ctas={num_ctas}: thread-block clusters are not supported yet; launch with "
                             "num_ctas=1 (the default)", loc)
+    maxnreg = options.get("maxnreg")
+    if maxnreg is not None and (not isinstance(maxnreg, int) or isinstance(maxnreg, bool) or maxnreg <= 0):
+        raise ArgumentError(f"maxnreg (registers per thread) must be a positive int or None, got {maxnreg!r}", loc)
 
 
 def _is_power_of_two(n) -> bool:

@@ -52,6 +52,8 @@ class KernelLowering:
         self.fn.calling_convention = "ptx_kernel"
         self.fn.attributes = _KernelAttributes()
         self.fn.attributes.add(f'"nvvm.maxntid"="{self.num_threads}"')
+        if func.maxnreg is not None:  # the launch's register cap: PTX .maxnreg on the entry
+            self.fn.attributes.add(f'"nvvm.maxnreg"="{func.maxnreg}"')
         self.debug = DebugInfo(self.module, self.fn, func.loc)
         prologue_block = self.fn.append_basic_block("prologue")
         body_block = self.fn.append_basic_block("body")

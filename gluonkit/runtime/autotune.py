@@ -16,10 +16,10 @@ every argument that has one — times every configuration with
 :func:`gluonkit.runtime.bench.do_bench` (or the ``do_bench`` given) and launches with the
 fastest; later launches with that key reuse it.  A configuration's ``kwargs`` are passed as
 keyword arguments (the kernel's ``gl.constexpr`` parameters); ``num_warps`` goes to the
-launch as its option.  ``num_stages`` has no effect (Gluon kernels pipeline by hand, and
-gluonkit's launch has no such option); ``num_ctas`` other than 1 and a ``maxnreg`` are
-passed on only where the launch accepts them (:data:`~gluonkit.runtime.launch.LAUNCH_OPTIONS`),
-else the decorator says it cannot honour them.
+launch as its option, and so do ``num_ctas`` and ``maxnreg``
+(:data:`~gluonkit.runtime.launch.LAUNCH_OPTIONS`; the launch checks their values).
+``num_stages`` has no effect (Gluon kernels pipeline by hand, and gluonkit's launch has no
+such option).
 
 While it times, one line per configuration goes to stderr; ``GLUONKIT_PRINT_AUTOTUNING=0``
 silences them.  With ``cache_results=True`` (or ``GLUONKIT_CACHE_AUTOTUNING=1``) the
@@ -74,7 +74,7 @@ class Config:
     ``kwargs`` maps kernel parameters (normally ``gl.constexpr`` ones) to values;
     ``num_warps`` is the launch's warp count; ``num_stages`` is accepted for Triton
     compatibility and has no effect; ``num_ctas`` (CTAs per cluster) and ``maxnreg``
-    (registers per thread) reach the launch only where it accepts them.  ``pre_hook``, if
+    (registers per thread) are launch options too.  ``pre_hook``, if
     given, is called with every argument by name before each launch with this
     configuration.  ``ir_override`` (Triton's hand-written IR) is not supported.
     """
@@ -106,8 +106,7 @@ class Config:
 
     def launch_kwargs(self) -> Dict[str, Any]:
         """What a launch with this configuration adds: ``kwargs`` and the options the launch
-        takes.  Options it lacks are left out; :class:`Autotuner` accepts a configuration
-        only if those are at their no-op values (any ``num_stages``, ``num_ctas=1``, no ``maxnreg``)."""
+        takes (``num_stages``, which it lacks and which has no effect, is left out)."""
         return {**self.kwargs, **{n: v for n, v in self.options().items() if n in LAUNCH_OPTIONS}}
 
     def _identity(self) -> tuple:
@@ -246,12 +245,6 @@ class Autotuner(_KernelWrapper):
             if not isinstance(config, Config):
                 raise AutotunerError(f"configs must be gluonkit.Config objects, got {config!r}", self.where)
             self._check_names(f"the config {{{config}}}", config.kwargs)
-            for name, no_op in (("num_ctas", 1), ("maxnreg", None)):
-                value = getattr(config, name)
-                if value != no_op and name not in LAUNCH_OPTIONS:
-                    raise AutotunerError(f"the config {{{config}}} sets {name}={value!r}, which gluonkit's launch "
-                                         f"does not take yet (its options are {sorted(LAUNCH_OPTIONS)}); leave "
-                                         f"{name} at {no_op!r}", self.where)
 
     # ------------------------------------------------------------------ the launch
     def run(self, grid, args: tuple, kwargs: Dict[str, Any]):

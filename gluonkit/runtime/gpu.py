@@ -193,7 +193,7 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
 
 
 def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
-                  num_warps: int, no_specialize: set) -> CompiledLaunch:
+                  num_warps: int, no_specialize: set, maxnreg: Optional[int] = None) -> CompiledLaunch:
     """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
 
     Compiles and loads on the first launch of a specialization; returns the loaded kernel
@@ -201,27 +201,28 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
     """
     signature = tuple(map(signature_of, values))
     try:
-        cache_key = (signature, tuple(constexprs.values()), num_warps)
+        cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg)
         hash(cache_key)
     except TypeError:  # a list or another unhashable constexpr: its text identifies it
-        cache_key = (signature, repr(tuple(constexprs.values())), num_warps)
+        cache_key = (signature, repr(tuple(constexprs.values())), num_warps, maxnreg)
     per_kernel = _launches.get(kernel)
     if per_kernel is None:
         per_kernel = _launches[kernel] = {}
     entry = per_kernel.get(cache_key)
     if entry is None:
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
-        entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize)
+        entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
+                                                          maxnreg)
     entry.run(grid, values)
     return entry
 
 
-def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize) -> CompiledLaunch:
+def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg) -> CompiledLaunch:
     driver.ensure_context()
     target = driver.device_properties().arch
     arg_types = [ty for ty, _ in keys]
     specialization = {n: {"divisibility": 16} for n, (_, div) in zip(names, keys) if div and n not in no_specialize}
-    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization)
+    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization, maxnreg=maxnreg)
     compiled = compile_for_device(func, target)
     module = driver.load_module(compiled.asm.get("cubin"), compiled.asm["ptx"])
     loaded = module.get_kernel(func.name)

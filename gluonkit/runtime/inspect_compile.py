@@ -83,7 +83,7 @@ def _argument_type(kernel: JITFunction, name: str, value, specialization: dict):
 def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, options: Dict[str, Any],
                    constexprs: Dict[str, Any]) -> CompiledKernel:
     """Build, infer, lower and assemble ``kernel`` for ``target`` with the launch ``options``
-    (``num_warps``, ``num_ctas``); see the module docstring."""
+    (``num_warps``, ``num_ctas``, ``maxnreg``); see the module docstring."""
     check_launch_options(options, kernel.def_location())
     constexprs = {k: unwrap(v) for k, v in constexprs.items()}
     runtime = [n for n in kernel.arg_names if n not in constexprs and n not in kernel.constexpr_names]
@@ -92,7 +92,8 @@ def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, option
                             f"({', '.join(runtime)}), got {len(args)}", kernel.def_location())
     specialization: Dict[str, Dict[str, int]] = {}
     arg_types = [_argument_type(kernel, name, value, specialization) for name, value in zip(runtime, args)]
-    func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"])
+    func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"],
+                           options["maxnreg"])
     compiled = compile_function(func, target)
     if "cubin" in compiled.asm and shutil.which("cuobjdump"):
         compiled.asm["sass"] = _disassemble(compiled.asm["cubin"])

@@ -6,8 +6,8 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
   ``shfl.sync``).  The kernel's own warps (``warp < num_warps``) run the kernel body; the
   other warps go to the *worker chain*.  With register budgets, each warpgroup first sets
   its budget with ``setmaxnreg.inc``/``.dec`` (the kernel is compiled with ``.maxnreg`` =
-  the budget every warp starts with), workers' warpgroups by the largest budget of the
-  partitions in them.
+  the budget every warp starts with, so a launch's ``maxnreg`` must equal it or be left
+  out), workers' warpgroups by the largest budget of the partitions in them.
 * **Fork and join.**  ``warp_specialize`` ops sit at the kernel's top level, so every one
   is reached once, in order, by the kernel's warps; the worker chain visits them in the
   same order.  At each, all threads meet at named barrier 1 (``barrier.sync 1, threads``: the
@@ -77,6 +77,13 @@ def prepare(ctx: KernelLowering) -> None:
         raise CompilationError(f"warp_specialize: at most {MAX_BARRIERS - FIRST_WORKER_BARRIER} worker partitions "
                                f"fit in the {MAX_BARRIERS} named barriers, got {workers}", ops[0].loc)
     if plan.default_regs is not None:
+        if ctx.func.maxnreg not in (None, plan.initial_regs):
+            raise CompilationError(
+                f"warp_specialize: the launch's maxnreg={ctx.func.maxnreg} conflicts with the register budgets "
+                f"(worker_num_regs={list(ops[0].attrs['num_regs'])}): with budgets every thread starts with "
+                f"{plan.initial_regs} registers (65536 / {plan.num_threads} threads), the kernel's .maxnreg; "
+                f"launch without maxnreg (or with maxnreg={plan.initial_regs}), or leave worker_num_regs out",
+                ops[0].loc)
         ctx.fn.attributes.add(f'"nvvm.maxnreg"="{plan.initial_regs}"')
     ctx.sync_group = (0, 32 * ctx.func.num_warps)
     # Replace the prologue's branch to the body by the dispatch on the warp id.
