@@ -51,7 +51,9 @@ from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
+from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
+from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
@@ -194,6 +196,7 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -
     if func not in _inferred:
         infer_layouts(func)
         verify(func, concrete=True)
+        _check_shared_budget(func)
         _inferred.add(func)
     trace = active_trace()
     try:
@@ -222,6 +225,16 @@ def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_s
             and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
         specialization[name] = {"divisibility": 16}
     return ty
+
+
+def _check_shared_budget(func) -> None:
+    """Stop an interpreted kernel whose buffers would not fit in the GPU's shared memory,
+    with the same report (every buffer's size, offset and line) that compiling gives, so
+    the interpreter never runs a kernel the GPU could not launch.  The limit is the
+    smallest of the supported targets'; scratch for layout conversions is not counted
+    (it depends on the lowering), so compiling may still find a few bytes more."""
+    target = min(TARGETS.values(), key=lambda t: t.max_shared_memory_per_block)
+    check_budget(func, plan_shared_memory(func), 0, target.max_shared_memory_per_block, target.arch)
 
 
 # ---------------------------------------------------------------------------- helpers
