@@ -449,13 +449,14 @@ HOST_CASES = [
     ("host_missing_argument", lambda x: host_kernel[(1,)](x, BLOCK=128), "n"),
     ("host_extra_argument", lambda x: host_kernel[(1,)](x, 128, 128, 7), "argument"),
     ("host_unknown_keyword", lambda x: host_kernel[(1,)](x, 128, BLOCK=128, blocks=3), "blocks"),
-    ("host_constexpr_given_tensor", lambda x: host_kernel[(1,)](x, 128, BLOCK=x), "BLOCK"),
+    ("host_constexpr_given_tensor", lambda x: host_kernel[(1,)](x, 128, BLOCK=x),
+     "'BLOCK' is a gl.constexpr and needs a compile-time value"),
     ("host_grid_float", lambda x: host_kernel[(0.5,)](x, 128, BLOCK=128), "grid"),
     ("host_grid_four_dims", lambda x: host_kernel[(1, 1, 1, 1)](x, 128, BLOCK=128), "grid"),
     ("host_grid_negative", lambda x: host_kernel[(-1,)](x, 128, BLOCK=128), "grid"),
     ("host_num_warps_3", lambda x: host_kernel[(1,)](x, 128, BLOCK=128, num_warps=3), "num_warps"),
-    ("host_list_as_pointer", lambda x: host_kernel[(1,)]([1.0, 2.0], 128, BLOCK=128), "p"),
-    ("host_string_as_scalar", lambda x: host_kernel[(1,)](x, "128", BLOCK=128), "n"),
+    ("host_list_as_pointer", lambda x: host_kernel[(1,)]([1.0, 2.0], 128, BLOCK=128), "parameter 'p'"),
+    ("host_string_as_scalar", lambda x: host_kernel[(1,)](x, "128", BLOCK=128), "parameter 'n'"),
 ]
 
 

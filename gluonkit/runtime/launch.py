@@ -85,6 +85,7 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     check_launch_options(options, kernel.def_location())
     num_warps = options["num_warps"]
     bound = _bind(kernel, args, kwargs)
+    _check_constexpr_values(kernel, bound)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
     runtime = [n for n in kernel.arg_names if n not in constexprs]
     if callable(grid) or type(grid) is not tuple:
@@ -225,6 +226,18 @@ def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_s
             and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
         specialization[name] = {"divisibility": 16}
     return ty
+
+
+def _check_constexpr_values(kernel: JITFunction, bound: Dict[str, Any]) -> None:
+    """A ``gl.constexpr`` parameter given an array or tensor is a mistake (its value would be
+    traced into the kernel); say so at the launch rather than deep inside the kernel."""
+    for name in kernel.constexpr_names:
+        value = unwrap(bound.get(name))
+        if any(hasattr(value, attr) for attr in ("__array_interface__", "__cuda_array_interface__", "__dlpack__")):
+            raise ArgumentError(
+                f"launching {kernel.__name__}: parameter '{name}' is a gl.constexpr and needs a compile-time "
+                f"value (an int, float, bool, str, dtype or layout), got a {type(value).__name__}; pass the "
+                "array as a runtime parameter (drop gl.constexpr from its annotation)", kernel.def_location())
 
 
 def _check_shared_budget(func) -> None:
