@@ -10,6 +10,7 @@ import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.layouts.distributed import AutoLayout
 from gluonkit.lang import promotion
+from gluonkit.lang import LayoutMismatchError
 
 F32P = gl.pointer_type(gl.float32)
 BLOCKED = gl.BlockedLayout([1], [32], [4], [0])
@@ -67,7 +68,8 @@ def test_cache_is_keyed_by_specialization():
     a = add_kernel.build_ir(types, {"BLOCK": 32}, 4, {})
     assert add_kernel.build_ir(types, {"BLOCK": 32}, 4, {}) is a
     assert add_kernel.build_ir(types, {"BLOCK": 64}, 4, {}) is not a
-    assert add_kernel.build_ir(types, {"BLOCK": 32}, 8, {}) is not a
+    with pytest.raises(LayoutMismatchError, match="num_warps=8"):  # not the cached 4-warp IR: its layout has 4 warps
+        add_kernel.build_ir(types, {"BLOCK": 32}, 8, {})
     assert add_kernel.build_ir(types, {"BLOCK": 32}, 4, {"n": {"divisibility": 16}}) is not a
 
 

@@ -116,10 +116,15 @@ class CoreSemantic:
                 self.error(f"{what} must be a concrete layout, got AutoLayout()", LayoutMismatchError)
             return layout
         try:
-            layout.to_linear_layout(list(shape))
+            ll = layout.to_linear_layout(list(shape))
         except ValueError as e:
             self.error(f"{what} {layout!r} cannot lay out a tensor of shape {list(shape)}: {e}",
                        LayoutMismatchError)
+        warps = ll.in_dim_size("warp") if ll.has_in_dim("warp") else 1
+        if warps != self.num_warps:
+            self.error(f"{what} {layout!r} spreads the tensor over {warps} warp(s) but the code runs with "
+                       f"num_warps={self.num_warps}; make its warps_per_cta multiply to {self.num_warps} "
+                       "(or launch with the matching num_warps)", LayoutMismatchError)
         return layout
 
     def check_shape(self, shape, what: str = "shape") -> tuple:

@@ -51,7 +51,9 @@ from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_launcher
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
+from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
+from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
@@ -83,6 +85,7 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     check_launch_options(options, kernel.def_location())
     num_warps = options["num_warps"]
     bound = _bind(kernel, args, kwargs)
+    _check_constexpr_values(kernel, bound)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
     runtime = [n for n in kernel.arg_names if n not in constexprs]
     if callable(grid) or type(grid) is not tuple:
@@ -194,6 +197,7 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -
     if func not in _inferred:
         infer_layouts(func)
         verify(func, concrete=True)
+        _check_shared_budget(func)
         _inferred.add(func)
     trace = active_trace()
     try:
@@ -222,6 +226,28 @@ def _interpreted_arg(kernel: JITFunction, name: str, value, memory: Memory, no_s
             and (isinstance(ty, PointerType) or ty.is_int() and not ty.is_bool()):
         specialization[name] = {"divisibility": 16}
     return ty
+
+
+def _check_constexpr_values(kernel: JITFunction, bound: Dict[str, Any]) -> None:
+    """A ``gl.constexpr`` parameter given an array or tensor is a mistake (its value would be
+    traced into the kernel); say so at the launch rather than deep inside the kernel."""
+    for name in kernel.constexpr_names:
+        value = unwrap(bound.get(name))
+        if any(hasattr(value, attr) for attr in ("__array_interface__", "__cuda_array_interface__", "__dlpack__")):
+            raise ArgumentError(
+                f"launching {kernel.__name__}: parameter '{name}' is a gl.constexpr and needs a compile-time "
+                f"value (an int, float, bool, str, dtype or layout), got a {type(value).__name__}; pass the "
+                "array as a runtime parameter (drop gl.constexpr from its annotation)", kernel.def_location())
+
+
+def _check_shared_budget(func) -> None:
+    """Stop an interpreted kernel whose buffers would not fit in the GPU's shared memory,
+    with the same report (every buffer's size, offset and line) that compiling gives, so
+    the interpreter never runs a kernel the GPU could not launch.  The limit is the
+    smallest of the supported targets'; scratch for layout conversions is not counted
+    (it depends on the lowering), so compiling may still find a few bytes more."""
+    target = min(TARGETS.values(), key=lambda t: t.max_shared_memory_per_block)
+    check_budget(func, plan_shared_memory(func), 0, target.max_shared_memory_per_block, target.arch)
 
 
 # ---------------------------------------------------------------------------- helpers
