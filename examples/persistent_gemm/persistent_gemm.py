@@ -168,7 +168,7 @@ def _sm_count() -> int:
     return device_properties().sm_count
 
 
-def _num_programs() -> int:
+def default_num_programs() -> int:
     """The GPU's SM count, or 4 programs in the interpreter."""
     from gluonkit.runtime.driver import has_gpu
     if os.environ.get("GLUONKIT_INTERPRET") == "1" or not has_gpu():
@@ -210,7 +210,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    launch = persistent_gemm_kernel[(min(tiles, num_programs or _num_programs()),)]
+    launch = persistent_gemm_kernel[(min(tiles, num_programs or default_num_programs()),)]
 
     def run():
         launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,

@@ -37,7 +37,6 @@ Run: ``python examples/warp_specialized/ws_gemm.py`` (GPU if present, else the C
 interpreter at a small ragged size, which also explores interleavings of the partitions).
 """
 
-import functools
 import os
 import sys
 
@@ -50,7 +49,7 @@ from gluonkit.nvidia.hopper import TensorDescriptor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "persistent_gemm"))
 
-from persistent_gemm import element_dtype, grouped_tile, store_tile  # noqa: E402
+from persistent_gemm import default_num_programs, element_dtype, gemm_layouts, grouped_tile, store_tile  # noqa: E402
 
 
 @gluonkit.jit
@@ -205,30 +204,6 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexp
     mbarrier.invalidate(turn.index(1))
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count() -> int:
-    from gluonkit.runtime.driver import device_properties
-    return device_properties().sm_count
-
-
-def _num_programs() -> int:
-    """The GPU's SM count, or 4 programs in the interpreter."""
-    from gluonkit.runtime.driver import has_gpu
-    if os.environ.get("GLUONKIT_INTERPRET") == "1" or not has_gpu():
-        return 4
-    return _sm_count()
-
-
-@functools.lru_cache(maxsize=64)
-def ws_layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_warps: int):
-    """A's, B's and C's shared layouts, C's block and the consumers' accumulator layout
-    (each warpgroup ``BM / (num_warps / 4)`` rows)."""
-    nvmma = gl.NVMMASharedLayout.get_default_for
-    c_block = [BM, BN // split]
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
-    return nvmma([BM, BK], in_dtype), nvmma([BK, BN], in_dtype), nvmma(c_block, out_dtype), c_block, acc
-
-
 def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
     """Cooperative or ping-pong, tile shape, ring depth and raster group for a shape (from
     ``bench_ws_gemm.py`` on the H100, see docs/benchmarks.rst).
@@ -265,13 +240,13 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
     N = b.shape[1]
-    a_layout, b_layout, c_layout, c_block, acc_layout = ws_layouts(
+    a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    grid = (min(tiles, num_programs or _num_programs()),)
+    grid = (min(tiles, num_programs or default_num_programs()),)
     if PINGPONG:
         launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
     else:
@@ -288,7 +263,7 @@ def gemm(a, b, c, **config):
     """``c = a @ b`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32).  Without ``config``,
     :func:`choose_config` picks the tiles for the shape."""
     if not config:
-        config = choose_config(a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, _num_programs())
+        config = choose_config(a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
     return prepare(a, b, c, **config)()
 
 
