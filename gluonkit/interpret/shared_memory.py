@@ -35,7 +35,7 @@ from .errors import InterpreterError
 from .happens_before import on_access
 from .values import element_text, from_logical, to_logical
 
-__all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addresses", "byte_mask", "note_fence",
+__all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addresses", "byte_mask", "fill_view", "note_fence",
            "unfenced_write"]
 
 _CLOCK = itertools.count(1)  # orders generic writes and fences (programs run one at a time)
@@ -149,21 +149,28 @@ def byte_mask(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     return mask
 
 
+def fill_view(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
+    """Put an array of the view's shape into the view's bytes and mark them written: what an
+    asynchronous copy does when it lands (its hazards were checked when it was issued) and the
+    last step of :func:`write`."""
+    item = ty.element.itemsize
+    index = _bytes_of(element_addresses(ref, ty, op), item)
+    raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
+    ref.buffer.data[index] = raw.reshape(-1, item)
+    ref.buffer.written[index] = True
+
+
 def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
     """Store an array of the view's shape into the view (not into bytes an async op still reads)."""
-    addresses = element_addresses(ref, ty, op)
-    item = ty.element.itemsize
-    raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
-    index = _bytes_of(addresses, item)
+    index = _bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)
     for reader in ref.buffer.async_reads:
         if reader.mask[index].any():
             raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {reader.what} is still "
                                    f"reading it; {reader.fix}", op.loc)
     _check_async_writes(ref.buffer, index, op, "overwrites")
     on_access(ref.buffer, index, op, write=True)
+    fill_view(ref, ty, values, op)
     buffer = ref.buffer
-    buffer.data[index] = raw.reshape(-1, item)
-    buffer.written[index] = True
     if buffer.generic_ticks is None:
         buffer.generic_ticks = np.zeros(buffer.data.size, np.int64)
     tick = next(_CLOCK)

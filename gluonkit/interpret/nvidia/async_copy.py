@@ -32,7 +32,7 @@ import numpy as np
 from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
-from ..shared_memory import AsyncWrite, SharedRef, byte_mask, element_addresses
+from ..shared_memory import AsyncWrite, SharedRef, byte_mask, fill_view
 from ..trace import view_name
 from ..values import Tensor, element_text, to_logical
 from .mbarrier import arrive, barrier_state
@@ -69,11 +69,7 @@ class _Copy:
                     f"{tuple(self.program.pid)}")
 
         values.ravel()[where] = self.program.memory.read(self.pointers.ravel()[where], dtype, self.loc, describe)
-        item = self.ty.element.itemsize
-        index = element_addresses(self.ref, self.ty, self.op).reshape(-1, 1) + np.arange(item)
-        buffer = self.ref.buffer
-        buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
-        buffer.written[index] = True
+        fill_view(self.ref, self.ty, values, self.op)
         self.landed = True
         if self.span is not None:
             self.span.finish()

@@ -49,7 +49,7 @@ from ..engine import rule
 from ..errors import InterpreterError
 from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
-from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, element_addresses, read, unfenced_write
+from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, fill_view, read, unfenced_write
 from ..trace import view_name
 from .tma_im2col import Im2ColMap, im2col_box
 
@@ -124,11 +124,7 @@ class _Load:
         values = np.full(self.ty.shape, fill, dtype=dtype)
         values[inside] = self.program.memory.read(addresses, dtype, self.loc,
                                                   lambda i: f"element {i} of the TMA load's in-bounds box")
-        item = self.ty.element.itemsize
-        index = element_addresses(self.ref, self.ty, self.op).reshape(-1, 1) + np.arange(item)
-        buffer = self.ref.buffer
-        buffer.data[index] = np.ascontiguousarray(values).view(np.uint8).reshape(-1, item)
-        buffer.written[index] = True
+        fill_view(self.ref, self.ty, values, self.op)
         self.landed = True
         if self.span is not None:
             self.span.finish()
