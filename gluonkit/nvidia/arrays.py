@@ -1,4 +1,5 @@
-"""What the host descriptors read from the arrays they describe: addresses, element strides, int lists.
+"""What the host descriptors read from the arrays they describe (addresses, element strides, int
+lists) and the layout and padding checks they share.
 
 Shared by :class:`~gluonkit.nvidia.hopper.TensorDescriptor` and
 :class:`~gluonkit.nvidia.hopper.TensorDescriptorIm2Col`; ``owner`` is the class name that
@@ -10,7 +11,9 @@ from __future__ import annotations
 import operator
 from typing import Any, Sequence
 
-__all__ = ["int_tuple", "address_of", "element_strides"]
+from gluonkit.runtime import tma
+
+__all__ = ["int_tuple", "address_of", "element_strides", "check_layout_and_padding"]
 
 
 def int_tuple(values: Sequence[int], param: str, owner: str = "TensorDescriptor") -> tuple[int, ...]:
@@ -53,3 +56,18 @@ def element_strides(tensor: Any, itemsize: int, owner: str = "TensorDescriptor")
             raise ValueError(f"{owner}: parameter 'tensor' has a byte stride of {s}, not a "
                              f"multiple of its {itemsize}-byte elements (strides {list(byte_strides)})")
     return tuple(s // itemsize for s in byte_strides)
+
+
+def check_layout_and_padding(layout, dtype, padding: str) -> None:
+    """The checks a tiled and an im2col descriptor share: the layout's element width is the
+    tensor's, it is not fp4-padded, and ``padding`` is a TMA fill mode the dtype can hold."""
+    if layout.element_bitwidth != dtype.primitive_bitwidth:
+        raise ValueError(f"layout: element_bitwidth is {layout.element_bitwidth} but the tensor's dtype {dtype} "
+                         f"has {dtype.primitive_bitwidth}-bit elements; use "
+                         f"NVMMASharedLayout.get_default_for(block_shape, {dtype})")
+    if layout.fp4_padded:
+        raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
+    if padding not in tma.PADDING_MODES:
+        raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {padding!r}")
+    if padding == "nan" and not dtype.is_floating():
+        raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {dtype}; use 'zero'")

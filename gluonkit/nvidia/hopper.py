@@ -30,7 +30,7 @@ from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
 from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
-from .arrays import address_of, element_strides, int_tuple
+from .arrays import address_of, check_layout_and_padding, element_strides, int_tuple
 from .im2col import TensorDescriptorIm2Col
 from .record import DescriptorRecord
 
@@ -129,20 +129,11 @@ class TensorDescriptor(DescriptorRecord):
         if layout.rank != rank:
             raise ValueError(f"layout: has rank {layout.rank} but the tensor has rank {rank}; "
                              f"build it for {rank} dimensions")
-        if layout.element_bitwidth != self._dtype.primitive_bitwidth:
-            raise ValueError(f"layout: element_bitwidth is {layout.element_bitwidth} but the tensor's "
-                             f"dtype {self._dtype} has {self._dtype.primitive_bitwidth}-bit elements; use "
-                             f"NVMMASharedLayout.get_default_for(block_shape, {self._dtype})")
         if layout.transposed:
             raise ValueError("layout: TMA writes shared memory in the global tensor's order (last "
                              "dimension contiguous), so the layout cannot be transposed; use "
                              "transposed=False and .permute() the shared memory descriptor instead")
-        if layout.fp4_padded:
-            raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
-        if self.padding not in tma.PADDING_MODES:
-            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self.padding!r}")
-        if self.padding == "nan" and not self._dtype.is_floating():
-            raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {self._dtype}; use 'zero'")
+        check_layout_and_padding(layout, self._dtype, self.padding)
         try:
             box = layout.tma_block_shape(block)
         except ValueError as exc:

@@ -36,7 +36,7 @@ from gluonkit.layouts.shared import NVMMASharedLayout
 from gluonkit.runtime import tma
 from gluonkit.runtime.args import dtype_of, register_descriptor_class
 
-from .arrays import address_of, int_tuple
+from .arrays import address_of, check_layout_and_padding, int_tuple
 from .arrays import element_strides as strides_in_elements
 from .record import DescriptorRecord
 
@@ -136,19 +136,10 @@ class TensorDescriptorIm2Col(DescriptorRecord):
         layout = self.layout
         if layout.rank != 2:
             raise ValueError(f"layout: has rank {layout.rank} but the im2col block {block} has rank 2")
-        if layout.element_bitwidth != self._dtype.primitive_bitwidth:
-            raise ValueError(f"layout: element_bitwidth is {layout.element_bitwidth} but the tensor's dtype "
-                             f"{self._dtype} has {self._dtype.primitive_bitwidth}-bit elements; use "
-                             f"NVMMASharedLayout.get_default_for(block_shape, {self._dtype})")
         if layout.transposed:
             raise ValueError("layout: TMA writes each pixel's channels contiguously, so the layout cannot be "
                              "transposed; use transposed=False and .permute() the shared memory descriptor instead")
-        if layout.fp4_padded:
-            raise ValueError("layout: fp4_padded descriptors (Blackwell's padded fp4) are not supported")
-        if self.padding not in tma.PADDING_MODES:
-            raise ValueError(f"padding: expected one of {list(tma.PADDING_MODES)}, got {self.padding!r}")
-        if self.padding == "nan" and not self._dtype.is_floating():
-            raise ValueError(f"padding: 'nan' needs a floating-point tensor, got {self._dtype}; use 'zero'")
+        check_layout_and_padding(layout, self._dtype, self.padding)
         try:
             layout.tma_block_shape([min(block[0], tma.MAX_BOX_DIM), block[1]])
         except ValueError as exc:
