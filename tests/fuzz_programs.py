@@ -18,8 +18,11 @@ end a chain, so their inputs are exact and the comparison can use a per-function
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -80,6 +83,14 @@ APPROX = {  # float32 only, at the end of a chain
     "sin": ("gl.sin(gl.minimum(gl.maximum({a}, -3.0), 3.0))", lambda a: np.sin(np.clip(a, -3, 3))),
     "cos": ("gl.cos(gl.minimum(gl.maximum({a}, -3.0), 3.0))", lambda a: np.cos(np.clip(a, -3, 3))),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _module_directory() -> str:
+    """One temporary directory per process for the generated kernel modules, removed at exit."""
+    directory = tempfile.mkdtemp(prefix="gluonkit_fuzz_")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
 def _kind(dtype: str) -> str:
@@ -206,12 +217,12 @@ class Program:
         return "\n".join(lines) + "\n"
 
     def kernel(self):
-        """The ``@gluonkit.jit`` kernel, imported from a temporary module holding its source."""
-        directory = tempfile.mkdtemp(prefix="gluonkit_fuzz_")
-        path = os.path.join(directory, "fuzz_kernel.py")
-        with open(path, "w") as f:
+        """The ``@gluonkit.jit`` kernel, imported from a module holding its source (in a directory
+        that lives as long as the process: the frontend reads the source when it compiles)."""
+        handle, path = tempfile.mkstemp(suffix=".py", dir=_module_directory())
+        with os.fdopen(handle, "w") as f:
             f.write(self.kernel_source())
-        spec = importlib.util.spec_from_file_location(f"gluonkit_fuzz_{os.path.basename(directory)}", path)
+        spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module.kernel

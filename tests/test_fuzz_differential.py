@@ -26,7 +26,7 @@ from gluonkit.runtime.driver import has_gpu
 from interpreting import launch_interpreted
 from kernel_checks import needs_ptxas
 
-CPU_EXAMPLES = int(os.environ.get("GLUONKIT_FUZZ_EXAMPLES", "25"))
+CPU_EXAMPLES = int(os.environ.get("GLUONKIT_FUZZ_EXAMPLES", "100"))
 GPU_EXAMPLES = int(os.environ.get("GLUONKIT_FUZZ_GPU_EXAMPLES", "150"))
 _SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -114,7 +114,7 @@ _SIGNATURE = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "int3
 
 
 @needs_ptxas
-@settings(max_examples=max(CPU_EXAMPLES // 3, 5), **_SETTINGS)
+@settings(max_examples=max(CPU_EXAMPLES // 6, 5), **_SETTINGS)
 @given(program=programs(), target=st.sampled_from(["sm_90a", "sm_100a"]))
 def test_ptxas_accepts_every_program(program, target):
     out_dtype = program.expected(*program.inputs(np.random.default_rng(0))).dtype
