@@ -167,6 +167,9 @@ _CATALOGUE = [
           "(TMA, wgmma, tcgen05)."),
     OpDef("thread_barrier", "", (), "", "none",
           "Every thread of the program reaches it before any continues (``bar.sync 0``)."),
+    OpDef("cluster_barrier", "", ("relaxed",), "", "none",
+          "Every thread of every CTA of the cluster arrives, then waits for all the others; without "
+          "relaxed the arrival releases and the wait acquires memory at cluster scope."),
     OpDef("warp_specialize", "", ("num_warps", "num_regs"),
           "default() -> yield v…; worker_i() -> yield", "v…",
           "Runs its regions at the same time on disjoint warps: region 0 (the default partition) on the "
