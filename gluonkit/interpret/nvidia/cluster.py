@@ -42,9 +42,12 @@ class Cluster:
         self._buffers[(rank, id(op))] = buffer
         self._origin[id(buffer)] = id(op)
 
-    def peer(self, ref: SharedRef, rank: int) -> SharedRef:
+    def peer(self, ref: SharedRef, rank: int, op) -> SharedRef:
         """The view ``ref`` (of this CTA's memory) in CTA ``rank``'s shared memory (``mapa``)."""
-        return SharedRef(self._buffers[(rank, self._origin[id(ref.buffer)])], ref.base, ref.xor)
+        buffer = self._buffers.get((rank, self._origin[id(ref.buffer)]))
+        if buffer is None:
+            raise InterpreterError(f"{op.name}: CTA {rank} has not allocated {ref.buffer.describe()} yet", op.loc)
+        return SharedRef(buffer, ref.base, ref.xor)
 
 
 @register_cluster_runner

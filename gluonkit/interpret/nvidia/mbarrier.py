@@ -251,11 +251,11 @@ def _routed_states(program, ref: SharedRef, op) -> List[BarrierState]:
     for target in range(len(cluster.arrivals)):
         if target & ~free == rank:
             try:
-                states.append(barrier_state(cluster.peer(ref, target), op))
+                states.append(barrier_state(cluster.peer(ref, target, op), op))
             except InterpreterError as e:
                 e.notes.append((f"CTA {rank} arrives on the barrier of CTA {target} here (from_cta="
-                                f"{op.attrs['from_cta']}): every CTA must initialize its barriers, and a "
-                                "cluster.barrier() must follow, before other CTAs arrive on them", None))
+                                f"{op.attrs['from_cta']}): every CTA must allocate and initialize its "
+                                "barriers, and a cluster.barrier() must follow, before other CTAs arrive on them", None))
                 e.args = (e._format(),)
                 raise
     return states
