@@ -10,7 +10,8 @@ import numpy as np
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.language.nvidia.hopper import cluster, mbarrier
+from gluonkit.language.nvidia.hopper import cluster, mbarrier, tma
+from gluonkit.nvidia.hopper import TensorDescriptor
 
 BLOCK = 128
 
@@ -68,3 +69,39 @@ def routed_reference(x: np.ndarray, rounds: int) -> np.ndarray:
         acc = acc * 3 + r
     return acc.astype(x.dtype)
 
+
+
+@gluonkit.jit
+def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr):
+    """out[BM, BN] (of program p) = sum over k of the block (p * BM, k * BN) of the
+    descriptor's tensor, each block loaded once per cluster by a multicast TMA copy."""
+    BM: gl.constexpr = desc.block_type.shape[0]
+    BN: gl.constexpr = desc.block_type.shape[1]
+    smem = gl.allocate_shared_memory(desc.dtype, [BM, BN], desc.layout)
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    cluster.barrier()
+    pid = gl.program_id(0)
+    acc = gl.zeros([BM, BN], gl.float32, layout)
+    for k in range(K_TILES):
+        mbarrier.expect(bar, desc.block_type.nbytes)
+        tma.async_load(desc, [pid * BM, k * BN], bar, smem, multicast=True)  # MULTICAST
+        mbarrier.wait(bar, k % 2)
+        acc += smem.load(layout).to(gl.float32)
+        cluster.barrier()  # every CTA has read the block before the next multicast overwrites it
+    rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + (pid * BM + rows)[:, None] * BN + cols[None, :], acc)
+
+
+def multicast_args(x: np.ndarray, num_ctas: int, BM=64, BN=64):
+    """The descriptor (fp16 blocks [BM, BN], 128-byte swizzle) and blocked layout for multicast_sum."""
+    layout = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
+    desc = TensorDescriptor.from_tensor(x, [BM, BN], layout)
+    return desc, gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], [[0, 0]] * (num_ctas.bit_length() - 1))
+
+
+def multicast_reference(x: np.ndarray, BN=64) -> np.ndarray:
+    """Each row block summed over its BN-wide column blocks (float64)."""
+    m, k = x.shape
+    return x.astype(np.float64).reshape(m, k // BN, BN).sum(axis=1)

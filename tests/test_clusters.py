@@ -13,7 +13,8 @@ from gluonkit.ir.diagnostics import CompilationError
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.language.nvidia.hopper import cluster, mbarrier
 
-from cluster_kernels import cluster_ids, replicated, routed_arrivals, routed_reference
+from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
+                             routed_reference)
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -191,3 +192,35 @@ def test_one_cta_kernels_have_no_cluster_shape_and_no_rank_masks():
     # the two cluster.barrier() (of a one-CTA cluster); gl.barrier(cluster=True) is bar.sync there, as in Gluon;
     # none is added before ret
     assert len(_lines(ptx, "barrier.cluster.wait")) == 2
+
+
+# ----------------------------------------------------------------------------- TMA multicast
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_multicast_tma_reduction_over_a_cluster(rng, num_ctas):
+    x = rng.standard_normal((128, 256)).astype(np.float16)
+    out = np.zeros((128, 64), np.float32)
+    desc, layout = multicast_args(x, num_ctas)
+    with interpreter_on():
+        multicast_sum[(2,)](desc, out, layout, K_TILES=4, num_ctas=num_ctas)
+    np.testing.assert_allclose(out, multicast_reference(x), rtol=1e-5, atol=1e-5)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_multicast_copies_are_issued_by_rank_0_for_every_cta(target):
+    x = np.zeros((128, 256), np.float16)
+    desc, layout = multicast_args(x, 4)
+    c = multicast_sum.compile(desc, "*fp32", target=target, num_ctas=4, layout=layout, K_TILES=2)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    copies = _lines(ptx, "cp.async.bulk.tensor.2d")
+    assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
+    assert len(copies) == 2 and len(_lines(ptx, "mov.b16")) == 2 and all(
+        line.endswith(", 15;") for line in _lines(ptx, "mov.b16"))  # the CTA mask: all 4 CTAs, 0b1111
+
+
+def test_multicast_with_one_cta_is_the_plain_copy():
+    x = np.zeros((128, 256), np.float16)
+    desc, layout = multicast_args(x, 1)
+    ptx = multicast_sum.compile(desc, "*fp32", target="sm_90a", layout=layout, K_TILES=2).asm["ptx"]
+    assert "multicast::cluster" not in ptx and "cp.async.bulk.tensor.2d" in ptx

@@ -8,7 +8,8 @@ import pytest
 
 from gluonkit.runtime.driver import has_gpu
 
-from cluster_kernels import cluster_ids, replicated, routed_arrivals, routed_reference
+from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
+                             routed_reference)
 from interpreting import interpreter_on
 
 torch = pytest.importorskip("torch") if has_gpu() else None
@@ -44,3 +45,14 @@ def test_routed_remote_arrivals_complete_every_phase(num_ctas, mask):
     with interpreter_on():
         routed_arrivals[(grid,)](x, interpreted, replicated(num_ctas), **kw)
     np.testing.assert_array_equal(interpreted, expected)
+
+
+@pytest.mark.parametrize("num_ctas", [1, 2, 4])
+def test_multicast_tma_reduction_matches_numpy(num_ctas):
+    x = np.random.default_rng(num_ctas).standard_normal((256, 512)).astype(np.float16)
+    gx = torch.from_numpy(x).cuda()
+    out = torch.full((256, 64), float("nan"), dtype=torch.float32, device="cuda")
+    desc, layout = multicast_args(gx, num_ctas)
+    multicast_sum[(4,)](desc, out, layout, K_TILES=8, num_ctas=num_ctas)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), multicast_reference(x), rtol=1e-5, atol=1e-4)

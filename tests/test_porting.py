@@ -303,8 +303,6 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
      "async_copy_shared_to_global has been removed; call async_store instead"),
     ("ampere.async_copy.async_copy_global_to_shared(1, 2)", CompilationError,
      "async_copy_global_to_shared has been removed; call async_load instead"),
-    (f"tma.async_load(d, [0, 0], {_BAR}, {_SMEM}, multicast=True)", UnsupportedFeatureError,
-     "several CTAs of a cluster"),
     (f"tma.async_store(d, [0, 0], {_SMEM}, cache_policy=1)", UnsupportedFeatureError,
      "cache_policy is not supported by gluonkit yet"),
     ("ampere.async_copy.async_load(1, 2, cache_policy=1)", UnsupportedFeatureError,

@@ -13,7 +13,10 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   the mbarrier receives the bytes.  It takes part in :func:`~.shared_memory.order_access`
   as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
   bytes by other threads finish (``bar.sync``) before it is issued; its completion is
-  ordered by the mbarrier wait, not by a later barrier.
+  ordered by the mbarrier wait, not by a later barrier.  A ``multicast`` copy (cluster
+  kernels) is issued by CTA rank 0 only, with ``.multicast::cluster`` and the mask of every
+  CTA: the box lands at the same offset in each CTA and completes the bytes on each CTA's
+  barrier at the same offset, as Triton 3.9 emits it.
   With an im2col descriptor the instruction is
   ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes`` with
   the im2col offsets (``.b16`` registers, innermost first) after the mbarrier; its box is
@@ -44,7 +47,7 @@ from ...ir.memdesc import view_to_offset
 from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
-from ..llvm_types import I8, I32
+from ..llvm_types import I8, I16, I32
 from .mbarrier import elected_thread
 from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
@@ -120,6 +123,15 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
         for dst, coords in _copies(ctx, op, 1, 4):
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
                  [pred, dst, tmap] + coords + [bar] + taps)
+        return
+    if op.attrs.get("multicast"):  # rank 0 copies for the whole cluster: the same offsets in every CTA
+        num_ctas = ctx.func.num_ctas
+        pred = ctx.builder.and_(pred, ctx.cluster_leader())
+        text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                f".multicast::cluster [$1], [$2, {_braces(3, rank)}], [${3 + rank}], ${4 + rank};")
+        for dst, coords in _copies(ctx, op, 1, 4):
+            _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r", "h"],
+                 [pred, dst, tmap] + coords + [bar, I16((1 << num_ctas) - 1)])
         return
     text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
             f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
