@@ -224,3 +224,17 @@ def test_multicast_with_one_cta_is_the_plain_copy():
     desc, layout = multicast_args(x, 1)
     ptx = multicast_sum.compile(desc, "*fp32", target="sm_90a", layout=layout, K_TILES=2).asm["ptx"]
     assert "multicast::cluster" not in ptx and "cp.async.bulk.tensor.2d" in ptx
+
+
+@gluonkit.jit
+def _cluster_fence():
+    gluonkit.language.nvidia.hopper.fence_async_shared(cluster=True)
+    gluonkit.language.nvidia.hopper.fence_async_shared()
+
+
+@needs_ptxas
+def test_fence_async_shared_at_cluster_scope():
+    ptx = _cluster_fence.compile(target="sm_90a", num_ctas=2).asm["ptx"]
+    assert _lines(ptx, "fence.proxy.async") == ["fence.proxy.async.shared::cluster;", "fence.proxy.async.shared::cta;"]
+    with interpreter_on():
+        _cluster_fence[(1,)](num_ctas=2)

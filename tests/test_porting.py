@@ -319,8 +319,6 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
     ("gl.extra.libdevice.exp(1.0)", UnsupportedFeatureError, "libdevice.exp is not supported by gluonkit yet"),
     ("ampere.mma_v2(d, d, d)", UnsupportedFeatureError, "mma_v2 is not supported by gluonkit yet"),
     ("blackwell.tma.async_gather(d, d, 0, d, d)", UnsupportedFeatureError, "async_gather is not supported"),
-    ("gluonkit.language.nvidia.hopper.fence_async_shared(cluster=True)", UnsupportedFeatureError,
-     "cluster-scope proxy fence) is not supported yet"),
     ("gl.barrier(True)", CompilationError, "gl.barrier(): too many positional arguments"),
     (f"mbarrier.arrive({_BAR}, 2)", CompilationError, "too many positional arguments"),
     (f"mbarrier.expect({_BAR})", CompilationError, "mbarrier.expect needs bytes_per_cta"),

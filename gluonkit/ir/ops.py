@@ -164,7 +164,7 @@ _CATALOGUE = [
           "Invalidates the mbarrier so its memory can be reused."),
     OpDef("fence_async_shared", "", (), "", "none",
           "Orders earlier shared-memory writes of the threads before later async-proxy accesses "
-          "(TMA, wgmma, tcgen05)."),
+          "(TMA, wgmma, tcgen05); with the attribute cluster=True, of the whole cluster's shared memory."),
     OpDef("thread_barrier", "", (), "", "none",
           "Every thread of the program reaches it before any continues (``bar.sync 0``)."),
     OpDef("cluster_barrier", "", ("relaxed",), "", "none",

@@ -208,6 +208,12 @@ def _mbarrier_invalidate(op):
 
 
 @rule("fence_async_shared")
+def _fence_async_shared(op):
+    count_parts(op, 0, 0)
+    if op.attrs.get("cluster", True) is not True:
+        fail(op, f"cluster, when present, must be True, got {op.attrs['cluster']!r}")
+
+
 def _no_operands(op):
     count_parts(op, 0, 0)
 

@@ -10,7 +10,6 @@ every thread of the CTA cluster.
 
 from __future__ import annotations
 
-from ..ir.diagnostics import UnsupportedFeatureError
 from .builtin import builtin
 
 __all__ = ["fence_async_shared", "thread_barrier", "barrier", "cluster_barrier"]
@@ -18,11 +17,12 @@ __all__ = ["fence_async_shared", "thread_barrier", "barrier", "cluster_barrier"]
 
 @builtin
 def fence_async_shared(cluster=False, _semantic=None) -> None:
-    """Order earlier shared-memory writes before later async-proxy accesses (CTA scope)."""
-    if cluster:
-        _semantic.error("fence_async_shared(cluster=True) (a cluster-scope proxy fence) is not supported yet",
-                        UnsupportedFeatureError)
-    _semantic.create("fence_async_shared", [], [])
+    """Order earlier shared-memory writes before later async-proxy accesses (CTA scope; with
+    ``cluster=True`` the cluster's shared memory, ``fence.proxy.async.shared::cluster``)."""
+    if _semantic.require_constexpr(cluster, "fence_async_shared's cluster"):
+        _semantic.create("fence_async_shared", [], [], {"cluster": True})
+    else:
+        _semantic.create("fence_async_shared", [], [])
 
 
 @builtin

@@ -115,7 +115,8 @@ def _invalidate(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("fence_async_shared")
 def _fence_async_shared(ctx: KernelLowering, op: Operation) -> None:
-    emit_ptx(ctx.builder, "fence.proxy.async.shared::cta;", "", [])
+    space = "cluster" if op.attrs.get("cluster") else "cta"
+    emit_ptx(ctx.builder, f"fence.proxy.async.shared::{space};", "", [])
 
 
 @lowering("thread_barrier")
