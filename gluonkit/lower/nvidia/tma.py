@@ -25,7 +25,7 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   channels further.
 * ``async_tma_copy_shared_to_global``: thread 0 issues
   ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
-  ``cp.async.bulk.commit_group`` (one group per copy).  As a read it follows a
+  ``cp.async.bulk.commit_group`` (one group per copy); in a cluster, CTA rank 0 only.  As a read it follows a
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
   (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
@@ -145,6 +145,8 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
     rank = op.operands[0].type.rank
     tmap = ctx.get(op.operands[0])
     pred = elected_thread(ctx, None)
+    if ctx.func.num_ctas > 1:  # the CTAs hold the same block: rank 0 writes it (context.cluster_leader)
+        pred = ctx.builder.and_(pred, ctx.cluster_leader())
     text = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_braces(2, rank)}], [${2 + rank}];"
     for src, coords in _copies(ctx, op, 1, 2):
         _asm(ctx, text, ["b", "l"] + ["r"] * rank + ["r"], [pred, tmap] + coords + [src])

@@ -79,9 +79,17 @@ def _atom(ctx: KernelLowering, text: str, bits: int, pointer, values: List[lir.V
 def _replication(ctx: KernelLowering, ty) -> tuple:
     """(register bits that repeat an element, predicate: this thread is the one that performs it)."""
     b = ctx.builder
-    leader = ctx.cluster_leader()  # in a cluster, rank 0 performs it for the CTAs that replicate it
+    reg_bits, owner = _thread_replication(ctx, ty)
+    if ctx.func.num_ctas > 1:  # in a cluster, rank 0 performs it for the CTAs that replicate it
+        owner = b.and_(owner, ctx.cluster_leader())
+    return reg_bits, owner
+
+
+def _thread_replication(ctx: KernelLowering, ty) -> tuple:
+    """:func:`_replication` within one CTA."""
+    b = ctx.builder
     if not isinstance(ty, TensorType):
-        return 0, b.and_(leader, b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0)))
+        return 0, b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
     ll = ctx.linear_layout(ty)
     reg_bits = sum(1 << i for i, basis in enumerate(ll.bases.get("register", [])) if not any(basis))
     owner: Optional[lir.Value] = None
@@ -90,7 +98,7 @@ def _replication(ctx: KernelLowering, ty) -> tuple:
         if bits:
             test = b.icmp_unsigned("==", b.and_(index, I32(bits)), I32(0))
             owner = test if owner is None else b.and_(owner, test)
-    return reg_bits, leader if owner is None else b.and_(owner, leader)
+    return reg_bits, owner if owner is not None else I1(1)
 
 
 def _as_bits(ctx: KernelLowering, value: lir.Value, bits: int) -> lir.Value:
