@@ -238,3 +238,19 @@ def test_fence_async_shared_at_cluster_scope():
     assert _lines(ptx, "fence.proxy.async") == ["fence.proxy.async.shared::cluster;", "fence.proxy.async.shared::cta;"]
     with interpreter_on():
         _cluster_fence[(1,)](num_ctas=2)
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_partition_body():
+    cluster.barrier()  # IN_PARTITION
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_partition():
+    gl.warp_specialize([(_cluster_barrier_in_a_partition_body, ()), (_cluster_barrier_in_a_partition_body, ())], [1])
+
+
+def test_a_cluster_barrier_inside_a_partition_is_refused():
+    with pytest.raises(CompilationError, match="inside a warp_specialize partition") as info:
+        _cluster_barrier_in_a_partition.compile(target="sm_90a", num_ctas=2)
+    assert f":{marked_line(_cluster_barrier_in_a_partition_body, 'IN_PARTITION')}:" in str(info.value)

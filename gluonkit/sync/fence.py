@@ -48,6 +48,9 @@ def cluster_barrier(relaxed=False, _semantic=None) -> None:
     The arrival releases and the wait acquires memory at cluster scope, so writes before
     it (to global or shared memory of any CTA) are visible after it; ``relaxed=True`` only
     synchronizes (``barrier.cluster.arrive.relaxed``).  Gluon's ``cluster.barrier``."""
+    if _semantic.partition_warps is not None:  # its .aligned arrive/wait wait for every thread of the cluster
+        _semantic.error("a cluster barrier inside a warp_specialize partition would wait for the warps of the other "
+                        "partitions, which never reach it; synchronize the cluster outside warp_specialize")
     relaxed = _semantic.require_constexpr(relaxed, "cluster barrier's relaxed")
     if not isinstance(relaxed, bool):
         _semantic.error(f"cluster barrier's relaxed must be a bool, got {relaxed!r}")
