@@ -67,8 +67,8 @@ EXCEPTIONS = {
     ("language.nvidia.blackwell.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_im2col_type"): _IR_TYPE,
     ("language.nvidia.ampere.mbarrier", "arrive"): "one mbarrier module for all: Hopper's arrive, which adds count=1",
-    ("language.nvidia.rubin.mbarrier", "arrive"): "one mbarrier module for all: Hopper's arrive (no multicast_cta: "
-                                                  "gluonkit launches no clusters)",
+    ("language.nvidia.rubin.mbarrier", "arrive"): "one mbarrier module for all: Hopper's arrive (no "
+                                                  "multicast_cta yet)",
     ("language", "load"): _NOT_ALIGNED + " (cache_modifier, eviction_policy, volatile keyword-only; cache_policy)",
     ("language", "store"): _NOT_ALIGNED + " (cache_modifier, eviction_policy keyword-only; cache_policy)",
     ("language", "max"): _NOT_ALIGNED + " (return_indices, return_indices_tie_break_left)",

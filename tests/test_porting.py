@@ -206,7 +206,7 @@ def test_allocate_mbarrier_allocates_int64_barriers_in_the_mbarrier_layout():
 
 def test_mbarrier_layout_multicta_is_the_one_cta_layout():
     assert mbarrier.MBarrierLayout.multicta(1) == mbarrier.MBarrierLayout()
-    with pytest.raises(ValueError, match="needs a CTA cluster"):
+    with pytest.raises(ValueError, match="use mbarrier.allocate_mbarrier"):
         mbarrier.MBarrierLayout.multicta(2)
     with pytest.raises(ValueError, match="power of two"):
         mbarrier.MBarrierLayout.multicta(3)
@@ -303,8 +303,6 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
      "async_copy_shared_to_global has been removed; call async_store instead"),
     ("ampere.async_copy.async_copy_global_to_shared(1, 2)", CompilationError,
      "async_copy_global_to_shared has been removed; call async_load instead"),
-    (f"tma.async_load(d, [0, 0], {_BAR}, {_SMEM}, multicast=True)", UnsupportedFeatureError,
-     "several CTAs of a cluster"),
     (f"tma.async_store(d, [0, 0], {_SMEM}, cache_policy=1)", UnsupportedFeatureError,
      "cache_policy is not supported by gluonkit yet"),
     ("ampere.async_copy.async_load(1, 2, cache_policy=1)", UnsupportedFeatureError,
@@ -321,14 +319,12 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
     ("gl.extra.libdevice.exp(1.0)", UnsupportedFeatureError, "libdevice.exp is not supported by gluonkit yet"),
     ("ampere.mma_v2(d, d, d)", UnsupportedFeatureError, "mma_v2 is not supported by gluonkit yet"),
     ("blackwell.tma.async_gather(d, d, 0, d, d)", UnsupportedFeatureError, "async_gather is not supported"),
-    ("gl.barrier(cluster=True)", UnsupportedFeatureError, "needs CTA clusters"),
-    ("gluonkit.language.nvidia.hopper.fence_async_shared(cluster=True)", UnsupportedFeatureError,
-     "needs CTA clusters"),
     ("gl.barrier(True)", CompilationError, "gl.barrier(): too many positional arguments"),
     (f"mbarrier.arrive({_BAR}, 2)", CompilationError, "too many positional arguments"),
     (f"mbarrier.expect({_BAR})", CompilationError, "mbarrier.expect needs bytes_per_cta"),
-    (f"mbarrier.arrive({_BAR}, from_cta=1)", UnsupportedFeatureError, "routes arrivals between the CTAs of a cluster"),
-    ("mbarrier.allocate_mbarrier(two_ctas=True)", UnsupportedFeatureError, "two CTAs of a cluster"),
+    (f"mbarrier.arrive({_BAR}, from_cta=1)", CompilationError,
+     "from_cta is a mask of CTA-rank bits in [0, num_ctas - 1] = [0, 0] (the kernel runs with num_ctas=1), got 1"),
+    ("mbarrier.allocate_mbarrier(two_ctas=True)", UnsupportedFeatureError, "two CTAs of a pair"),
     ("mbarrier.allocate_mbarrier(batch=0)", CompilationError, "batch must be a positive int"),
 ])
 def test_errors_name_the_line_and_what_to_do(tmp_path, body, cls, message):

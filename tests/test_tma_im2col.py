@@ -448,7 +448,7 @@ _BAD_CASES = [
     ("tma.async_load_im2col(d, [0, 0, 0, 0], [0, -1], bar, s)", "im2col offset -1 is out of range"),
     ("tma.async_load_im2col(d, [0, 0, 0, 0], [256, 0], bar, s)", "unsigned and at most 255"),
     ("tma.async_load_im2col(d, [0, 0, 0, 0], [0, 1.5], bar, s)", "each im2col offset must be an int"),
-    ("tma.async_load_im2col(d, [0, 0, 0, 0], [0, 0], bar, s, multicast=True)", "does not launch yet"),
+    ("tma.async_load_im2col(d, [0, 0, 0, 0], [0, 0], bar, s, multicast=True)", "supports for tiled async_load only"),
     ("tma.async_load_im2col(d, [0, 0, 0, 0], [0, 0], bar, gl.allocate_shared_memory(gl.float16, [64, 32], "
      "d.layout))", "but the descriptor's block is [32, 32]"),
     ("tma.async_store(d, [0, 0, 0, 0], s)", "is an im2col descriptor"),

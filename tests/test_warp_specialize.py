@@ -280,13 +280,13 @@ def test_producer_consumer_example_matches_numpy(monkeypatch, M, BM, STAGES, pro
 def test_schedules_are_explored_within_the_budget(monkeypatch):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     seen = []
-    original = interpret_partitions._Scheduler.run
+    original = interpret_partitions.Scheduler.run
 
     def recording(self):
         seen.append(self.schedule)
         return original(self)
 
-    monkeypatch.setattr(interpret_partitions._Scheduler, "run", recording)
+    monkeypatch.setattr(interpret_partitions.Scheduler, "run", recording)
     x, y = _producer_consumer(programs=1)
     assert seen == [Schedule("forward"), Schedule("reverse"), Schedule("random", 0)]
     assert np.abs(y - producer_consumer.reference(x)).max() < 1e-6

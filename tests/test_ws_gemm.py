@@ -36,13 +36,13 @@ _TOLERANCE = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}
 def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stages, programs, pingpong):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     seen = []
-    original = interpret_partitions._Scheduler.run
+    original = interpret_partitions.Scheduler.run
 
     def recording(self):
         seen.append(self.schedule)
         return original(self)
 
-    monkeypatch.setattr(interpret_partitions._Scheduler, "run", recording)
+    monkeypatch.setattr(interpret_partitions.Scheduler, "run", recording)
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(_OUT_DTYPES[inp])
     b = rng.standard_normal((K, N)).astype(_OUT_DTYPES[inp])

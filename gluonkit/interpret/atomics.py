@@ -68,6 +68,8 @@ class _Access:
         if op.attrs.get("has_mask"):
             active = np.broadcast_to(_logical(program, op, operands[-1], "the mask").astype(bool), self.ptr.shape)
         self.positions = np.flatnonzero(active)
+        if program.cta_rank:  # in a cluster, rank 0 performs the atomics of the CTAs that replicate it
+            self.positions = self.positions[:0]
 
     def value(self, operand, what: str) -> np.ndarray:
         return np.broadcast_to(_logical(self.program, self.op, operand, what).astype(self.dtype), self.ptr.shape)

@@ -7,7 +7,8 @@ live in their own modules (:mod:`.elementwise`, :mod:`.memory_ops`, :mod:`.shape
 :mod:`.reduce`, :mod:`.control`, :mod:`.debug`), which register their rules on import.
 
 Program instances run one after another in grid order (axis 0 fastest), each from a fresh
-environment; they share only the :class:`~.memory.Memory`.  A program with warp-specialize
+environment; they share only the :class:`~.memory.Memory`.  With ``num_ctas > 1`` a program
+is a cluster whose CTAs run together (:mod:`.nvidia.cluster` registers that runner).  A program with warp-specialize
 partitions runs once per schedule (:mod:`.schedules`), memory restored between the runs.
 Given a :class:`~.trace.Trace`, each run is recorded as one process of it (:mod:`.trace`).
 """
@@ -27,7 +28,7 @@ from .memory import Memory
 from .schedules import Schedule, schedules_for
 from .values import Placement, placement
 
-__all__ = ["rule", "RULES", "Program", "Pending", "run_grid", "run_program"]
+__all__ = ["rule", "RULES", "Program", "Pending", "run_grid", "run_program", "register_cluster_runner"]
 
 Rule = Callable[["Program", Operation, List[object]], List[object]]
 RULES: Dict[str, Rule] = {}
@@ -45,6 +46,17 @@ def rule(*names: str):
         return fn
 
     return register
+
+
+#: How a cluster (``num_ctas > 1``) runs: set by :mod:`.nvidia.cluster` on import.
+_CLUSTER_RUNNER: Optional[Callable] = None
+
+
+def register_cluster_runner(fn: Callable) -> Callable:
+    """Register ``fn(func, pid, grid, values, memory, trace)``, which runs one cluster's CTAs."""
+    global _CLUSTER_RUNNER
+    _CLUSTER_RUNNER = fn
+    return fn
 
 
 class Pending:
@@ -91,6 +103,8 @@ class Program:
         self.partition_name: Optional[str] = None  # in a partition: "the default partition", "worker partition 0" …
         self.pid = pid
         self.grid = grid
+        self.cta_rank = 0  # this CTA's rank in its cluster
+        self.cluster = None  # the running cluster's shared state (nvidia/cluster.py); None: num_ctas == 1
         self.memory = memory
         self.num_warps = func.num_warps
         self.env: Dict[int, object] = {}
@@ -167,6 +181,9 @@ def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[
 
 def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace) -> None:
     """Run one program under each of its schedules, restoring memory between runs."""
+    if func.num_ctas > 1:
+        _CLUSTER_RUNNER(func, pid, grid, values, memory, trace)
+        return
     plans = schedules_for(func)
     for i, schedule in enumerate(plans):
         last = i == len(plans) - 1

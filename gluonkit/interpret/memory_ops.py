@@ -52,6 +52,8 @@ def _load(program, op, operands):
 
 @rule("store")
 def _store(program, op, operands):
+    if program.cta_rank:  # in a cluster, every CTA holds the same values and rank 0 stores them
+        return []
     ptr_ty = op.operands[0].type
     if isinstance(operands[1], Tensor):
         to_logical(operands[1], program.num_warps, op.loc, "the stored value")  # copies agree

@@ -29,7 +29,7 @@ from .errors import InterpreterError
 from .happens_before import Clocks, enter
 from .schedules import Schedule
 
-__all__ = []
+__all__ = ["Task", "Scheduler", "before_op"]
 
 _SWITCH_PROBABILITY = 0.25
 _STACK_BYTES = 64 << 20  # partitions interpret nested regions recursively
@@ -39,11 +39,13 @@ class _Abort(BaseException):
     """Unwinds a partition's thread when another one failed."""
 
 
-class _Task:
-    """One partition: its program view, region, and what it waits on."""
+class Task:
+    """One cooperating task (a partition, or a CTA of a cluster): its program view, the code
+    it runs (``body()`` returns its results), and what it waits on."""
 
-    def __init__(self, index: int, name: str, program, block):
-        self.index, self.name, self.program, self.block = index, name, program, block
+    def __init__(self, index: int, name: str, program, body: Callable[[], List[object]],
+                 on_end: Optional[Callable[[], None]] = None):
+        self.index, self.name, self.program, self.body, self.on_end = index, name, program, body, on_end
         self.ready: Optional[Callable[[], bool]] = None  # set while blocked
         self.describe: Optional[Callable[[], str]] = None
         self.wait_loc = None
@@ -52,15 +54,18 @@ class _Task:
         self.result: List[object] = []
 
 
-class _Scheduler:
-    """Passes the baton between the tasks according to ``schedule`` (module docstring)."""
+class Scheduler:
+    """Passes the baton between the tasks according to ``schedule`` (module docstring).
 
-    def __init__(self, schedule: Schedule, tasks: List[_Task], op: Operation):
-        self.schedule, self.tasks, self.op = schedule, tasks, op
+    ``group`` names what the tasks are, for the deadlock report ("partition of the
+    warp_specialize at line 12", "CTA of the cluster of program (0, 0, 0)")."""
+
+    def __init__(self, schedule: Schedule, tasks: List[Task], group: str):
+        self.schedule, self.tasks, self.group = schedule, tasks, group
         self.clocks = Clocks([t.name for t in tasks])  # happens-before between the partitions
         self.rng = random.Random(f"partitions/{schedule.seed}")
         self.cond = threading.Condition()
-        self.current: Optional[_Task] = None
+        self.current: Optional[Task] = None
         self.error: Optional[BaseException] = None
 
     # ------------------------------------------------------------ main thread
@@ -82,13 +87,13 @@ class _Scheduler:
             raise self.error
 
     # ----------------------------------------------------------- task threads
-    def _body(self, task: _Task) -> None:
+    def _body(self, task: Task) -> None:
         try:
             enter(self.clocks, task.index)
             self._await_turn(task)
-            task.result = task.program.run_block(task.block, [])
-            if task.program.trace is not None:
-                task.program.trace.partition_end(self.op)
+            task.result = task.body()
+            if task.on_end is not None:
+                task.on_end()
             with self.cond:
                 task.done = True
                 self._hand_over(task)
@@ -100,17 +105,17 @@ class _Scheduler:
                     self.error = e
                 self.cond.notify_all()
 
-    def _await_turn(self, task: _Task) -> None:
+    def _await_turn(self, task: Task) -> None:
         with self.cond:
             while self.current is not task and self.error is None:
                 self.cond.wait()
             if self.error is not None:
                 raise _Abort()
 
-    def _runnable(self) -> List[_Task]:
+    def _runnable(self) -> List[Task]:
         return [t for t in self.tasks if not t.done and (t.ready is None or t.ready())]
 
-    def _hand_over(self, task: _Task, candidates: Optional[List[_Task]] = None) -> None:
+    def _hand_over(self, task: Task, candidates: Optional[List[Task]] = None) -> None:
         """Give the baton to the next runnable task after ``task`` (holding the lock)."""
         runnable = self._runnable() if candidates is None else candidates
         if not runnable:
@@ -128,7 +133,7 @@ class _Scheduler:
         self.current = chosen
         self.cond.notify_all()
 
-    def block(self, task: _Task, ready: Callable[[], bool], describe: Callable[[], str], loc) -> None:
+    def block(self, task: Task, ready: Callable[[], bool], describe: Callable[[], str], loc) -> None:
         """``task`` cannot go on until ``ready()``: let others run meanwhile."""
         task.ready, task.describe, task.wait_loc = ready, describe, loc
         with self.cond:
@@ -136,7 +141,7 @@ class _Scheduler:
         self._await_turn(task)
         task.ready = task.describe = task.wait_loc = None
 
-    def point(self, task: _Task) -> None:
+    def point(self, task: Task) -> None:
         """Before an op: under a random schedule, maybe let another partition run first."""
         if self.schedule.policy != "random" or self.rng.random() >= _SWITCH_PROBABILITY:
             return
@@ -152,10 +157,10 @@ class _Scheduler:
         if ended:
             notes.append((f"{', '.join(ended)} already ended, so they cannot arrive any more", None))
         return InterpreterError(
-            f"deadlock: every partition of the warp_specialize at line {self.op.loc.line} that has not ended waits on "
-            f"an mbarrier phase that cannot complete; {first.name} waits here: {first.describe()}. Check the "
-            "parities (they flip each time a phase completes), the arrival counts given to mbarrier.init, and that "
-            "the partition meant to arrive does so", first.wait_loc, notes)
+            f"deadlock: every {self.group} that has not ended waits on something that cannot happen (an mbarrier "
+            f"phase, a cluster barrier); {first.name} waits here: {first.describe()}. Check the parities (they flip "
+            "each time a phase completes), the arrival counts given to mbarrier.init, and that the partition or CTA "
+            "meant to arrive does so", first.wait_loc, notes)
 
 
 def _partition_name(index: int) -> str:
@@ -164,8 +169,12 @@ def _partition_name(index: int) -> str:
 
 @rule("warp_specialize")
 def _warp_specialize(program, op, operands):
+    if program.cluster is not None:
+        raise InterpreterError("warp_specialize in a kernel launched with num_ctas > 1 is not supported by the "
+                               "interpreter yet (its CTAs and partitions would need one scheduler); launch with "
+                               "num_ctas=1 to interpret it", op.loc)
     schedule = program.schedule or Schedule("forward")
-    tasks: List[_Task] = []
+    tasks: List[Task] = []
     for index, (region, warps) in enumerate(zip(op.regions, op.attrs["num_warps"])):
         view = copy.copy(program)  # shares the values (env) and memory; own async state and warps
         view.num_warps = warps
@@ -173,12 +182,13 @@ def _warp_specialize(program, op, operands):
         view.async_state, view.progress, view.at_exit = {}, {}, {}
         if program.trace is not None:  # each partition records on its own lane of the trace
             view.trace = program.trace.partition(index, _partition_name(index), warps, op)
-        tasks.append(_Task(index, _partition_name(index), view, region))
-    scheduler = _Scheduler(schedule, tasks, op)
+        on_end = None if view.trace is None else (lambda v=view: v.trace.partition_end(op))
+        tasks.append(Task(index, _partition_name(index), view, lambda v=view, r=region: v.run_block(r, []), on_end))
+    scheduler = Scheduler(schedule, tasks, f"partition of the warp_specialize at line {op.loc.line}")
     for task in tasks:
         task.program.blocker = (lambda ready, describe, t=task:
                                 scheduler.block(t, ready, describe, t.current_op.loc))
-        task.program.progress["partitions"] = lambda prog, inner, t=task: _before_op(scheduler, t, inner)
+        task.program.progress["partitions"] = lambda prog, inner, t=task: before_op(scheduler, t, inner)
         if task.program.trace is not None:  # after the switch: the step counts the op about to run
             task.program.progress["trace"] = task.program.trace.advance
     scheduler.run()
@@ -188,7 +198,8 @@ def _warp_specialize(program, op, operands):
     return tasks[0].result
 
 
-def _before_op(scheduler: _Scheduler, task: _Task, op: Operation) -> None:
+def before_op(scheduler: Scheduler, task: Task, op: Operation) -> None:
+    """``task``'s progress hook: remember the op it is at (for reports), maybe switch tasks."""
     task.current_op = op
     scheduler.point(task)
 

@@ -200,6 +200,8 @@ def _local_alloc(program, op, operands):
     nbytes = alloc_elements(ty) * ty.element.itemsize
     buffer = SharedBuffer(ty, op.loc, np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool))
     ref = SharedRef(buffer, 0, 0)
+    if program.cluster is not None:  # other CTAs reach this buffer's copy in this CTA (nvidia/cluster.py)
+        program.cluster.register(program.cta_rank, op, buffer)
     if operands:
         write(ref, ty, to_logical(operands[0], program.num_warps, op.loc, "the initial value"), op)
     return [ref]

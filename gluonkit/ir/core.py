@@ -118,13 +118,14 @@ class Function:
 
     ``constexprs`` records the compile-time arguments it was specialized on and
     ``specialization`` the runtime-argument facts (e.g. divisibility by 16) it assumes;
-    ``maxnreg`` is the launch's register cap per thread (``None``: none).
+    ``maxnreg`` is the launch's register cap per thread (``None``: none); ``num_ctas`` the
+    CTAs of each cluster (1: no cluster; see ``docs/clusters.rst``).
     """
 
     def __init__(self, name: str, arg_types: Sequence[Type], arg_names: Sequence[str],
                  loc: Location = UNKNOWN_LOCATION, constexprs: Optional[Dict[str, Any]] = None,
                  specialization: Optional[Dict[str, Any]] = None, num_warps: int = 4,
-                 maxnreg: Optional[int] = None):
+                 maxnreg: Optional[int] = None, num_ctas: int = 1):
         self.name = name
         self.body = Block(arg_types, arg_names)
         self.arg_names = list(arg_names)
@@ -133,6 +134,7 @@ class Function:
         self.specialization = dict(specialization or {})
         self.num_warps = num_warps
         self.maxnreg = maxnreg
+        self.num_ctas = num_ctas
 
     @property
     def args(self) -> List[Value]:

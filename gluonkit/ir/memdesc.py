@@ -49,8 +49,9 @@ def layout_problem(layout, shape: Sequence[int]) -> Optional[str]:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:
         return str(e)
-    if ll.has_in_dim("block") and ll.in_dim_size("block") > 1:
-        return f"{layout!r} spreads the buffer over a CTA cluster; kernels run one CTA per program"
+    if ll.has_in_dim("block") and any(any(v) for v in ll.bases.get("block", [])):
+        return (f"{layout!r} splits the buffer between the CTAs of a cluster, which is not supported yet; "
+                "use zero cga_layout bases (each CTA holds the whole buffer) or none")
     if not ll.is_surjective():
         return f"{layout!r} does not reach every element of a {tile} tile"
     return None

@@ -164,9 +164,12 @@ _CATALOGUE = [
           "Invalidates the mbarrier so its memory can be reused."),
     OpDef("fence_async_shared", "", (), "", "none",
           "Orders earlier shared-memory writes of the threads before later async-proxy accesses "
-          "(TMA, wgmma, tcgen05)."),
+          "(TMA, wgmma, tcgen05); with the attribute cluster=True, of the whole cluster's shared memory."),
     OpDef("thread_barrier", "", (), "", "none",
           "Every thread of the program reaches it before any continues (``bar.sync 0``)."),
+    OpDef("cluster_barrier", "", ("relaxed",), "", "none",
+          "Every thread of every CTA of the cluster arrives, then waits for all the others; without "
+          "relaxed the arrival releases and the wait acquires memory at cluster scope."),
     OpDef("warp_specialize", "", ("num_warps", "num_regs"),
           "default() -> yield v…; worker_i() -> yield", "v…",
           "Runs its regions at the same time on disjoint warps: region 0 (the default partition) on the "

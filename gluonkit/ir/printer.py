@@ -78,7 +78,8 @@ def print_function(func: Function) -> str:
     p = _Printer()
     args = ", ".join(f"{p.name(a)}: {p.type(a.type)}" for a in func.args)
     maxnreg = f" maxnreg={func.maxnreg}" if func.maxnreg is not None else ""
-    header = f"func @{func.name}({args}) num_warps={func.num_warps}{maxnreg} {{"
+    num_ctas = f" num_ctas={func.num_ctas}" if func.num_ctas != 1 else ""
+    header = f"func @{func.name}({args}) num_warps={func.num_warps}{num_ctas}{maxnreg} {{"
     for op in func.body.ops:
         p.op(op, "  ")
     aliases = [f"{alias} = {text}" for text, alias in p.layouts.items()]

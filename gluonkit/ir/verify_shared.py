@@ -170,6 +170,7 @@ def _mbarrier_expect(op):
     one_mbarrier(op, op.operands[0])
     _pred(op, op.operands[1])
     _positive(op, "bytes", allow_zero=True)
+    _routing(op)
 
 
 @rule("mbarrier_arrive")
@@ -178,6 +179,14 @@ def _mbarrier_arrive(op):
     one_mbarrier(op, op.operands[0])
     _pred(op, op.operands[1])
     _positive(op, "count")
+    _routing(op)
+
+
+def _routing(op) -> None:
+    """``from_cta``, when present, is a non-negative int mask of CTA-rank bits."""
+    mask = op.attrs.get("from_cta", 0)
+    if not isinstance(mask, int) or isinstance(mask, bool) or mask < 0:
+        fail(op, f"from_cta must be a non-negative int mask of CTA-rank bits, got {mask!r}")
 
 
 @rule("mbarrier_wait")
@@ -199,6 +208,12 @@ def _mbarrier_invalidate(op):
 
 
 @rule("fence_async_shared")
+def _fence_async_shared(op):
+    count_parts(op, 0, 0)
+    if op.attrs.get("cluster", True) is not True:
+        fail(op, f"cluster, when present, must be True, got {op.attrs['cluster']!r}")
+
+
 def _no_operands(op):
     count_parts(op, 0, 0)
 

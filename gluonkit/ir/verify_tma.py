@@ -55,6 +55,10 @@ def _global_to_shared(op):
     pred = op.operands[3].type
     if not isinstance(pred, DType) or pred != int1:
         fail(op, f"the predicate must be an int1 scalar, got {pred}")
+    if op.attrs.get("multicast", False) is not True and "multicast" in op.attrs:
+        fail(op, f"multicast, when present, must be True, got {op.attrs['multicast']!r}")
+    if op.attrs.get("multicast") and isinstance(op.operands[0].type, TensorDescIm2ColType):
+        fail(op, "multicast copies take a tiled descriptor, not an im2col one")
 
 
 @rule("async_tma_copy_shared_to_global")

@@ -162,7 +162,8 @@ class JITFunction:
                                 f"{len(arg_types)} type(s)", loc)
         flat_types, flat_names = flatten_params(runtime, arg_types, loc)
         func = Function(self.__name__, flat_types, flat_names, loc=loc, constexprs=constexprs,
-                        specialization=specialization, num_warps=num_warps, maxnreg=maxnreg)
+                        specialization=specialization, num_warps=num_warps, maxnreg=maxnreg,
+                        num_ctas=num_ctas)
         sem = Semantic(Builder(func.body), num_warps, num_ctas)
         sem.debug = debug
         sem.builder.loc = loc

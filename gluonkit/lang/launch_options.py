@@ -8,8 +8,8 @@ positional argument (or the parameter's default) binds only the parameter and le
 option at its default — Triton's binder behaves the same way, which
 ``docs/decisions.rst`` records.
 
-``num_ctas`` is accepted so that Gluon launches port unchanged, but only ``1`` is supported:
-thread-block clusters are not implemented yet.
+``num_ctas`` (a power of two up to :data:`MAX_NUM_CTAS`, the portable cluster size) launches
+each program as a cluster of that many CTAs (``docs/clusters.rst``).
 
 ``maxnreg`` (default ``None``: no cap) caps the registers per thread: the kernel is compiled
 with PTX's ``.maxnreg``, so ptxas spills rather than exceed it.  Like Triton, any positive
@@ -27,7 +27,10 @@ from ..ir.diagnostics import Location
 from .constexpr import unwrap
 from .errors import ArgumentError
 
-__all__ = ["LAUNCH_OPTIONS", "split_launch_options", "check_launch_options"]
+__all__ = ["LAUNCH_OPTIONS", "MAX_NUM_CTAS", "split_launch_options", "check_launch_options"]
+
+#: The largest ``num_ctas``: clusters above 8 CTAs are not portable (they need an opt-in per kernel).
+MAX_NUM_CTAS = 8
 
 #: Every launch option and its default.
 LAUNCH_OPTIONS: Dict[str, Any] = {"num_warps": 4, "num_ctas": 1, "maxnreg": None}
@@ -57,9 +60,9 @@ def check_launch_options(options: Dict[str, Any], loc: Location) -> None:
     num_ctas = options.get("num_ctas", LAUNCH_OPTIONS["num_ctas"])
     if not _is_power_of_two(num_ctas):
         raise ArgumentError(f"num_ctas must be a positive power of two, got {num_ctas!r}", loc)
-    if num_ctas != 1:
-        raise ArgumentError(f"num_ctas={num_ctas}: thread-block clusters are not supported yet; launch with "
-                            "num_ctas=1 (the default)", loc)
+    if num_ctas > MAX_NUM_CTAS:
+        raise ArgumentError(f"num_ctas={num_ctas}: a cluster has at most {MAX_NUM_CTAS} CTAs (the portable "
+                            "cluster size of Hopper and Blackwell)", loc)
     maxnreg = options.get("maxnreg")
     if maxnreg is not None and (not isinstance(maxnreg, int) or isinstance(maxnreg, bool) or maxnreg <= 0):
         raise ArgumentError(f"maxnreg (registers per thread) must be a positive int or None, got {maxnreg!r}", loc)

@@ -203,7 +203,6 @@ HOPPER = {  # gluonkit.language.nvidia.hopper
 }
 
 CLUSTER = {  # gluonkit.language.nvidia.hopper.cluster
-    "barrier": ("fn", "clusters"),
 }
 
 TMA = {  # gluonkit.language.nvidia.hopper.tma

@@ -17,25 +17,28 @@ __all__ = ["MBarrierLayout"]
 class MBarrierLayout(SwizzledSharedLayout):
     """The layout of mbarrier allocations (Gluon's ``mbarrier.MBarrierLayout``).
 
-    Gluon's ``cga_layout`` spreads barriers over the CTAs of a cluster; gluonkit launches
-    one CTA per cluster, so it must be empty.
+    Gluon's ``cga_layout`` spreads barriers over the CTAs of a cluster (one each); gluonkit
+    gives each CTA its own barrier without it (``allocate_mbarrier``, ``docs/clusters.rst``),
+    so it must be empty.
     """
 
     def __init__(self, cga_layout=None):
         if cga_layout:
             raise ValueError(f"MBarrierLayout: cga_layout {[list(b) for b in cga_layout]} spreads barriers over "
-                             "a CTA cluster, which gluonkit does not launch yet; use MBarrierLayout()")
+                             "a CTA cluster, which gluonkit does not support; use MBarrierLayout() or "
+                             "mbarrier.allocate_mbarrier(), which give every CTA of a cluster its own barrier")
         super().__init__(vec=1, per_phase=1, max_phase=1, order=[0])
 
     @staticmethod
     def multicta(num_ctas: int, two_cta: bool = False) -> "MBarrierLayout":
         """Gluon's layout of barriers for ``num_ctas`` CTAs (every other one with ``two_cta``):
-        ``MBarrierLayout()`` for one CTA, the only cluster size gluonkit launches."""
+        ``MBarrierLayout()`` for one CTA; more are refused (see :meth:`__init__`)."""
         if not isinstance(num_ctas, int) or num_ctas < 1 or num_ctas & (num_ctas - 1):
             raise ValueError(f"MBarrierLayout.multicta: num_ctas must be a positive power of two, got {num_ctas!r}")
         if num_ctas != 1 or two_cta:
-            raise ValueError(f"MBarrierLayout.multicta(num_ctas={num_ctas}, two_cta={two_cta}) needs a CTA "
-                             "cluster, which gluonkit does not launch yet (num_ctas must be 1)")
+            raise ValueError(f"MBarrierLayout.multicta(num_ctas={num_ctas}, two_cta={two_cta}) spreads barriers "
+                             "over a CTA cluster, which gluonkit does not support; use mbarrier.allocate_mbarrier(), "
+                             "which gives every CTA of a cluster its own barrier")
         return MBarrierLayout()
 
     def __repr__(self) -> str:

@@ -218,19 +218,23 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: 
 
 
 def check_single_cta(owner: str, cga_layout) -> Tuple[Tuple[int, ...], ...]:
-    """Accept a cluster (CGA) layout only when it describes one CTA; return it as a tuple.
+    """Accept a cluster (CGA) layout that gives every CTA the whole tensor; return ``()``.
 
-    ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit (empty, or
-    ``None``, for one CTA).  Anything else raises: multi-CTA distributed layouts are not
-    supported yet.
+    ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit.  Zero bases
+    (Gluon's ``[[0]]`` for ``num_ctas=2``) replicate the tensor on every CTA of the cluster,
+    which is how gluonkit runs clusters (``docs/clusters.rst``), so they are dropped: the
+    layout equals its one-CTA form.  A non-zero basis would split the tensor between the
+    CTAs, which is not supported yet and raises.
     """
     bases = tuple(tuple(v) for v in (cga_layout or ()))
-    if bases:
+    split = [list(v) for v in bases if any(v)]
+    if split:
         raise ValueError(
-            f"{owner}: cga_layout must be empty (one CTA per cluster); multi-CTA layouts are "
-            f"unsupported, got {[list(v) for v in bases]}"
+            f"{owner}: cga_layout {[list(v) for v in bases]} splits the tensor between the CTAs of a cluster, "
+            "which gluonkit does not support yet; use zero bases (every CTA holds the whole tensor), e.g. "
+            "[[0]] for num_ctas=2, or leave cga_layout empty"
         )
-    return bases
+    return ()
 
 
 def _int_list(owner: str, name: str, values) -> Tuple[int, ...]:
@@ -268,7 +272,7 @@ class BlockedLayout(DistributedLayout):
     ``size_per_thread`` (registers), ``threads_per_warp`` (lanes, product 32) and
     ``warps_per_cta`` (warps).  For a tensor shape, the tile repeats (more registers) where
     the shape is larger and is broadcast where it is smaller (see :func:`fit_to_shape`).
-    ``cga_layout`` (the cluster's CTA bases) must be empty: one CTA per cluster.
+    ``cga_layout`` (the cluster's CTA bases) may only replicate: see :func:`check_single_cta`.
     """
 
     def __init__(self, size_per_thread, threads_per_warp, warps_per_cta, order, cga_layout=None):

@@ -47,6 +47,7 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
     kernel.asm.update(ir=ir_text, llir=llir, ptx=ptx)
     kernel.metadata.update(
         num_warps=func.num_warps,
+        num_ctas=func.num_ctas,
         num_threads=ctx_module.num_threads,
         shared=ctx_module.shared_bytes,
         arg_types=[a.type for a in func.args],

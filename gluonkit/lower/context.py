@@ -8,7 +8,7 @@ coordinates are computed from ``%tid.x`` once, in the kernel's prologue block.
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
@@ -54,6 +54,8 @@ class KernelLowering:
         self.fn.attributes.add(f'"nvvm.maxntid"="{self.num_threads}"')
         if func.maxnreg is not None:  # the launch's register cap: PTX .maxnreg on the entry
             self.fn.attributes.add(f'"nvvm.maxnreg"="{func.maxnreg}"')
+        if func.num_ctas > 1:  # PTX .explicitcluster / .reqnctapercluster: the launch needs no cluster attribute
+            self.fn.attributes.add(f'"nvvm.cluster_dim"="{func.num_ctas},1,1"')
         self.debug = DebugInfo(self.module, self.fn, func.loc)
         prologue_block = self.fn.append_basic_block("prologue")
         body_block = self.fn.append_basic_block("body")
@@ -69,6 +71,7 @@ class KernelLowering:
         tid = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, []), [], name="tid")
         self.lane = self.prologue.and_(tid, I32(31), name="lane")
         self.warp = self.prologue.lshr(tid, I32(5), name="warp")
+        self._cluster_leader: Optional[lir.Value] = None
         self._thread_parts: Dict[LinearLayout, Tuple[lir.Value, ...]] = {}
         self._axis_info = None
         self.shared_plan = plan_shared_memory(func)  # the buffers' regions of global_smem (see smem_plan)
@@ -120,6 +123,19 @@ class KernelLowering:
         if existing is not None:
             return existing
         return lir.Function(self.module, lir.FunctionType(ret, list(args)), name=name)
+
+    def cluster_leader(self) -> lir.Value:
+        """i1: this CTA is rank 0 of its cluster (always true without a cluster).
+
+        Every tensor is replicated on each CTA of a cluster (``docs/clusters.rst``), so global
+        stores and atomics are left to rank 0, as Triton does for CTA-replicated layouts."""
+        if self.func.num_ctas == 1:
+            return I1(1)
+        if self._cluster_leader is None:
+            rank = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []), [],
+                                      name="cta_rank")
+            self._cluster_leader = self.prologue.icmp_unsigned("==", rank, I32(0), name="cluster_leader")
+        return self._cluster_leader
 
     def thread_part(self, ll: LinearLayout) -> Tuple[lir.Value, ...]:
         """Per output dim, the XOR of the lane and warp bases of this thread (i32).

@@ -11,7 +11,19 @@ from typing import Sequence
 
 import llvmlite.ir as lir
 
-__all__ = ["emit_ptx"]
+__all__ = ["emit_ptx", "CLUSTER_BARRIER", "cluster_barrier_text"]
+
+
+def cluster_barrier_text(relaxed: bool = False) -> str:
+    """A full barrier over the CTA cluster: every thread of every CTA arrives, then waits.
+
+    Without ``relaxed`` the arrival releases and the wait acquires this thread's memory
+    operations at cluster scope; ``.relaxed`` orders nothing (cheaper, for pure rendezvous)."""
+    return f"barrier.cluster.arrive{'.relaxed' if relaxed else ''}.aligned;\nbarrier.cluster.wait.aligned;"
+
+
+#: The ordering cluster barrier (``cluster_barrier_text()``).
+CLUSTER_BARRIER = cluster_barrier_text()
 
 
 def emit_ptx(builder: lir.IRBuilder, text: str, constraints: str = "", operands: Sequence[lir.Value] = ()) -> None:

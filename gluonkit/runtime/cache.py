@@ -102,7 +102,7 @@ def kernel_key(func: Function, target: str) -> str:
     function and aggregate method is inlined into it, every ``constexpr``,
     ``constexpr_function`` result and ``gl.num_ctas()`` is folded into it, ``debug``
     decides whether assertions are in it, and it names the argument types, the layouts and
-    ``num_warps`` and ``maxnreg``.  Lowering also reads two facts the text leaves out, which are added:
+    ``num_warps``, ``num_ctas`` and ``maxnreg``.  Lowering also reads two facts the text leaves out, which are added:
     the divisibility specialization of the arguments and the full source locations
     (file and column go into the PTX's line info).  With them go the target and the
     toolchain's versions; :func:`cache_key` adds gluonkit's version and source digest.

@@ -39,6 +39,7 @@ class CompiledLaunch:
     shared_bytes: int
     device: int
     tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
+    num_ctas: int = 1  # CTAs per cluster: the launch grid's x is this many times the program grid's
 
     def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None) -> None:
         """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints).
@@ -53,6 +54,8 @@ class CompiledLaunch:
             grid = tuple(grid) + (1,) * (3 - len(grid))
         if 0 in grid:
             return
+        if self.num_ctas > 1:  # the PTX fixes the cluster shape (.reqnctapercluster num_ctas, 1, 1)
+            grid = (grid[0] * self.num_ctas, grid[1], grid[2])
         self.kernel.launch(grid, self.block, self.shared_bytes, _current_stream(), packed)
 
 
@@ -193,7 +196,8 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
 
 
 def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
-                  num_warps: int, no_specialize: set, maxnreg: Optional[int] = None) -> CompiledLaunch:
+                  num_warps: int, no_specialize: set, maxnreg: Optional[int] = None,
+                  num_ctas: int = 1) -> CompiledLaunch:
     """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
 
     Compiles and loads on the first launch of a specialization; returns the loaded kernel
@@ -201,10 +205,10 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
     """
     signature = tuple(map(signature_of, values))
     try:
-        cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg)
+        cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg, num_ctas)
         hash(cache_key)
     except TypeError:  # a list or another unhashable constexpr: its text identifies it
-        cache_key = (signature, repr(tuple(constexprs.values())), num_warps, maxnreg)
+        cache_key = (signature, repr(tuple(constexprs.values())), num_warps, maxnreg, num_ctas)
     per_kernel = _launches.get(kernel)
     if per_kernel is None:
         per_kernel = _launches[kernel] = {}
@@ -212,17 +216,18 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
     if entry is None:
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
-                                                          maxnreg)
+                                                          maxnreg, num_ctas)
     entry.run(grid, values)
     return entry
 
 
-def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg) -> CompiledLaunch:
+def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg,
+                      num_ctas=1) -> CompiledLaunch:
     driver.ensure_context()
     target = driver.device_properties().arch
     arg_types = [ty for ty, _ in keys]
     specialization = {n: {"divisibility": 16} for n, (_, div) in zip(names, keys) if div and n not in no_specialize}
-    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization, maxnreg=maxnreg)
+    func = kernel.build_ir(arg_types, constexprs, num_warps, specialization, num_ctas=num_ctas, maxnreg=maxnreg)
     compiled = compile_for_device(func, target)
     module = driver.load_module(compiled.asm.get("cubin"), compiled.asm["ptx"])
     loaded = module.get_kernel(func.name)
@@ -231,4 +236,4 @@ def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
     leaves = [leaf for n, ty in zip(names, arg_types) for leaf in _tuple_leaves(n, ty)]
     packer = ArgPacker([ty for _, ty in leaves], [n for n, _ in leaves])
     return CompiledLaunch(compiled, loaded, packer, (compiled.metadata["num_threads"], 1, 1), shared, driver.current_device(),
-                          any(isinstance(ty, tuple) for ty in arg_types))
+                          any(isinstance(ty, tuple) for ty in arg_types), num_ctas)

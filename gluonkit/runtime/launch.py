@@ -102,7 +102,7 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
             "(numpy arrays and CPU torch tensors act as device memory).")
     try:
         entry = launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
-                              _do_not_specialize(kernel), options["maxnreg"])
+                              _do_not_specialize(kernel), options["maxnreg"], options["num_ctas"])
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
     _remember_call(kernel, call_key, all_values, runtime, entry)

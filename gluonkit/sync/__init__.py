@@ -6,6 +6,6 @@
 """
 
 from . import mbarrier
-from .fence import barrier, fence_async_shared, thread_barrier
+from .fence import barrier, cluster_barrier, fence_async_shared, thread_barrier
 
-__all__ = ["mbarrier", "fence_async_shared", "thread_barrier", "barrier"]
+__all__ = ["mbarrier", "fence_async_shared", "thread_barrier", "barrier", "cluster_barrier"]

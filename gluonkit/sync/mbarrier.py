@@ -7,14 +7,12 @@ copies, in later slices) has arrived; then the next phase starts with the same c
 ``wait(bar, phase)`` blocks until the phase of parity ``phase`` has completed, so a
 pipeline flips ``phase`` each time it wraps around its stages.  ``arrive`` and ``expect``
 are one arrival per call (one thread of the program performs it), like Gluon's.  The
-signatures are Gluon 3.9's; its ``from_cta`` (cluster routing) is accepted only with its
-one-CTA meaning (``None``, or ``0``, which routes from CTA 0 to every CTA of a one-CTA
-cluster: itself).
+signatures are Gluon 3.9's; ``from_cta`` routes arrivals between the CTAs of a cluster
+(:func:`_routing`, ``docs/clusters.rst``).
 """
 
 from __future__ import annotations
 
-from ..ir.diagnostics import UnsupportedFeatureError
 from ..ir.types import int32
 from ..layouts.barrier import MBarrierLayout
 from .builtin import barrier_type, builtin, descriptor_handle, predicate
@@ -42,10 +40,10 @@ def expect(mbarrier, bytes_per_cta=None, pred=True, *, from_cta=None, _semantic=
     nbytes = _semantic.require_int(bytes_per_cta, "mbarrier.expect's bytes_per_cta")
     if nbytes < 0:
         _semantic.error(f"mbarrier.expect's bytes_per_cta must be non-negative, got {nbytes}")
-    _no_cluster_routing(_semantic, from_cta, "mbarrier.expect")
+    attrs = {"bytes": nbytes, **_routing(_semantic, from_cta, "mbarrier.expect")}
     p = predicate(_semantic, pred)
     if p is not None:
-        _semantic.create("mbarrier_expect", [bar, p], [], {"bytes": nbytes})
+        _semantic.create("mbarrier_expect", [bar, p], [], attrs)
 
 
 @builtin
@@ -55,17 +53,26 @@ def arrive(mbarrier, *, count=1, pred=True, from_cta=None, _semantic=None) -> No
     count = _semantic.require_int(count, "mbarrier.arrive's count")
     if count < 1:
         _semantic.error(f"mbarrier.arrive's count must be at least 1, got {count}")
-    _no_cluster_routing(_semantic, from_cta, "mbarrier.arrive")
+    attrs = {"count": count, **_routing(_semantic, from_cta, "mbarrier.arrive")}
     p = predicate(_semantic, pred)
     if p is not None:
-        _semantic.create("mbarrier_arrive", [bar, p], [], {"count": count})
+        _semantic.create("mbarrier_arrive", [bar, p], [], attrs)
 
 
-def _no_cluster_routing(sem, from_cta, what: str) -> None:
-    """``from_cta`` routes an arrival between the CTAs of a cluster; one CTA has only itself."""
-    if from_cta is not None and from_cta != 0:
-        sem.error(f"{what}'s from_cta routes arrivals between the CTAs of a cluster, which gluonkit does not "
-                  f"launch yet (one CTA per cluster: leave from_cta=None), got {from_cta!r}", UnsupportedFeatureError)
+def _routing(sem, from_cta, what: str) -> dict:
+    """The op attribute for ``from_cta``: ``{}`` when every CTA arrives on its own barrier
+    (``None``, or the mask ``num_ctas - 1``), else ``{"from_cta": mask}``.
+
+    ``from_cta`` is a mask of CTA-rank bits: only the CTAs whose other rank bits are zero
+    arrive, each on the barrier of every CTA that agrees with it on the mask's bits
+    (``0``: CTA 0 arrives on every CTA's barrier); ``docs/clusters.rst``."""
+    if from_cta is None:
+        return {}
+    mask = sem.require_int(from_cta, f"{what}'s from_cta")
+    if not 0 <= mask < sem.num_ctas:
+        sem.error(f"{what}'s from_cta is a mask of CTA-rank bits in [0, num_ctas - 1] = [0, {sem.num_ctas - 1}] "
+                  f"(the kernel runs with num_ctas={sem.num_ctas}), got {mask}")
+    return {} if mask == sem.num_ctas - 1 else {"from_cta": mask}
 
 
 @builtin

@@ -109,7 +109,7 @@ def _ledger(state: BarrierState, phase: int) -> None:
 
 def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
     """``count`` arrivals (the first announcing ``nbytes`` transaction bytes, as ``mbarrier.expect``)."""
-    state.arrivers[program.partition_name or "the program"] = op.loc.line
+    state.arrivers[program.partition_name or _cta_name(program)] = op.loc.line
     release(state, state.arrivals // state.count)
     phase = state.arrivals // state.count
     unobserved = [c for c in state.copies if c.issued_in < phase]
@@ -133,6 +133,10 @@ def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> Non
         program.trace.instant(f"{kind.split('.')[1]} {state.name}", kind, op, barrier=state.name, count=count,
                               bytes=nbytes, phase=phase)
     _maybe_complete(state, op.loc, program.trace, op)
+
+
+def _cta_name(program) -> str:
+    return "the program" if program.cluster is None else f"CTA {program.cta_rank}"
 
 
 def _partition_hint(program) -> str:
@@ -218,9 +222,9 @@ def _mbarrier_init(program, op, operands):
 def _mbarrier_expect(program, op, operands):
     ref, pred = operands
     if bool(pred):
-        state = barrier_state(ref, op)
-        arrive(program, state, 1, op, op.attrs["bytes"])
-        state.expect_loc = op.loc
+        for state in _routed_states(program, ref, op):
+            arrive(program, state, 1, op, op.attrs["bytes"])
+            state.expect_loc = op.loc
     return []
 
 
@@ -228,8 +232,33 @@ def _mbarrier_expect(program, op, operands):
 def _mbarrier_arrive(program, op, operands):
     ref, pred = operands
     if bool(pred):
-        arrive(program, barrier_state(ref, op), op.attrs["count"], op)
+        for state in _routed_states(program, ref, op):
+            arrive(program, state, op.attrs["count"], op)
     return []
+
+
+def _routed_states(program, ref: SharedRef, op) -> List[BarrierState]:
+    """The barriers an arrival at ``op`` lands on: its own, or, routed by ``from_cta``, the
+    same barrier in each CTA of the cluster that the mask selects (none when this CTA's rank
+    has a bit outside the mask).  See ``docs/clusters.rst``."""
+    if "from_cta" not in op.attrs:
+        return [barrier_state(ref, op)]
+    cluster, rank = program.cluster, program.cta_rank
+    free = (len(cluster.arrivals) - 1) & ~op.attrs["from_cta"]
+    if rank & free:
+        return []
+    states = []
+    for target in range(len(cluster.arrivals)):
+        if target & ~free == rank:
+            try:
+                states.append(barrier_state(cluster.peer(ref, target, op), op))
+            except InterpreterError as e:
+                e.notes.append((f"CTA {rank} arrives on the barrier of CTA {target} here (from_cta="
+                                f"{op.attrs['from_cta']}): every CTA must allocate and initialize its "
+                                "barriers, and a cluster.barrier() must follow, before other CTAs arrive on them", None))
+                e.args = (e._format(),)
+                raise
+    return states
 
 
 @rule("mbarrier_wait")

@@ -29,6 +29,11 @@ each copy in flight completes with probability 1/4, and a wait completes what it
   shared memory: their writes to global memory land later, at scheduler-chosen points (at
   the latest when the kernel ends), so a kernel that reads them back, or signals another
   program, without ``read_only=False`` can see the old values, as on the hardware.
+* A **multicast** load of a cluster kernel is run as each CTA's own load at its own program
+  point (the CTAs are replicas: the block, buffer offset and barrier are the same), which
+  gives every CTA the data and barrier bytes the multicast brings.  Not modelled: the GPU
+  issues it once, from CTA 0, so it may overwrite another CTA's buffer while that CTA still
+  reads the previous block; protect reuse with a cluster barrier (or routed arrivals).
 * The kernel may not return with copies in flight: the CTA's shared memory would go away
   under them (a store needs ``store_wait(0)``, a load a wait on its barrier).
 """

@@ -21,14 +21,17 @@ __all__ = list(_sync_names) + ["allocate_mbarrier"]
 def allocate_mbarrier(batch=None, two_ctas=False, _semantic=None):
     """A new mbarrier (shape ``[1]``), or ``batch`` of them (shape ``[batch, 1]``: ``bars.index(i)``).
 
-    Gluon allocates one barrier per CTA of the cluster (every other CTA with ``two_ctas``);
-    gluonkit launches one CTA per cluster, so that is one.  Initialize it with
-    ``mbarrier.init`` before use.
+    Gluon's type has one barrier per CTA of the cluster (``[num_ctas]``, split by its
+    ``MBarrierLayout.multicta`` layout); each CTA holds one of them, its own, which is what
+    gluonkit allocates in every CTA: the shape is ``[1]`` whatever ``num_ctas`` is
+    (``docs/clusters.rst``).  ``two_ctas`` (one barrier per CTA pair, for ``cta_group::2``
+    MMAs) is not supported yet.  Initialize it with ``mbarrier.init`` before use.
     """
     sem = _semantic
     if sem.require_constexpr(two_ctas, "allocate_mbarrier's two_ctas"):
-        sem.error("allocate_mbarrier(two_ctas=True) shares barriers between the two CTAs of a cluster, which "
-                  "gluonkit does not launch yet", UnsupportedFeatureError)
+        sem.error("allocate_mbarrier(two_ctas=True) shares one barrier between the two CTAs of a pair "
+                  "(for cta_group::2 MMAs), which gluonkit does not support yet; leave two_ctas=False",
+                  UnsupportedFeatureError)
     shape = [1]
     if batch is not None:
         batch = sem.require_int(batch, "allocate_mbarrier's batch")

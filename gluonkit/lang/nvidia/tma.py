@@ -35,7 +35,10 @@
 
 The Triton 3.6 names ``async_copy_global_to_shared`` / ``async_copy_shared_to_global`` /
 ``async_copy_global_to_shared_im2col`` are errors that name their replacements, as in
-Gluon 3.9.  ``multicast=True`` (clusters) and a ``cache_policy`` are not supported yet;
+Gluon 3.9.  ``multicast=True`` on a tiled ``async_load`` in a cluster kernel copies the
+block into the buffer (and completes the bytes on the barrier) of every CTA of the cluster:
+CTA rank 0 issues it with ``.multicast::cluster`` (``docs/clusters.rst``); ``multicast`` on
+im2col loads and a ``cache_policy`` are not supported yet;
 the gather/scatter and reduction copies are stubs (:mod:`gluonkit.lang.unsupported`).
 """
 
@@ -160,7 +163,7 @@ def _coordinates(sem, desc: TensorDescType, coord) -> list:
 def _no_multicast_or_policy(sem, what: str, multicast=False, cache_policy=None) -> None:
     if multicast:
         sem.error(f"{what}(multicast=True) copies into the shared memory of several CTAs of a cluster, which "
-                  "gluonkit does not launch yet", UnsupportedFeatureError)
+                  f"gluonkit supports for tiled async_load only, not for {what}", UnsupportedFeatureError)
     if cache_policy is not None:
         refuse_parameter(sem, what, "cache_policy", "cache_policy", "leave it None")
 
@@ -173,11 +176,15 @@ def async_load(tensor_desc, coord, barrier, result, pred=True, multicast=False, 
     smem = _shared(sem, desc, result, "async_load's result")
     bar = barrier_type(sem, barrier, "async_load's barrier")
     coords = _coordinates(sem, desc, coord)
-    _no_multicast_or_policy(sem, "async_load", sem.require_constexpr(multicast, "async_load's multicast"),
-                            cache_policy)
+    multicast = sem.require_constexpr(multicast, "async_load's multicast")
+    if not isinstance(multicast, bool):
+        sem.error(f"async_load's multicast must be True or False, got {multicast!r}", ArgumentError)
+    _no_multicast_or_policy(sem, "async_load", cache_policy=cache_policy)
+    # One CTA has nothing to multicast to: the plain copy.  In a cluster, the copy lands in every CTA.
+    attrs = {"multicast": True} if multicast and sem.num_ctas > 1 else None
     p = predicate(sem, pred)
     if p is not None:
-        sem.create("async_tma_copy_global_to_shared", [tensor_desc.handle, smem, bar, p] + coords, [])
+        sem.create("async_tma_copy_global_to_shared", [tensor_desc.handle, smem, bar, p] + coords, [], attrs)
 
 
 def _im2col_offsets(sem, desc: TensorDescIm2ColType, offsets) -> list:

@@ -196,7 +196,7 @@ class _Analysis:
 
     def _emits_full_barrier(self, op: Operation) -> bool:
         """Whether lowering ``op`` always executes ``bar.sync 0`` in every thread at its position."""
-        if op.name == "thread_barrier":
+        if op.name in ("thread_barrier", "cluster_barrier"):  # a cluster barrier waits for every thread too
             return True
         if op.name == "convert_layout":
             src, dst = op.operands[0].type, op.results[0].type

@@ -43,11 +43,16 @@ def _init(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     emit_ptx(ctx.builder, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
              [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
+    if ctx.func.num_ctas > 1:  # other CTAs may arrive on it (after a cluster barrier): publish the init
+        emit_ptx(ctx.builder, "@$0 fence.mbarrier_init.release.cluster;", "b", [elected_thread(ctx, None)])
 
 
 @lowering("mbarrier_expect")
 def _expect(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
+    if "from_cta" in op.attrs:
+        _routed(ctx, op, "mbarrier.arrive.expect_tx", op.attrs["bytes"])
+        return
     emit_ptx(ctx.builder, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
              [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
@@ -55,8 +60,34 @@ def _expect(ctx: KernelLowering, op: Operation) -> None:
 @lowering("mbarrier_arrive")
 def _arrive(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
+    if "from_cta" in op.attrs:
+        _routed(ctx, op, "mbarrier.arrive", op.attrs["count"])
+        return
     emit_ptx(ctx.builder, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
              [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
+
+
+def _routed(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -> None:
+    """``instruction`` (with ``amount``) routed by the ``from_cta`` mask between the CTAs of the cluster.
+
+    A CTA whose rank has a bit outside the mask does nothing; the others arrive, from
+    thread 0, on the barrier at the same address in every CTA whose rank differs from
+    theirs only outside the mask: ``mapa`` turns the address into that CTA's
+    ``shared::cluster`` address, and the arrival releases at cluster scope."""
+    b = ctx.builder
+    free = (ctx.func.num_ctas - 1) & ~op.attrs["from_cta"]  # rank bits the routing fans out over
+    rank = b.call(ctx.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []), [])
+    sender = b.icmp_unsigned("==", b.and_(rank, I32(free)), I32(0))
+    pred = b.and_(sender, elected_thread(ctx, ctx.get(op.operands[1])))
+    text = ("{ .reg .b32 remote;\n"
+            "mapa.shared::cluster.u32 remote, $0, $1;\n"
+            f"@$3 {instruction}.release.cluster.shared::cluster.b64 _, [remote], $2; }}")
+    offset = 0
+    while True:  # every subset of the free bits, 0 (the sender itself) first
+        emit_ptx(b, text, "r,r,r,b", [_address(ctx, op), b.or_(rank, I32(offset)), I32(amount), pred])
+        offset = (offset - free) & free
+        if offset == 0:
+            break
 
 
 @lowering("mbarrier_wait")
@@ -84,7 +115,8 @@ def _invalidate(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("fence_async_shared")
 def _fence_async_shared(ctx: KernelLowering, op: Operation) -> None:
-    emit_ptx(ctx.builder, "fence.proxy.async.shared::cta;", "", [])
+    space = "cluster" if op.attrs.get("cluster") else "cta"
+    emit_ptx(ctx.builder, f"fence.proxy.async.shared::{space};", "", [])
 
 
 @lowering("thread_barrier")

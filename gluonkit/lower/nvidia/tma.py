@@ -13,7 +13,10 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   the mbarrier receives the bytes.  It takes part in :func:`~.shared_memory.order_access`
   as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
   bytes by other threads finish (``bar.sync``) before it is issued; its completion is
-  ordered by the mbarrier wait, not by a later barrier.
+  ordered by the mbarrier wait, not by a later barrier.  A ``multicast`` copy (cluster
+  kernels) is issued by CTA rank 0 only, with ``.multicast::cluster`` and the mask of every
+  CTA: the box lands at the same offset in each CTA and completes the bytes on each CTA's
+  barrier at the same offset, as Triton 3.9 emits it.
   With an im2col descriptor the instruction is
   ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes`` with
   the im2col offsets (``.b16`` registers, innermost first) after the mbarrier; its box is
@@ -22,7 +25,7 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   channels further.
 * ``async_tma_copy_shared_to_global``: thread 0 issues
   ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
-  ``cp.async.bulk.commit_group`` (one group per copy).  As a read it follows a
+  ``cp.async.bulk.commit_group`` (one group per copy); in a cluster, CTA rank 0 only.  As a read it follows a
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
   (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
@@ -44,7 +47,7 @@ from ...ir.memdesc import view_to_offset
 from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
-from ..llvm_types import I8, I32
+from ..llvm_types import I8, I16, I32
 from .mbarrier import elected_thread
 from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
@@ -121,6 +124,15 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
                  [pred, dst, tmap] + coords + [bar] + taps)
         return
+    if op.attrs.get("multicast"):  # rank 0 copies for the whole cluster: the same offsets in every CTA
+        num_ctas = ctx.func.num_ctas
+        pred = ctx.builder.and_(pred, ctx.cluster_leader())
+        text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                f".multicast::cluster [$1], [$2, {_braces(3, rank)}], [${3 + rank}], ${4 + rank};")
+        for dst, coords in _copies(ctx, op, 1, 4):
+            _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r", "h"],
+                 [pred, dst, tmap] + coords + [bar, I16((1 << num_ctas) - 1)])
+        return
     text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
             f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
     for dst, coords in _copies(ctx, op, 1, 4):
@@ -133,6 +145,8 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
     rank = op.operands[0].type.rank
     tmap = ctx.get(op.operands[0])
     pred = elected_thread(ctx, None)
+    if ctx.func.num_ctas > 1:  # the CTAs hold the same block: rank 0 writes it (context.cluster_leader)
+        pred = ctx.builder.and_(pred, ctx.cluster_leader())
     text = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_braces(2, rank)}], [${2 + rank}];"
     for src, coords in _copies(ctx, op, 1, 2):
         _asm(ctx, text, ["b", "l"] + ["r"] * rank + ["r"], [pred, tmap] + coords + [src])

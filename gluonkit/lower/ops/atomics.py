@@ -1,7 +1,8 @@
 """Lowering of the atomics: ``atomic_rmw`` / ``atomic_cas`` to PTX ``atom`` / ``red``,
 ``atomic_load`` / ``atomic_store`` to ``ld`` / ``st`` with ``.{sem}.{scope}``.
 
-Each element is updated by exactly one thread, once: a layout that holds an element in
+Each element is updated by exactly one thread, once (in a cluster: by CTA rank 0, whose
+result the other CTAs cannot see, so there the old value may not be used): a layout that holds an element in
 several registers, lanes or warps (a zero basis) leaves the work to the copy whose
 replicated bits are zero, and a scalar pointer is updated by thread 0, as Triton does.  The
 instruction is ``atom{.sem}{.scope}.global.{op}.{type}`` predicated by the mask; where the
@@ -25,7 +26,7 @@ from typing import List, Optional
 
 import llvmlite.ir as lir
 
-from ...ir import Operation, TensorType, element_type
+from ...ir import CompilationError, Operation, TensorType, element_type
 from ..context import KernelLowering
 from ..llvm_types import I1, I32, llvm_type
 from ..memplan import scratch
@@ -77,6 +78,15 @@ def _atom(ctx: KernelLowering, text: str, bits: int, pointer, values: List[lir.V
 
 def _replication(ctx: KernelLowering, ty) -> tuple:
     """(register bits that repeat an element, predicate: this thread is the one that performs it)."""
+    b = ctx.builder
+    reg_bits, owner = _thread_replication(ctx, ty)
+    if ctx.func.num_ctas > 1:  # in a cluster, rank 0 performs it for the CTAs that replicate it
+        owner = b.and_(owner, ctx.cluster_leader())
+    return reg_bits, owner
+
+
+def _thread_replication(ctx: KernelLowering, ty) -> tuple:
+    """:func:`_replication` within one CTA."""
     b = ctx.builder
     if not isinstance(ty, TensorType):
         return 0, b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
@@ -130,6 +140,10 @@ def _lower(ctx: KernelLowering, op: Operation, fn: str, n_values: int) -> None:
     values = [registers(v) for v in op.operands[1:1 + n_values]]
     masks = registers(op.operands[-1]) if op.attrs.get("has_mask") else None
     used = is_used(ctx.func, op.results[0])
+    if used and ctx.func.num_ctas > 1:
+        raise CompilationError(f"{op.name}: in a cluster (num_ctas={ctx.func.num_ctas}) the atomic is performed "
+                               "once, by CTA rank 0, so its old value is not available to the cluster's other CTAs; "
+                               "drop the use of the result, or launch with num_ctas=1", op.loc)
     returns = used or op.attrs["sem"] in ("acquire", "acq_rel") or fn not in _REDUCTIONS
     reg_bits, owner = _replication(ctx, ty)
     old: List[Optional[lir.Value]] = [None] * count

@@ -15,6 +15,7 @@ import llvmlite.ir as lir
 
 from ...ir import Operation, TensorType, Value
 from ..context import KernelLowering
+from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
 from ..llvm_types import llvm_type
 from ..registry import lowering
 from ..walk import lower_block
@@ -152,4 +153,6 @@ def _region_terminator(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("return")
 def _return(ctx: KernelLowering, op: Operation) -> None:
+    if ctx.func.num_ctas > 1:  # no CTA may exit while another of its cluster can still reach its shared memory
+        emit_ptx(ctx.builder, CLUSTER_BARRIER)
     ctx.builder.ret_void()

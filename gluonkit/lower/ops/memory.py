@@ -108,6 +108,9 @@ def _store(ctx: KernelLowering, op: Operation) -> None:
     count = len(pointers)
     values = _as_registers(ctx.get(value), count)
     masks = _as_registers(ctx.get(mask), count) if mask is not None else None
+    if ctx.func.num_ctas > 1:  # the other CTAs of the cluster hold the same values (ctx.cluster_leader)
+        leader = ctx.cluster_leader()
+        masks = [leader] * count if masks is None else [ctx.builder.and_(leader, m) for m in masks]
     cache = _STORE_CACHE.get(op.attrs.get("cache_modifier") or "")
     eviction = _EVICTION.get(op.attrs.get("eviction_policy") or "")
     if cache is None or eviction is None:

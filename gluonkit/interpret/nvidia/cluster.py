@@ -1,0 +1,105 @@
+"""Clusters in the interpreter: the CTAs of one program run together; ``cluster_barrier``.
+
+A kernel launched with ``num_ctas > 1`` runs each program as a cluster of that many CTAs.
+Every CTA is its own :class:`~..engine.Program` (own values, own shared memory, rank
+``cta_rank``) and they run as cooperating tasks, with a baton passed between them as for
+warp-specialize partitions (:mod:`..partitions`): a CTA that waits (an mbarrier phase, a
+cluster barrier) lets the others run, and when every CTA that has not ended waits for
+something that cannot happen, the deadlock report names each CTA and what it waits on.
+
+Each cluster runs twice, CTA 0 first and then CTA ``n-1`` first (memory restored between
+the runs), so a kernel whose result depends on which CTA runs first is caught.  Tensors are
+replicated on every CTA (``docs/clusters.rst``), so global stores and atomics of the other
+ranks are left to rank 0, as on the GPU (``memory_ops.py``, ``atomics.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from ..engine import Program, register_cluster_runner, rule
+from ..errors import InterpreterError
+from ..partitions import Scheduler, Task, before_op
+from ..schedules import Schedule
+from ..shared_memory import SharedBuffer, SharedRef
+
+__all__ = []
+
+_SCHEDULES = (Schedule("forward"), Schedule("reverse"))
+
+
+class Cluster:
+    """What the CTAs of one running cluster share: how many cluster barriers each has reached,
+    and each CTA's shared buffers (distributed shared memory: the same allocation in every CTA)."""
+
+    def __init__(self, num_ctas: int):
+        self.arrivals: List[int] = [0] * num_ctas
+        self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
+        self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it
+
+    def register(self, rank: int, op, buffer: SharedBuffer) -> None:
+        """CTA ``rank`` allocated ``buffer`` at ``op``."""
+        self._buffers[(rank, id(op))] = buffer
+        self._origin[id(buffer)] = id(op)
+
+    def peer(self, ref: SharedRef, rank: int, op) -> SharedRef:
+        """The view ``ref`` (of this CTA's memory) in CTA ``rank``'s shared memory (``mapa``)."""
+        buffer = self._buffers.get((rank, self._origin[id(ref.buffer)]))
+        if buffer is None:
+            raise InterpreterError(f"{op.name}: CTA {rank} has not allocated {ref.buffer.describe()} yet", op.loc)
+        return SharedRef(buffer, ref.base, ref.xor)
+
+
+@register_cluster_runner
+def run_cluster(func, pid, grid, values, memory, trace) -> None:
+    """Run program ``pid`` as a cluster of ``func.num_ctas`` CTAs, under each schedule."""
+    for i, schedule in enumerate(_SCHEDULES):
+        last = i == len(_SCHEDULES) - 1
+        saved = None if last else [a.data.copy() for a in memory.allocations]
+        try:
+            _run_once(func, pid, grid, values, memory, trace, schedule)
+        except InterpreterError as e:
+            e.notes.append((f"found under the {schedule} of the cluster's CTAs (the forward one runs CTA 0 "
+                            "first, the reverse one the last CTA first)", None))
+            e.args = (e._format(),)
+            raise
+        if saved is not None:
+            for allocation, data in zip(memory.allocations, saved):
+                allocation.data[:] = data
+
+
+def _run_once(func, pid, grid, values, memory, trace, schedule: Schedule) -> None:
+    cluster = Cluster(func.num_ctas)
+    tasks = []
+    for rank in range(func.num_ctas):
+        lane = None if trace is None else trace.program_run(pid, f"CTA {rank} · {schedule}")
+        program = Program(func, pid, grid, memory, None, lane)
+        program.cta_rank, program.cluster = rank, cluster
+        tasks.append(Task(rank, f"CTA {rank}", program, lambda p=program: p.run_kernel(values) or []))
+    scheduler = Scheduler(schedule, tasks, f"CTA of the cluster of program {tuple(pid)}")
+    for task in tasks:
+        task.program.blocker = (lambda ready, describe, t=task:
+                                scheduler.block(t, ready, describe, t.current_op.loc))
+        task.program.progress["cluster"] = lambda prog, op, t=task: before_op(scheduler, t, op)
+    scheduler.run()
+
+
+@rule("cluster_barrier")
+def _cluster_barrier(program, op, operands):
+    cluster = program.cluster
+    if cluster is None:  # a one-CTA cluster: the CTA's own threads are already in step
+        return []
+    cluster.arrivals[program.cta_rank] += 1
+    count = cluster.arrivals[program.cta_rank]
+
+    def ready() -> bool:
+        return all(a >= count for a in cluster.arrivals)
+
+    def describe() -> str:
+        missing = [r for r, a in enumerate(cluster.arrivals) if a < count]
+        return (f"cluster barrier number {count} (line {op.loc.line}), which CTA(s) {missing} have not reached; "
+                "every CTA of the cluster must reach each cluster barrier")
+
+    if not ready():
+        program.blocker(ready, describe)
+    return []

@@ -1,0 +1,256 @@
+"""CTA clusters (``num_ctas > 1``) on the CPU: the interpreter runs a cluster's CTAs together
+(routed mbarrier arrivals land on the other CTAs' barriers, cluster barriers wait for every
+CTA, deadlocks name the CTAs), the frontend's checks, and the PTX for sm_90a and sm_100a
+(ptxas assembles it).  ``test_gpu_clusters.py`` runs the same kernels on the GPU."""
+
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit.interpret.errors import InterpreterError
+from gluonkit.ir.diagnostics import CompilationError
+from gluonkit.lang.errors import ArgumentError
+from gluonkit.language.nvidia.hopper import cluster, mbarrier
+
+from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
+                             routed_reference)
+from interpreting import interpreter_on
+from kernel_checks import marked_line, needs_ptxas
+
+TARGETS = ["sm_90a", "sm_100a"]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12)
+
+
+def _ids_expected(x, grid, num_ctas):
+    pid = np.repeat(np.arange(grid), 128)
+    return x * 2 + pid + 1000 * grid + 100000 * num_ctas
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_cluster_program_ids_and_one_atomic_per_cluster(rng, num_ctas):
+    grid = 3
+    x = rng.integers(-1000, 1000, grid * 128).astype(np.int32)
+    out = np.full_like(x, -7)
+    count = np.zeros(grid, np.int32)
+    with interpreter_on():
+        cluster_ids[(grid,)](x, out, count, replicated(num_ctas), num_ctas=num_ctas)
+    np.testing.assert_array_equal(out, _ids_expected(x, grid, num_ctas))
+    np.testing.assert_array_equal(count, np.ones(grid, np.int32))
+
+
+@pytest.mark.parametrize("num_ctas,mask", [(2, 0), (2, 1), (4, 0), (4, 1), (4, 2), (4, 3), (8, 5)])
+def test_routed_arrivals_complete_each_phase(rng, num_ctas, mask):
+    x = rng.integers(-50, 50, 2 * 128).astype(np.int32)
+    out = np.zeros_like(x)
+    with interpreter_on():
+        routed_arrivals[(2,)](x, out, replicated(num_ctas), FROM=mask, COUNT=2, ROUNDS=3, SYNC=True,
+                                num_ctas=num_ctas)
+    np.testing.assert_array_equal(out, routed_reference(x, 3))
+
+
+def test_a_missing_remote_arrival_is_a_deadlock_naming_each_cta():
+    x = np.zeros(128, np.int32)
+    with interpreter_on(), pytest.raises(InterpreterError) as info:
+        routed_arrivals[(1,)](x, x, replicated(2), FROM=0, COUNT=3, ROUNDS=1, SYNC=True, num_ctas=2)
+    text = str(info.value)
+    assert f":{marked_line(routed_arrivals, 'WAIT')}:" in text
+    assert "deadlock: every CTA of the cluster of program (0, 0, 0)" in text
+    assert "CTA 0 waits here" in text and "CTA 1 waits here" in text
+    assert "arrivals so far came from CTA 0" in text  # CTA 1's barrier got CTA 0's routed arrivals
+
+
+def test_a_sender_running_phases_ahead_of_a_receiver_is_caught():
+    x = np.zeros(128, np.int32)
+    with interpreter_on(), pytest.raises(InterpreterError) as info:
+        routed_arrivals[(1,)](x, x, replicated(2), FROM=0, COUNT=2, ROUNDS=3, SYNC=False, num_ctas=2)
+    text = str(info.value)
+    assert "deadlock: every CTA of the cluster" in text
+    assert "CTA 1 waits here: mbarrier.wait at line" in text and "for parity 1" in text
+
+
+@gluonkit.jit
+def _arrive_before_peers_init(layout: gl.constexpr):
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    mbarrier.arrive(bar, from_cta=0)  # EARLY
+    mbarrier.wait(bar, 0)
+
+
+def test_arriving_on_a_barrier_another_cta_has_not_initialized_says_to_add_a_cluster_barrier():
+    with interpreter_on(), pytest.raises(InterpreterError) as info:
+        _arrive_before_peers_init[(1,)](replicated(2), num_ctas=2)
+    text = str(info.value)
+    assert f":{marked_line(_arrive_before_peers_init, 'EARLY')}:" in text
+    assert "CTA 1 has not allocated the shared buffer [1] x int64" in text
+    assert "CTA 0 arrives on the barrier of CTA 1" in text and "cluster.barrier() must follow" in text
+
+
+@gluonkit.jit
+def _barrier_in_one_cta_only(out_ptr, layout: gl.constexpr):
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    cluster.barrier()
+    mbarrier.arrive(bar, from_cta=0)  # only CTA 0 arrives, on every CTA's barrier
+    mbarrier.wait(bar, 0)
+    cluster.barrier()
+    mbarrier.arrive(bar, from_cta=0)
+    mbarrier.wait(bar, 1)
+    gl.store(out_ptr + gl.arange(0, 128, layout), gl.full([128], 5, gl.int32, layout))
+
+
+def test_cluster_barriers_and_phases_agree_under_both_cta_orders():
+    out = np.zeros(128, np.int32)
+    with interpreter_on():
+        _barrier_in_one_cta_only[(1,)](out, replicated(2), num_ctas=2)
+    np.testing.assert_array_equal(out, np.full(128, 5, np.int32))
+
+
+# ----------------------------------------------------------------------------- frontend
+def test_zero_cga_bases_replicate_and_splitting_ones_are_refused():
+    assert gl.BlockedLayout([1], [32], [4], [0], [[0]]) == gl.BlockedLayout([1], [32], [4], [0])
+    with pytest.raises(ValueError, match="splits the tensor between the CTAs of a cluster"):
+        gl.BlockedLayout([1], [32], [4], [0], [[1]])
+
+
+@gluonkit.jit
+def _bad_mask(layout: gl.constexpr):
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    mbarrier.arrive(bar, from_cta=2)  # MASK
+
+
+def test_from_cta_must_be_a_mask_below_num_ctas():
+    with pytest.raises(CompilationError, match=r"from_cta is a mask of CTA-rank bits in \[0, num_ctas - 1\] = "
+                                               r"\[0, 1\] \(the kernel runs with num_ctas=2\), got 2") as info:
+        _bad_mask.compile(target="sm_90a", num_ctas=2, layout=replicated(2))
+    assert f":{marked_line(_bad_mask, 'MASK')}:" in str(info.value)
+
+
+def test_an_atomic_whose_result_is_used_in_a_cluster_is_refused():
+    @gluonkit.jit
+    def used(p_ptr, out_ptr):
+        old = gl.atomic_add(p_ptr, 1)  # USED
+        gl.store(out_ptr, old)
+
+    with pytest.raises(CompilationError, match="performed once, by CTA rank 0") as info:
+        used.compile("*i32", "*i32", target="sm_90a", num_ctas=2)
+    assert f":{marked_line(used, 'USED')}:" in str(info.value)
+
+
+def test_num_ctas_reaches_the_ir_text():
+    func = cluster_ids.build_ir([gl.pointer_type(gl.int32)] * 3, {"layout": replicated(2)}, 4, {}, num_ctas=2)
+    assert "num_warps=4 num_ctas=2" in gluonkit.ir.print_function(func)
+
+
+def test_bad_num_ctas():
+    with pytest.raises(ArgumentError, match="num_ctas must be a positive power of two"):
+        cluster_ids.compile("*i32", "*i32", "*i32", target="sm_90a", num_ctas=6, layout=replicated(2))
+
+
+# ----------------------------------------------------------------------------- PTX
+def _lines(ptx: str, *words):
+    return [line.strip() for line in ptx.splitlines() if any(w in line for w in words)]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_cluster_ptx_assembles_and_shapes_the_launch(target):
+    c = cluster_ids.compile("*i32", "*i32", "*i32", target=target, num_ctas=4, layout=replicated(4))
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm and c.metadata["num_ctas"] == 4
+    assert ".explicitcluster" in ptx and ".reqnctapercluster 4, 1, 1" in ptx
+    assert "shr.u32" in "\n".join(_lines(ptx, "shr.u32"))  # program_id(0) = ctaid.x >> 2, as Triton 3.9 does
+    assert "%cluster_ctarank" in ptx  # stores and the atomic are left to rank 0
+    arrives = _lines(ptx, "barrier.cluster.arrive")
+    assert arrives.count("barrier.cluster.arrive.relaxed.aligned;") == 1
+    assert arrives.count("barrier.cluster.arrive.aligned;") == 3  # two in the source, one before ret
+    assert len(_lines(ptx, "barrier.cluster.wait.aligned")) == 4
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_routed_arrivals_use_mapa_and_cluster_scope(target):
+    c = routed_arrivals.compile("*i32", "*i32", target=target, num_ctas=4, layout=replicated(4), FROM=1, COUNT=2,
+                                ROUNDS=1, SYNC=True)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    assert "fence.mbarrier_init.release.cluster;" in ptx
+    # mask 1 of 4 CTAs: each sender (ranks 0, 1) arrives on itself and on rank | 2
+    assert len(_lines(ptx, "mapa.shared::cluster.u32")) == 4
+    assert len(_lines(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]")) == 2
+    assert len(_lines(ptx, "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote]")) == 2
+
+
+def test_one_cta_kernels_have_no_cluster_shape_and_no_rank_masks():
+    ptx = cluster_ids.compile("*i32", "*i32", "*i32", target="sm_90a", layout=replicated(1)).asm["ptx"]
+    assert "reqnctapercluster" not in ptx and "ctarank" not in ptx and "%ctaid.x" in ptx
+    # the two cluster.barrier() (of a one-CTA cluster); gl.barrier(cluster=True) is bar.sync there, as in Gluon;
+    # none is added before ret
+    assert len(_lines(ptx, "barrier.cluster.wait")) == 2
+
+
+# ----------------------------------------------------------------------------- TMA multicast
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_multicast_tma_reduction_over_a_cluster(rng, num_ctas):
+    x = rng.standard_normal((128, 256)).astype(np.float16)
+    out = np.zeros((128, 64), np.float32)
+    desc, layout = multicast_args(x, num_ctas)
+    with interpreter_on():
+        multicast_sum[(2,)](desc, out, layout, K_TILES=4, num_ctas=num_ctas)
+    np.testing.assert_allclose(out, multicast_reference(x), rtol=1e-5, atol=1e-5)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_multicast_copies_are_issued_by_rank_0_for_every_cta(target):
+    x = np.zeros((128, 256), np.float16)
+    desc, layout = multicast_args(x, 4)
+    c = multicast_sum.compile(desc, "*fp32", target=target, num_ctas=4, layout=layout, K_TILES=2)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    copies = _lines(ptx, "cp.async.bulk.tensor.2d")
+    assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
+    assert len(copies) == 2 and len(_lines(ptx, "mov.b16")) == 2 and all(
+        line.endswith(", 15;") for line in _lines(ptx, "mov.b16"))  # the CTA mask: all 4 CTAs, 0b1111
+
+
+def test_multicast_with_one_cta_is_the_plain_copy():
+    x = np.zeros((128, 256), np.float16)
+    desc, layout = multicast_args(x, 1)
+    ptx = multicast_sum.compile(desc, "*fp32", target="sm_90a", layout=layout, K_TILES=2).asm["ptx"]
+    assert "multicast::cluster" not in ptx and "cp.async.bulk.tensor.2d" in ptx
+
+
+@gluonkit.jit
+def _cluster_fence():
+    gluonkit.language.nvidia.hopper.fence_async_shared(cluster=True)
+    gluonkit.language.nvidia.hopper.fence_async_shared()
+
+
+@needs_ptxas
+def test_fence_async_shared_at_cluster_scope():
+    ptx = _cluster_fence.compile(target="sm_90a", num_ctas=2).asm["ptx"]
+    assert _lines(ptx, "fence.proxy.async") == ["fence.proxy.async.shared::cluster;", "fence.proxy.async.shared::cta;"]
+    with interpreter_on():
+        _cluster_fence[(1,)](num_ctas=2)
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_partition_body():
+    cluster.barrier()  # IN_PARTITION
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_partition():
+    gl.warp_specialize([(_cluster_barrier_in_a_partition_body, ()), (_cluster_barrier_in_a_partition_body, ())], [1])
+
+
+def test_a_cluster_barrier_inside_a_partition_is_refused():
+    with pytest.raises(CompilationError, match="inside a warp_specialize partition") as info:
+        _cluster_barrier_in_a_partition.compile(target="sm_90a", num_ctas=2)
+    assert f":{marked_line(_cluster_barrier_in_a_partition_body, 'IN_PARTITION')}:" in str(info.value)
