@@ -84,7 +84,7 @@ class KernelLowering:
         self.scratch_offset = 0
         self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
         # Measured-timeline records around the pipeline's ops (lower/instrument.py), or None.
-        self.instrumentation = instrumentation_for(instrument, self.module, self.prologue)
+        self.instrumentation = instrumentation_for(instrument, self.module, self.prologue, self.lane)
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

@@ -17,9 +17,9 @@ interpreter's picture (:func:`gluonkit.interpret.timeline.render_svg`) draws bot
 Inside ``with measuring() as timelines:`` every GPU launch is measured.
 
 Time: each warp's events are placed by ``%globaltimer`` (nanoseconds, common to all SMs) at its
-first event plus its ``%clock`` cycles since, converted with the SM clock rate the whole launch's
-(globaltimer, clock) pairs give; ``%globaltimer`` alone ticks too coarsely on some GPUs to
-separate a pipeline's events.
+first anchor (its start) plus its ``%clock`` cycles since, converted with the SM clock rate that the
+anchors' (globaltimer, clock) pairs of the whole launch give.  Only anchors read ``%globaltimer``:
+it is slow to read and, on some GPUs, ticks too coarsely to separate a pipeline's events.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from ..interpret.timeline import render_svg
-from ..lower.instrument import DEFAULT_CAPACITY, ENTRY_BYTES, GLOBAL_NAME, SMID_SHIFT, timeline_capacity
+from ..lower.instrument import DEFAULT_CAPACITY, ENTRY_BYTES, GLOBAL_NAME, SMID_SHIFT, VALID, timeline_capacity
 from . import driver
 
 __all__ = ["MeasuredTimeline", "measure", "measuring", "active_recorder"]
@@ -75,19 +75,19 @@ class MeasuredTimeline:
         entries = raw.view(_ENTRY).reshape(-1, warps_per_cta, capacity)
         result = cls(kernel, tuple(grid), metadata["timeline"]["events"], list(metadata.get("partitions") or []),
                      warps_per_cta)
-        result.clock_ghz = _clock_rate(entries)
-        start = min((int(row["globaltimer"][0]) for row in entries.reshape(-1, capacity) if row["globaltimer"][0]),
-                    default=0)
-        for cta in range(entries.shape[0]):
-            for warp in range(warps_per_cta):
-                row = entries[cta, warp]
-                used = row[row["globaltimer"] != 0]
-                if not len(used):
-                    continue
-                cycles = (used["clock"].astype(np.int64) - int(used["clock"][0])) % (1 << 32)
-                times = (int(used["globaltimer"][0]) - start) + cycles / result.clock_ghz
-                result.warps.append(WarpEvents(cta, warp, int(used["tag"][0]) >> SMID_SHIFT, times,
-                                               used["tag"] & ((1 << SMID_SHIFT) - 1), len(used) == capacity))
+        rows = [_used(row) for row in entries.reshape(-1, capacity)]
+        result.clock_ghz = _clock_rate(rows)
+        start = min((int(row["globaltimer"][_anchors(row)[0]]) for row in rows if len(_anchors(row))), default=0)
+        for index, used in enumerate(rows):
+            anchors = _anchors(used)
+            if not len(anchors):
+                continue
+            first = anchors[0]
+            cycles = (used["clock"].astype(np.int64) - int(used["clock"][first]) + (1 << 31)) % (1 << 32) - (1 << 31)
+            times = (int(used["globaltimer"][first]) - start) + cycles / result.clock_ghz
+            cta, warp = divmod(index, warps_per_cta)
+            result.warps.append(WarpEvents(cta, warp, int((int(used["tag"][0]) & (VALID - 1)) >> SMID_SHIFT), times,
+                                           used["tag"] & ((1 << SMID_SHIFT) - 1), len(used) == capacity))
         return result
 
     def partition_of(self, warp: int) -> str:
@@ -156,15 +156,26 @@ class MeasuredTimeline:
         return {part: {kind: float(np.mean(v)) for kind, v in kinds.items()} for part, kinds in totals.items()}
 
 
-def _clock_rate(entries: np.ndarray) -> float:
-    """SM cycles per ns: (clock, globaltimer) of each warp's first and last events, pooled."""
+def _used(row: np.ndarray) -> np.ndarray:
+    """The entries a warp wrote (their tag has :data:`VALID` set), in slot order."""
+    return row[(row["tag"] & VALID) != 0]
+
+
+def _anchors(used: np.ndarray) -> np.ndarray:
+    """Indices of the entries that carry ``%globaltimer`` (starts and ends)."""
+    return np.flatnonzero(used["globaltimer"])
+
+
+def _clock_rate(rows: List[np.ndarray]) -> float:
+    """SM cycles per ns: (clock, globaltimer) of each warp's first and last anchors, pooled."""
     cycles, nanoseconds = 0, 0
-    for row in entries.reshape(-1, entries.shape[-1]):
-        used = row[row["globaltimer"] != 0]
-        if len(used) < 2:
+    for used in rows:
+        anchors = _anchors(used)
+        if len(anchors) < 2:
             continue
-        cycles += (int(used["clock"][-1]) - int(used["clock"][0])) % (1 << 32)
-        nanoseconds += int(used["globaltimer"][-1]) - int(used["globaltimer"][0])
+        first, last = anchors[0], anchors[-1]
+        cycles += (int(used["clock"][last]) - int(used["clock"][first])) % (1 << 32)
+        nanoseconds += int(used["globaltimer"][last]) - int(used["globaltimer"][first])
     return cycles / nanoseconds if nanoseconds > 0 and cycles > 0 else 1.0
 
 
