@@ -4,7 +4,7 @@ For each case the plain kernel is timed (``timing.alternating``, L2 flushed, med
 then the instrumented build runs under :func:`gluonkit.runtime.timeline.measure` a few times and
 the kernel's span on its own clock (first warp's start to last warp's end, ``%globaltimer``) is
 compared with the plain median.  The result of every instrumented run is checked against torch.
-``--out DIR`` writes each case's Chrome trace (CTAs 0-1) and an SVG of CTA 0.
+``--out DIR`` writes each case's Chrome trace (CTAs 0-1) and an SVG of CTA 0's first 8 µs.
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_timeline.py [--out DIR]``.
 """
@@ -53,8 +53,8 @@ def run_case(name, M, N, K, config, out_dir, repeats=5):
     if out_dir:
         stem = os.path.join(out_dir, name.split()[0] + "_" + name.split()[1])
         timeline.save_chrome(stem + ".json", ctas=[0, 1])
-        with open(stem + ".svg", "w") as f:
-            f.write(timeline.svg(ctas=[0], width=1400))
+        with open(stem + ".svg", "w") as f:  # CTA 0's first 8 microseconds: the pipeline filling up
+            f.write(timeline.svg(ctas=[0], width=1400, end_ns=8000))
     waits = timeline.summary()
     print(f"{name:34} {plain_ms * 1e3:9.1f} {span * 1e3:9.1f} {100 * (span / plain_ms - 1):+7.1f}% "
           f"{events:7d} {'yes' if timeline.dropped else 'no':>7} {timeline.clock_ghz:5.2f}", flush=True)

@@ -133,9 +133,13 @@ class MeasuredTimeline:
         with open(path, "w") as f:
             json.dump({"traceEvents": self.chrome_events(ctas), "displayTimeUnit": "ns"}, f)
 
-    def svg(self, ctas: Sequence[int] = (0,), width: int = 960) -> str:
-        """The interpreter's picture of the selected CTAs, on a nanosecond axis."""
-        return render_svg({"traceEvents": self.chrome_events(ctas, unit_ns=1.0)}, width=width)
+    def svg(self, ctas: Sequence[int] = (0,), width: int = 960, start_ns: float = 0.0,
+            end_ns: float = math.inf) -> str:
+        """The interpreter's picture of the selected CTAs, on a nanosecond axis, cropped to the events
+        from ``start_ns`` to ``end_ns`` (a wait cut by the window's end is drawn as open)."""
+        events = [e for e in self.chrome_events(ctas, unit_ns=1.0)
+                  if e["ph"] == "M" or start_ns <= e["ts"] <= end_ns]
+        return render_svg({"traceEvents": events}, width=width)
 
     def summary(self) -> Dict[str, Dict[str, float]]:
         """Per partition: mean ns per warp spent in each kind of wait, and the warp's span."""
