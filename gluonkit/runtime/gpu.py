@@ -65,7 +65,7 @@ def compile_for_device(func, target: str, instrument: int = 0) -> CompiledKernel
 
     An entry that is missing, damaged or incomplete is a miss: the kernel is compiled
     again and the entry replaced (:mod:`.cache`).  ``instrument``: events per warp of a
-    measured-timeline build (:mod:`.timeline`), 0 for none.
+    measured-timeline build (:mod:`gluonkit.runtime.timeline`), 0 for none.
     """
     cache = KernelCache()
     key = kernel_key(func, target, instrument)
