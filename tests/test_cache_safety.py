@@ -127,7 +127,7 @@ def test_compiling_recovers_from_a_damaged_entry_by_compiling_again(tmp_path, mo
     monkeypatch.setenv("GLUONKIT_CACHE_DIR", str(tmp_path))
     compiles = []
     real = gpu.compile_function
-    monkeypatch.setattr(gpu, "compile_function", lambda *a: compiles.append(a) or real(*a))
+    monkeypatch.setattr(gpu, "compile_function", lambda *a, **k: compiles.append(a) or real(*a, **k))
     func = _vector_add_ir()
     path = KernelCache().path(kernel_key(func, "sm_90a"))
     first = gpu.compile_for_device(func, "sm_90a")

@@ -201,7 +201,7 @@ class JITFunction:
                                 f"with {self.__name__}.compile(*args, target=...)", self.def_location())
         return self[grid](*args, **kwargs)
 
-    def compile(self, *args, target: str = "sm_90a", **kwargs):
+    def compile(self, *args, target: str = "sm_90a", instrument=False, **kwargs):
         """Compile without launching (no GPU needed) and return the compiled kernel.
 
         ``args`` are the runtime arguments as examples (arrays, tensors, numbers) or as type
@@ -209,12 +209,14 @@ class JITFunction:
         ``kwargs`` the launch options (``num_warps=4``, ``num_ctas=1``, ``maxnreg=None``) and the compile-time
         arguments by name, bound as a launch binds them.  The result's ``asm`` has ``ir``,
         ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the CUDA tools are found) and its
-        ``metadata`` registers, shared memory and spills.
+        ``metadata`` registers, shared memory and spills.  ``instrument=True`` (or a number
+        of events per warp) builds the measured-timeline variant (:mod:`gluonkit.lower.instrument`; launched through
+        :func:`gluonkit.runtime.timeline.measure`).
         """
         if _compiler is None:
             raise RuntimeError("no compiler is registered; import gluonkit first")
         options, constexprs = split_launch_options(self.arg_names, kwargs)
-        return _compiler(self, args, target, options, constexprs)
+        return _compiler(self, args, target, options, constexprs, instrument)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

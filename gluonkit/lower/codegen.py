@@ -22,14 +22,14 @@ from .backend.targets import Target
 __all__ = ["lower_to_llvm", "lower_block", "LOWERINGS"]
 
 
-def lower_to_llvm(func: Function, target: Target) -> KernelLowering:
+def lower_to_llvm(func: Function, target: Target, instrument=False) -> KernelLowering:
     """Lower kernel ``func`` (layouts already concrete) for ``target``.
 
     Returns the lowering state: its ``module`` is the LLVM module, its ``shared_bytes``
     the dynamic shared memory the kernel needs (buffers, then scratch), checked against
-    the target's limit.
+    the target's limit.  ``instrument`` adds measured-timeline records (:mod:`.instrument`).
     """
-    ctx = KernelLowering(func, target)
+    ctx = KernelLowering(func, target, instrument)
     warp_specialize.prepare(ctx)
     terminator = lower_block(ctx, func.body)
     if terminator is not None:

@@ -35,13 +35,19 @@ class CompiledKernel:
     metadata: Dict[str, object] = field(default_factory=dict)
 
 
-def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Optional[bool] = None) -> CompiledKernel:
-    """Compile ``func`` for ``target``; the cubin is made when ptxas is available."""
+def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Optional[bool] = None,
+                     instrument=False) -> CompiledKernel:
+    """Compile ``func`` for ``target``; the cubin is made when ptxas is available.
+
+    ``instrument`` (``True`` or a number of events per warp) builds the measured-timeline variant
+    (:mod:`.instrument`): its metadata's ``timeline`` holds the event table and the per-warp
+    capacity of the event buffer.
+    """
     tgt = get_target(target)
     infer_layouts(func)
     verify(func, concrete=True)
     ir_text = print_function(func)
-    ctx_module = lower_to_llvm(func, tgt)
+    ctx_module = lower_to_llvm(func, tgt, instrument)
     llir, ptx = emit_ptx(ctx_module.module, tgt)
     kernel = CompiledKernel(func.name, target)
     kernel.asm.update(ir=ir_text, llir=llir, ptx=ptx)
@@ -53,6 +59,9 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
         arg_types=[a.type for a in func.args],
         partitions=partition_report(ctx_module),
     )
+    if ctx_module.instrumentation is not None:
+        kernel.metadata["timeline"] = {"events": ctx_module.instrumentation.table,
+                                       "capacity": ctx_module.instrumentation.capacity}
     if assemble_cubin is None:
         assemble_cubin = find_ptxas() is not None
     usage = ResourceUsage()

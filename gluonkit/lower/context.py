@@ -22,6 +22,7 @@ from .debug_info import DebugInfo
 from .llvm_types import I1, I8, I32, TensorMapParamAttributes, llvm_type
 from .backend.nvptx import new_module
 from .memplan.smem import plan_shared_memory
+from .instrument import instrumentation_for
 from .backend.targets import Target
 
 __all__ = ["KernelLowering", "Lowered"]
@@ -42,7 +43,7 @@ class _KernelAttributes(FunctionAttributes):
 class KernelLowering:
     """Everything the lowering rules share while one :class:`~gluonkit.ir.Function` lowers."""
 
-    def __init__(self, func: Function, target: Target):
+    def __init__(self, func: Function, target: Target, instrument=False):
         self.func = func
         self.target = target
         self.module = new_module(func.name)
@@ -85,6 +86,8 @@ class KernelLowering:
         self.sync_group: Tuple[int, object] = (0, None)
         self.scratch_offset = 0
         self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
+        # Measured-timeline records around the pipeline's ops (lower/instrument.py), or None.
+        self.instrumentation = instrumentation_for(instrument, self.module, self.prologue, self.lane)
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

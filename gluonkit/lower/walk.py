@@ -22,5 +22,10 @@ def lower_block(ctx: KernelLowering, block: Block) -> Operation | None:
         rule = LOWERINGS.get(op.name)
         if rule is None:
             raise CompilationError(f"{op.name} cannot be lowered to the GPU yet", op.loc)
-        rule(ctx, op)
+        if ctx.instrumentation is None:
+            rule(ctx, op)
+        else:  # a measured-timeline build (lower/instrument.py)
+            ctx.instrumentation.before(ctx.builder, op)
+            rule(ctx, op)
+            ctx.instrumentation.after(ctx.builder, op)
     return None

@@ -293,6 +293,11 @@ class Module:
         limit = device_properties(self.device).max_shared_memory_per_block_optin
         return Kernel(fn, name, static_shared, limit, module=self)
 
+    def global_address(self, name: str) -> int:
+        """The device address of the module's global variable ``name`` (``cuModuleGetGlobal``)."""
+        address, _size = call("cuModuleGetGlobal", self.handle, name.encode())
+        return int(address)
+
 
 def load_module(cubin: Optional[bytes], ptx: str) -> Module:
     """Load a kernel image into the current context: the cubin if given and loadable, else the PTX.
@@ -398,6 +403,11 @@ class Kernel:
 # ---------------------------------------------------------------------------- device memory
 
 
+def copy_to_device(address: int, array) -> None:
+    """Copy a C-contiguous numpy ``array`` to device ``address`` (synchronous)."""
+    call("cuMemcpyHtoD", address, array.ctypes.data, array.nbytes)
+
+
 class DeviceBuffer:
     """``nbytes`` of device memory from ``cuMemAlloc`` (freed by :meth:`free` or on deletion).
 
@@ -414,6 +424,10 @@ class DeviceBuffer:
     def copy_from_host(self, array) -> None:
         """Copy a C-contiguous numpy ``array`` (``nbytes`` long) to the buffer."""
         call("cuMemcpyHtoD", self.handle, array.ctypes.data, array.nbytes)
+
+    def zero(self) -> None:
+        """Set every byte of the buffer to 0 (``cuMemsetD8``)."""
+        call("cuMemsetD8", self.handle, 0, self.nbytes)
 
     def copy_to_host(self, array) -> None:
         """Copy the buffer's first ``array.nbytes`` bytes into a C-contiguous numpy ``array``."""

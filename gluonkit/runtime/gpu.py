@@ -24,6 +24,7 @@ from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
+from .timeline import active_recorder
 
 __all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of", "signature_and_raw"]
 
@@ -62,19 +63,20 @@ class CompiledLaunch:
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
 
 
-def compile_for_device(func, target: str) -> CompiledKernel:
+def compile_for_device(func, target: str, instrument: int = 0) -> CompiledKernel:
     """``compile_function`` through the on-disk cache (IR, PTX, cubin and metadata).
 
     An entry that is missing, damaged or incomplete is a miss: the kernel is compiled
-    again and the entry replaced (:mod:`.cache`).
+    again and the entry replaced (:mod:`.cache`).  ``instrument``: events per warp of a
+    measured-timeline build (:mod:`gluonkit.runtime.timeline`), 0 for none.
     """
     cache = KernelCache()
-    key = kernel_key(func, target)
+    key = kernel_key(func, target, instrument)
     compiled = _from_cache(cache.get(key), func, target)
     if compiled is not None:
         dump_stages(compiled)  # GLUONKIT_DUMP_DIR sees cached kernels too (no llir: not kept)
         return compiled
-    compiled = compile_function(func, target)
+    compiled = compile_function(func, target, instrument=instrument)
     metadata = {k: v for k, v in compiled.metadata.items() if k != "arg_types"}
     stored = {"kernel.ir": compiled.asm["ir"], "kernel.ptx": compiled.asm["ptx"], "metadata.json": json.dumps(metadata)}
     if "cubin" in compiled.asm:
@@ -202,13 +204,17 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
 
     Compiles and loads on the first launch of a specialization; returns the loaded kernel
     so the caller can keep it for a faster path (see :class:`gluonkit.runtime.launch`).
+    Inside :func:`.timeline.measuring` the kernel is the instrumented build, launched by the
+    recorder.
     """
+    recorder = active_recorder()
+    instrument = recorder.capacity if recorder is not None else 0
     signature = tuple(map(signature_of, values))
     try:
-        cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg, num_ctas)
+        cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg, num_ctas, instrument)
         hash(cache_key)
     except TypeError:  # a list or another unhashable constexpr: its text identifies it
-        cache_key = (signature, repr(tuple(constexprs.values())), num_warps, maxnreg, num_ctas)
+        cache_key = (signature, repr(tuple(constexprs.values())), num_warps, maxnreg, num_ctas, instrument)
     per_kernel = _launches.get(kernel)
     if per_kernel is None:
         per_kernel = _launches[kernel] = {}
@@ -216,19 +222,22 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
     if entry is None:
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
-                                                          maxnreg, num_ctas)
-    entry.run(grid, values)
+                                                          maxnreg, num_ctas, instrument)
+    if recorder is None:
+        entry.run(grid, values)
+    else:
+        recorder.launch(entry, grid, values)
     return entry
 
 
 def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg,
-                      num_ctas=1) -> CompiledLaunch:
+                      num_ctas=1, instrument: int = 0) -> CompiledLaunch:
     driver.ensure_context()
     target = driver.device_properties().arch
     arg_types = [ty for ty, _ in keys]
     specialization = {n: {"divisibility": 16} for n, (_, div) in zip(names, keys) if div and n not in no_specialize}
     func = kernel.build_ir(arg_types, constexprs, num_warps, specialization, num_ctas=num_ctas, maxnreg=maxnreg)
-    compiled = compile_for_device(func, target)
+    compiled = compile_for_device(func, target, instrument)
     module = driver.load_module(compiled.asm.get("cubin"), compiled.asm["ptx"])
     loaded = module.get_kernel(func.name)
     shared = int(compiled.metadata.get("shared", 0))

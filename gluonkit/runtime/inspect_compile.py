@@ -81,9 +81,10 @@ def _argument_type(kernel: JITFunction, name: str, value, specialization: dict):
 
 
 def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, options: Dict[str, Any],
-                   constexprs: Dict[str, Any]) -> CompiledKernel:
+                   constexprs: Dict[str, Any], instrument=False) -> CompiledKernel:
     """Build, infer, lower and assemble ``kernel`` for ``target`` with the launch ``options``
-    (``num_warps``, ``num_ctas``, ``maxnreg``); see the module docstring."""
+    (``num_warps``, ``num_ctas``, ``maxnreg``); see the module docstring.  ``instrument``: the
+    measured-timeline variant (:mod:`gluonkit.lower.instrument`)."""
     check_launch_options(options, kernel.def_location())
     constexprs = {k: unwrap(v) for k, v in constexprs.items()}
     runtime = [n for n in kernel.arg_names if n not in constexprs and n not in kernel.constexpr_names]
@@ -94,7 +95,7 @@ def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, option
     arg_types = [_argument_type(kernel, name, value, specialization) for name, value in zip(runtime, args)]
     func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"],
                            options["maxnreg"])
-    compiled = compile_function(func, target)
+    compiled = compile_function(func, target, instrument=instrument)
     if "cubin" in compiled.asm and shutil.which("cuobjdump"):
         compiled.asm["sass"] = _disassemble(compiled.asm["cubin"])
     return compiled

@@ -58,6 +58,7 @@ from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
 from .gpu import launch_on_gpu, signature_and_raw
+from .timeline import active_recorder
 
 __all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
@@ -77,7 +78,8 @@ def interpreting() -> bool:
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
     """Run ``kernel`` over ``grid`` with ``args``/``kwargs`` (see the module docstring)."""
-    if _GPU_FOUND and type(grid) is tuple and not interpreting() and _launch_fast(kernel, grid, args, kwargs):
+    if _GPU_FOUND and type(grid) is tuple and not interpreting() and active_recorder() is None and \
+            _launch_fast(kernel, grid, args, kwargs):
         return
     call_key = (len(args), tuple(kwargs))
     all_values = args + tuple(kwargs.values())
@@ -105,7 +107,8 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
                               _do_not_specialize(kernel), options["maxnreg"], options["num_ctas"])
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
-    _remember_call(kernel, call_key, all_values, runtime, entry)
+    if active_recorder() is None:  # an instrumented build never serves the fast path
+        _remember_call(kernel, call_key, all_values, runtime, entry)
 
 
 # ------------------------------------------------------------------ the fast GPU path

@@ -213,6 +213,16 @@ def _load_captures(ctx: KernelLowering, chain: lir.IRBuilder, captures: List[Val
     return loaded
 
 
+def _lower_partition(ctx: KernelLowering, op: Operation, region):
+    """Lower one partition's region, between measured-timeline anchors when instrumented."""
+    if ctx.instrumentation is not None:
+        ctx.instrumentation.anchor(ctx.builder, "partition.start", op)
+    terminator = lower_block(ctx, region)
+    if ctx.instrumentation is not None:
+        ctx.instrumentation.anchor(ctx.builder, "partition.end", op)
+    return terminator
+
+
 @lowering("warp_specialize")
 def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
     ws: _WarpSpecialization = ctx.warp_specialization
@@ -226,7 +236,7 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
     _fork_join(ctx.builder, threads)
     outer_scratch = ctx.scratch_bytes
     ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = capture_bytes, 0, False
-    terminator = lower_block(ctx, op.regions[0])
+    terminator = _lower_partition(ctx, op, op.regions[0])
     for result, value in zip(op.results, terminator.operands):
         ctx.set(result, ctx.get(value))
     ctx.builder.debug_metadata = debug
@@ -252,7 +262,7 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
             ctx._thread_parts = {}
             ctx.sync_group = (FIRST_WORKER_BARRIER + i, 32 * count)
             ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = cursor, 0, False
-            lower_block(ctx, region)
+            _lower_partition(ctx, op, region)
             cursor += -(-ctx.scratch_bytes // 16) * 16
             ctx.builder.branch(join)
     finally:

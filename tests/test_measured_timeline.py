@@ -1,0 +1,160 @@
+"""Measured timelines: the compiler's instrumentation (lower/instrument.py) and the runtime's
+decoding (runtime/timeline.py) on the CPU; the instrumented launch on the GPU (``gpu`` marker)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import gluonkit.language as gl
+from gluonkit import ir
+from gluonkit.ir import TensorDescType
+from gluonkit.lower.backend.ptxas import find_ptxas
+from gluonkit.lower.instrument import SMID_SHIFT, VALID, timeline_capacity
+from gluonkit.runtime.driver import has_gpu
+from gluonkit.runtime.timeline import MeasuredTimeline, measure
+from interpreting import interpreter_on
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from warp_specialized import producer_consumer, ws_gemm  # noqa: E402
+
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+
+
+def _ws_gemm(target: str, instrument):
+    BM, BN, BK = 128, 256, 64
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    bf16 = ir.bfloat16
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1], instr_shape=[16, BN, 16])
+    return ws_gemm.ws_gemm_kernel.compile(
+        TensorDescType((BM, BK), bf16, nvmma([BM, BK], bf16)), TensorDescType((BK, BN), bf16, nvmma([BK, BN], bf16)),
+        TensorDescType((BM, BN // 2), bf16, nvmma([BM, BN // 2], bf16)), "i32", "i32", "i32",
+        STAGES=4, GROUP_M=16, EPILOGUE_SPLIT=2, acc_layout=acc, PRODUCER_REGS=24, num_warps=8, target=target,
+        instrument=instrument)
+
+
+@needs_ptxas
+def test_instrumented_ws_gemm_assembles_and_names_its_pipeline_events():
+    plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", True)
+    assert "%globaltimer" not in plain.asm["ptx"] and "timeline" not in plain.metadata
+    assert "%globaltimer" in timed.asm["ptx"] and ".global .align 8 .u64 gluonkit_timeline" in timed.asm["ptx"]
+    assert timed.metadata["spill_stores"] == 0
+    assert timed.metadata["registers"] <= plain.metadata["registers"] + 8
+    events = timed.metadata["timeline"]["events"]
+    kinds = {(e["kind"], e["phase"]) for e in events}
+    assert {("mbarrier.wait", "begin"), ("mbarrier.wait", "end"), ("tma.load", "instant"), ("wgmma", "instant"),
+            ("mbarrier.arrive", "instant"), ("tma.store", "instant"), ("kernel.start", "instant")} <= kinds
+    producer_wait = next(e for e in events if e["kind"] == "mbarrier.wait" and "empty.index" in e["text"])
+    assert producer_wait["location"].endswith("ws_gemm.py:" + producer_wait["location"].rsplit(":", 1)[1])
+    assert producer_wait["text"].startswith("mbarrier.wait(empty.index(stage)")
+
+
+@needs_ptxas
+def test_instrumented_producer_consumer_assembles_for_blackwell():
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    compiled = producer_consumer.producer_consumer_kernel.compile(
+        TensorDescType((64, 128), ir.float16, nvmma([64, 128], ir.float16)),
+        TensorDescType((64, 128), ir.float32, nvmma([64, 128], ir.float32)), "i32", STAGES=3, num_warps=4,
+        target="sm_100a", instrument=512)
+    assert compiled.asm["cubin"][:4] == b"\x7fELF" and "%globaltimer" in compiled.asm["ptx"]
+    assert compiled.metadata["timeline"]["capacity"] == 512
+    assert {e["kind"] for e in compiled.metadata["timeline"]["events"]} >= {"tma.load", "tma.store", "mbarrier.wait"}
+
+
+def test_capacity_option_is_checked():
+    assert timeline_capacity(True) > 0 and timeline_capacity(False) == 0 and timeline_capacity(4096) == 4096
+    with pytest.raises(ValueError, match="events per warp"):
+        timeline_capacity(-3)
+
+
+def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
+    """A compiled kernel's metadata and an event buffer holding ``rows[(cta, warp)] = [(ns, cycles, event)]``
+    (``ns`` 0 for an event that is not an anchor)."""
+    raw = np.zeros((len({c for c, _ in rows}) or 1, warps_per_cta, capacity),
+                   np.dtype([("globaltimer", "<u8"), ("clock", "<u4"), ("tag", "<u4")]))
+    for (cta, warp), entries in rows.items():
+        for slot, (ns, cycles, event) in enumerate(entries):
+            raw[cta, warp, slot] = (ns, cycles, event | (7 + cta) << SMID_SHIFT | VALID)
+    metadata = {"timeline": {"events": table, "capacity": capacity}, "num_threads": 32 * warps_per_cta,
+                "partitions": list(partitions)}
+    return metadata, raw.view(np.uint8).reshape(-1)
+
+
+TABLE = [
+    {"kind": "kernel.start", "phase": "instant", "op": "x", "location": "k.py:1", "text": "a"},
+    {"kind": "mbarrier.wait", "phase": "begin", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
+    {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
+    {"kind": "tma.load", "phase": "instant", "op": "async_tma_copy_global_to_shared", "location": "k.py:3",
+     "text": "load"},
+]
+
+
+def test_decoding_places_events_by_globaltimer_and_clock_and_names_partitions():
+    # Two warps of one CTA at 2 cycles per ns: warp 1 starts 100 ns after warp 0.
+    rows = {(0, 0): [(1000, 50, 0), (0, 70, 1), (0, 1050, 2), (1600, 1250, 3)],
+            (0, 1): [(1100, 9, 0), (1200, 209, 3)]}
+    metadata, raw = _synthetic(TABLE, rows, 2, 8,
+                               [{"partition": "default", "first_warp": 0, "num_warps": 1},
+                                {"partition": "worker 0", "first_warp": 1, "num_warps": 1}])
+    tl = MeasuredTimeline.decode("k", (1,), metadata, raw)
+    assert tl.clock_ghz == pytest.approx((1200 + 200) / (600 + 100))
+    w0, w1 = tl.warps
+    assert (w0.sm, w1.sm) == (7, 7) and not tl.dropped
+    np.testing.assert_allclose(w0.times, [0, 20 / tl.clock_ghz, 1000 / tl.clock_ghz, 1200 / tl.clock_ghz])
+    np.testing.assert_allclose(w1.times, [100, 100 + 200 / tl.clock_ghz])
+    events = tl.chrome_events(unit_ns=1.0)
+    names = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert names == {"warp 0 (default)", "warp 1 (worker 0)"}
+    waits = [e for e in events if e.get("name") == "mbarrier.wait"]
+    assert [e["ph"] for e in waits] == ["B", "E"] and waits[0]["args"]["location"] == "k.py:2"
+    summary = tl.summary()
+    assert summary["default"]["mbarrier.wait"] == pytest.approx(980 / tl.clock_ghz)
+    assert "<svg" in tl.svg(ctas=[0]) and "mbarrier.wait" in tl.svg(ctas=[0])
+
+
+def test_a_full_row_is_reported_as_dropped_events(tmp_path):
+    rows = {(0, 0): [(10 + i if i in (0, 3) else 0, i, 3) for i in range(4)]}
+    metadata, raw = _synthetic(TABLE, rows, 1, 4)
+    tl = MeasuredTimeline.decode("k", (1,), metadata, raw)
+    assert tl.dropped
+    path = tmp_path / "t.json"
+    tl.save_chrome(str(path))
+    assert len(json.loads(path.read_text())["traceEvents"]) == 3 + 4
+
+
+def test_measure_refuses_the_interpreter_with_a_pointer_to_its_own_traces():
+    x = np.random.default_rng(1).standard_normal((128, 32)).astype(np.float16)
+    y = np.full((128, 32), np.nan, np.float32)
+    x_desc, y_desc = producer_consumer.descriptors(x, y, 64)
+    with interpreter_on(), pytest.raises(RuntimeError, match="interpret.trace"):
+        measure(producer_consumer.producer_consumer_kernel, (1,), x_desc, y_desc, 128, STAGES=2, num_warps=4)
+    assert np.abs(y - producer_consumer.reference(x)).max() < 1e-5  # the launch itself ran
+
+
+# ---------------------------------------------------------------------------- on the GPU
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+def test_measured_producer_consumer_has_every_partitions_events_and_a_correct_result():
+    torch = pytest.importorskip("torch")
+    M, N = 4096, 128
+    x = torch.randn(M, N, device="cuda").half()
+    y = torch.full((M, N), float("nan"), device="cuda")
+    x_desc, y_desc = producer_consumer.descriptors(x, y, 64)
+    tl = measure(producer_consumer.producer_consumer_kernel, (8,), x_desc, y_desc, M, STAGES=3, num_warps=4)
+    torch.cuda.synchronize()
+    assert torch.allclose(y, x.float() * x.float() + 1)
+    assert {w.cta for w in tl.warps} == set(range(8)) and not tl.dropped
+    parts = {tl.partition_of(w.warp) for w in tl.warps}
+    assert parts == {"default", "worker 0"}, parts
+    assert 0.5 < tl.clock_ghz < 3.0
+    for w in tl.warps:
+        assert np.all(np.diff(w.times) >= 0) and 0 <= w.sm < 256
+        kinds = [tl.table[int(e)]["kind"] for e in w.events]
+        assert kinds[0] in ("kernel.start", "partition.start")
+        assert kinds.count("mbarrier.wait") % 2 == 0
+    loads = [tl.table[int(e)] for w in tl.warps for e in w.events if tl.table[int(e)]["kind"] == "tma.load"]
+    assert len(loads) == M // 64  # one TMA load per row tile, issued by the load partition
