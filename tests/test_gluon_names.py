@@ -63,6 +63,8 @@ EXCEPTIONS = {
     ("language", "block_type"): _IR_TYPE + ": block_type(shape, element), what desc.block_type answers",
     ("language", "distributed_type"): _IR_TYPE,
     ("language", "shared_memory_descriptor_type"): _IR_TYPE,
+    ("language.nvidia.blackwell", "tensor_memory_descriptor"): _MADE_BY_GLUONKIT,
+    ("language.nvidia.blackwell", "tensor_memory_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.blackwell.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_im2col_type"): _IR_TYPE,

@@ -150,6 +150,21 @@ _CATALOGUE = [
           "The same buffer seen with another shape (row-major, same number of elements)."),
     OpDef("memdesc_reinterpret", "smem", (), "", "!smem",
           "The same bytes seen with the result type's element type, shape and layout."),
+    # -- Blackwell tensor memory (see gluonkit.ir.tmem) ------------------------------------
+    OpDef("tmem_alloc", "[value]", (), "", "!tmem",
+          "A tensor-memory buffer of the result type (its columns come from the kernel's column plan), "
+          "initialized from the optional tensor."),
+    OpDef("tmem_load", "tmem", ("red", "abs", "propagate_nan"), "", "tensor[, tensor]",
+          "tcgen05.ld of a 2-D view into the result's register layout; with red 'min'/'max' also the "
+          "row-wise reduction along dim 1 (of |x| when abs) as a second, 1-D result."),
+    OpDef("tmem_store", "tmem, value, pred", (), "", "none",
+          "tcgen05.st of a distributed tensor of the view's shape and type, skipped when pred is false."),
+    OpDef("tmem_index", "tmem, index", (), "", "!tmem",
+          "The index-th tile along the leading stage dimension (a runtime int32 scalar)."),
+    OpDef("tmem_slice", "tmem", ("start", "length", "dim"), "", "!tmem",
+          "The elements start … start+length-1 along tile dimension dim."),
+    OpDef("tmem_reinterpret", "tmem", (), "", "!tmem",
+          "The same columns seen with the result type's element type, shape and layout."),
     # -- synchronization -------------------------------------------------------------------
     OpDef("mbarrier_init", "bar", ("count",), "", "none",
           "Initializes the mbarrier: phase 0, expecting ``count`` arrivals."),
