@@ -65,6 +65,8 @@ EXCEPTIONS = {
     ("language", "shared_memory_descriptor_type"): _IR_TYPE,
     ("language.nvidia.blackwell", "tensor_memory_descriptor"): _MADE_BY_GLUONKIT,
     ("language.nvidia.blackwell", "tensor_memory_descriptor_type"): _IR_TYPE,
+    ("language.nvidia.rubin", "tensor_memory_descriptor"): _MADE_BY_GLUONKIT,
+    ("language.nvidia.rubin", "tensor_memory_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.blackwell.tma", "tensor_descriptor_type"): _IR_TYPE,
     ("language.nvidia.hopper.tma", "tensor_descriptor_im2col_type"): _IR_TYPE,

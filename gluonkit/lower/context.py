@@ -82,6 +82,8 @@ class KernelLowering:
         self.sync_group: Tuple[int, object] = (0, None)
         self.scratch_offset = 0
         self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
+        self.tmem = None  # the kernel's tensor-memory allocation, in kernels that use it (nvidia/tmem.py)
+        self.before_return: List = []  # callables(ctx) that emit code before the kernel's ``ret``
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

@@ -152,4 +152,6 @@ def _region_terminator(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("return")
 def _return(ctx: KernelLowering, op: Operation) -> None:
+    for emit in ctx.before_return:
+        emit(ctx)
     ctx.builder.ret_void()
