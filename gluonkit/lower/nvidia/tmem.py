@@ -150,6 +150,7 @@ class _Instruction:
 @dataclass(frozen=True)
 class _Plan:
     pack: int  # elements per 32-bit register word
+    pairs: bool  # unpacked 16-bit elements of two adjacent columns per register (.pack::16b / .unpack::16b)
     instructions: Tuple[_Instruction, ...]
     warp_bases: Tuple[int, ...]  # per warp bit: lane << 16 | column
     num_words: int
@@ -170,22 +171,27 @@ def _plan(op: Operation, view, tensor_type, reg_ll) -> _Plan:
     pack = 1
     while pack < per_column and len(regs) > log2_exact(pack) and regs[log2_exact(pack)] == [0, pack]:
         pack *= 2
+    col_bases = view.layout.to_linear_layout(list(view.alloc_shape[-2:])).bases["col"]
+    low_slots_unused = all(v == [0, 0] for v in col_bases[:log2_exact(per_column)])
+    # Unpacked 16-bit elements (one per column): a register holds two adjacent columns (.pack::16b).
+    pairs = bits == 16 and pack == 1 and low_slots_unused and bool(regs) and regs[0] == [0, 2]
+    if pairs:
+        pack = 2
     k = log2_exact(pack)
-    if per_column > 1 and pack not in (1, per_column):
+    if per_column > 1 and pack not in (1, per_column) and not pairs:
         _fail(op, f"the register layout packs {pack} of the {per_column} {bits}-bit elements of a TMEM column")
-    if per_column > 1 and pack == 1:
-        tile_cols = view.layout.to_linear_layout(list(view.alloc_shape[-2:])).bases["col"]
-        if any(v != [0, 0] for v in tile_cols[:log2_exact(per_column)]):
-            _fail(op, f"the register layout holds one {bits}-bit element per register but the TMEM layout packs "
-                      f"{per_column} per column; use desc.get_reg_layout()")
+    if per_column > 1 and pack == 1 and not low_slots_unused:
+        _fail(op, f"the register layout holds one {bits}-bit element per register but the TMEM layout packs "
+                  f"{per_column} per column; use desc.get_reg_layout()")
+    unit = 2 if pairs else 1  # TMEM columns per word column
     words = {}
     for dim, vs in (("register", regs[k:]), ("lane", cells["lane"]), ("warp", cells["warp"])):
         out = []
         for row, slot in vs:
-            if slot % per_column:
+            if slot % (per_column * unit):
                 _fail(op, f"the register layout's {dim} bases split a 32-bit TMEM column between threads "
                           f"({cells}); use desc.get_reg_layout()")
-            out.append([row, slot // per_column])
+            out.append([row, slot // (per_column * unit)])
         words[dim] = out
     shape, atom_regs, tile_cols, half_split = _match_atom(op, words["lane"], words["register"])
     rest = words["register"][atom_regs:]
@@ -203,9 +209,9 @@ def _plan(op: Operation, view, tensor_type, reg_ll) -> _Plan:
                 row ^= r
                 col ^= c
         instructions.append(_Instruction(shape, 1 << repeat, combo * per_instruction, per_instruction,
-                                         row << 16 | col, half_split))
-    warp_bases = tuple(r << 16 | c for r, c in words["warp"])
-    return _Plan(pack, tuple(instructions), warp_bases, per_instruction << len(others))
+                                         row << 16 | col * unit, half_split * unit))
+    warp_bases = tuple(r << 16 | c * unit for r, c in words["warp"])
+    return _Plan(pack, pairs, tuple(instructions), warp_bases, per_instruction << len(others))
 
 
 def _match_atom(op: Operation, lanes, regs):
@@ -236,8 +242,9 @@ def _addresses(ctx: KernelLowering, address: TmemAddress, plan: _Plan) -> List[l
     return [b.add(address.value, b.xor(warp, I32(ins.offset))) for ins in plan.instructions]
 
 
-def _suffix(ins: _Instruction) -> str:
-    return f"{ins.shape}.x{ins.repeat}.b32"
+def _suffix(ins: _Instruction, plan: _Plan, load: bool) -> str:
+    pairs = (".pack::16b" if load else ".unpack::16b") if plan.pairs else ""
+    return f"{ins.shape}.x{ins.repeat}{pairs}.b32"
 
 
 def _operands(first: int, count: int) -> str:
@@ -254,7 +261,7 @@ def _tmem_load(ctx: KernelLowering, op: Operation) -> None:
     for ins, taddr in zip(plan.instructions, _addresses(ctx, ctx.get(op.operands[0]), plan)):
         n = ins.words
         split = f", {ins.half_split}" if ins.shape == "16x32bx2" else ""
-        text = f"tcgen05.ld.sync.aligned.{_suffix(ins)} {_operands(0, n)}, [${n}]{split};"
+        text = f"tcgen05.ld.sync.aligned.{_suffix(ins, plan, True)} {_operands(0, n)}, [${n}]{split};"
         ret = lir.LiteralStructType([I32] * n) if n > 1 else I32
         out = b.asm(lir.FunctionType(ret, [I32]), text, ",".join(["=r"] * n + ["r"]), [taddr], side_effect=True)
         words += [b.extract_value(out, i) for i in range(n)] if n > 1 else [out]
@@ -322,7 +329,7 @@ def _store(ctx: KernelLowering, op: Operation, address: TmemAddress, view, value
     for ins, taddr in zip(plan.instructions, _addresses(ctx, address, plan)):
         n = ins.words
         split = f", {ins.half_split}" if ins.shape == "16x32bx2" else ""
-        body = f"tcgen05.st.sync.aligned.{_suffix(ins)} [$0]{split}, {_operands(1, n)};"
+        body = f"tcgen05.st.sync.aligned.{_suffix(ins, plan, False)} [$0]{split}, {_operands(1, n)};"
         if pred is not None:
             body = f"{{ .reg .pred p; setp.ne.b32 p, ${n + 1}, 0; @p {body} }}"
         emit_ptx(b, body, ",".join(["r"] * (n + 1 + len(inputs_pred))),
