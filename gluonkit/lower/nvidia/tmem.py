@@ -16,7 +16,7 @@ grouped into 32-bit words (``32 / bits`` packed elements per register, or one un
 element in the low bits of a column), then matched with a ``tcgen05`` shape: the lane (and
 first register) bases must be those of ``32x32b``, ``16x64b``, ``16x128b``, ``16x256b``, or of
 ``16x32bx2`` (lanes 16..31 reach the columns at the immediate offset); the next register
-bases that walk on by whole atoms become ``.xN`` (at most 128 registers per instruction);
+bases that walk on by whole atoms become ``.xN`` (at most 64 registers per instruction);
 any further register bases repeat the instruction at constant offsets, and warp bases add
 a runtime offset.  All loads end with one ``tcgen05.wait::ld`` that the loaded registers
 pass through (so nothing reads them earlier), all stores with ``tcgen05.wait::st``.
@@ -41,7 +41,9 @@ from ..registry import lowering
 
 __all__ = ["TmemAddress", "prepare", "MAX_REGISTERS_PER_INSTRUCTION"]
 
-MAX_REGISTERS_PER_INSTRUCTION = 128  # the largest .num of every tcgen05.ld/st shape moves 128 registers
+# Registers one tcgen05.ld/st moves at most: the PTX ISA allows 128; Triton 3.9 splits at 64 (bounding the
+# registers in flight), and so does gluonkit, to emit the same instructions.
+MAX_REGISTERS_PER_INSTRUCTION = 64
 _SHARED = 3
 _TMEM_OPS = ("tmem_alloc", "tmem_load", "tmem_store", "tmem_index", "tmem_slice", "tmem_reinterpret")
 
