@@ -37,6 +37,7 @@ from triton.experimental.gluon import language as tr_gl  # noqa: E402
 from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
 from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell  # noqa: E402
 
+import tcgen05_kernels  # noqa: E402
 import tmem_kernels  # noqa: E402
 
 # gluonkit's instructions that Triton 3.9 does not emit, and why.
@@ -70,6 +71,18 @@ def _round_trip(dtype, m, n, col_stride, variant, num_warps=4):
                 lambda bw: {"M": m, "N": n, "tmem_layout": layout(bw), "variant": variant}, num_warps)
 
 
+def _mma(dtype, m, n, k, b_kmajor, acc=False):
+    return Case(f"mma-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}{'-acc' if acc else ''}",
+                tcgen05_kernels.mma_source, {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32"},
+                lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor, "ACC": acc})
+
+
+MMA_KERNELS = [
+    _mma("fp16", 128, 64, 64, False), _mma("fp16", 128, 64, 64, True), _mma("bf16", 128, 64, 64, True, acc=True),
+    _mma("fp16", 128, 256, 32, False), _mma("fp16", 64, 64, 64, True), _mma("fp32", 128, 64, 32, True),
+    _mma("fp8e4nv", 128, 64, 64, True), _mma("fp8e5", 128, 32, 128, True),
+]
+
 KERNELS = [
     *(_round_trip("fp32", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
     *(_round_trip("fp16", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
@@ -83,6 +96,7 @@ KERNELS = [
          lambda bw: {"M": 128, "N": 64, "tmem_layout": bw.TensorMemoryLayout((128, 64), col_stride=1)},
          explained={"tcgen05.wait::ld.sync.aligned": "gluonkit waits at the end of each load (2); Triton 3.9 "
                                                      "defers the wait to the first use and covers both loads (1)"}),
+    *MMA_KERNELS,
 ]
 
 
@@ -120,3 +134,40 @@ def _gluonkit_ptx(case: Case) -> str:
 def test_tcgen05_instructions_match_triton(case):
     ours, theirs = _tcgen05(_gluonkit_ptx(case), case.explained), _tcgen05(_triton_ptx(case), case.explained)
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
+
+
+def _constant(ptx: str, register: str) -> int:
+    """The immediate a 32-bit register is set to (``mov.b32 reg, imm``)."""
+    return int(re.search(rf"mov\.(?:b|u|s)32\s+{re.escape(register)}, (-?\d+);", ptx).group(1)) & 0xFFFFFFFF
+
+
+def _descriptor_fields(ptx: str, register: str) -> int:
+    """A matrix descriptor register's fields other than the start address (bits 14-63).
+
+    gluonkit forms it as ``or.b64 reg, start, imm`` (K steps ``add.s64``); Triton 3.9 as
+    ``mov.b64 reg, {lo, hi}``, ``hi`` a ``mov.b32`` immediate and ``lo`` the start, or-ed (or
+    added) with the leading byte offset field when there is one.
+    """
+    r = re.escape(register)
+    found = re.search(rf"(?:or\.b64|add\.s64)\s+{r}, %rd\d+, (-?\d+);", ptx)
+    if found:
+        return int(found.group(1)) & ~0x3FFF & (1 << 64) - 1
+    lo, hi = re.search(rf"mov\.b64\s+{r}, \{{(%r\d+), (%r\d+)\}};", ptx).groups()
+    low = re.search(rf"(?:or\.b32|add\.s32)\s+{re.escape(lo)}, %r\d+, (-?\d+);", ptx)
+    return _constant(ptx, hi) << 32 | (int(low.group(1)) & ~0x3FFF & 0xFFFFFFFF if low else 0)
+
+
+def _mma_words(ptx: str) -> Counter:
+    """Each tcgen05.mma's (kind, instruction descriptor, A and B descriptor high words), counted."""
+    found = Counter()
+    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\w+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+)", ptx):
+        kind, a, b, idesc = m.groups()
+        found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("case", MMA_KERNELS, ids=lambda c: c.name)
+def test_mma_descriptors_match_triton(case):
+    """The instruction descriptor and the matrix descriptors' fixed fields agree bit for bit."""
+    ours, theirs = _mma_words(_gluonkit_ptx(case)), _mma_words(_triton_ptx(case))
+    assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"

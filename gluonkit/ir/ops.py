@@ -165,6 +165,14 @@ _CATALOGUE = [
           "The elements start … start+length-1 along tile dimension dim."),
     OpDef("tmem_reinterpret", "tmem", (), "", "!tmem",
           "The same columns seen with the result type's element type, shape and layout."),
+    OpDef("tcgen05_mma", "a, b, acc, use_acc, pred, bar…, bar_pred…", ("num_barriers", "is_async"), "", "none",
+          "Where pred holds, starts acc = a @ b (+ acc where use_acc) on the tensor cores: a (M x K) in "
+          "shared memory, b (K x N) in shared memory, acc (M x N) in tensor memory, mutated.  With "
+          "is_async it runs in the background and commits once to each of its num_barriers barriers whose "
+          "bar_pred holds (a later tcgen05_commit covers it too); without, it is complete when the op returns."),
+    OpDef("tcgen05_commit", "bar, pred", (), "", "none",
+          "Where pred holds, arrives once on the mbarrier when every tcgen05 MMA this thread issued before "
+          "it has completed (tcgen05.commit)."),
     # -- synchronization -------------------------------------------------------------------
     OpDef("mbarrier_init", "bar", ("count",), "", "none",
           "Initializes the mbarrier: phase 0, expecting ``count`` arrivals."),
