@@ -1,0 +1,62 @@
+"""The persistent Blackwell GEMM example: the interpreter against float64 numpy at ragged sizes
+(protocol checked: stages, accumulator, commits), its planted protocol bugs, and ptxas for sm_100a."""
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gluonkit.language as gl
+from gluonkit import ir
+from gluonkit.interpret import InterpreterError
+from gluonkit.ir.types import TensorDescType
+from kernel_checks import needs_ptxas
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm"))
+
+import blackwell_gemm  # noqa: E402
+import persistent_gemm  # noqa: E402
+
+_OUT = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+
+
+@pytest.mark.parametrize("M, N, K, BN, out, split, activation, programs", [
+    (200, 136, 96, 64, "float32", 1, None, 4),     # ragged M and N: TMA zero fill and clipped stores
+    (130, 72, 200, 64, "float16", 2, "relu", 3),   # split epilogue, activation, ragged K, tiles per program
+    (64, 64, 32, 64, "bfloat16", 1, None, 1),      # one tile, one K step (fewer steps than stages)
+])
+def test_blackwell_gemm_in_the_interpreter(monkeypatch, M, N, K, BN, out, split, activation, programs):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, _OUT[out])
+    blackwell_gemm.gemm(a, b, c, BM=128, BN=BN, BK=32, STAGES=3, EPILOGUE_SPLIT=split,
+                        activation=persistent_gemm.relu if activation else None, num_programs=programs)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if activation:
+        ref = np.maximum(ref, 0.0)
+    tolerance = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}[out]
+    assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < tolerance
+
+
+@needs_ptxas
+@pytest.mark.parametrize("BN, split, out", [(256, 4, ir.float16), (128, 2, ir.float32)])
+def test_blackwell_gemm_compiles_for_sm_100a(BN, split, out):
+    BM, BK = 128, 64
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    c_block = (BM, BN // split)
+    compiled = blackwell_gemm.blackwell_gemm_kernel.compile(
+        TensorDescType((BM, BK), ir.float16, nvmma([BM, BK], ir.float16)),
+        TensorDescType((BK, BN), ir.float16, nvmma([BK, BN], ir.float16)),
+        TensorDescType(c_block, out, nvmma(list(c_block), out)), "i32", "i32", "i32",
+        STAGES=3, GROUP_M=8, EPILOGUE_SPLIT=split, ACTIVATION=persistent_gemm.relu, num_warps=4, target="sm_100a")
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"]
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == BK // 16
+    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 2
+    assert f"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r" in ptx and f", {BN};" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert compiled.metadata["spill_stores"] == 0
