@@ -57,8 +57,41 @@ def mma_source(gl, blackwell):
     return mma
 
 
+def sync_mma_source(gl, blackwell):
+    """``c = a @ b @ b`` with two synchronous tcgen05_mma (no mbarriers), the second reading the first's result.
+
+    The first product goes TMEM -> registers -> shared memory and is the A of the second, so
+    the second MMA must see the first complete.  ``a`` is
+    ``[M, K]``, ``b`` is ``[K, K]``.
+    """
+
+    def sync_mma(a_ptr, b_ptr, c_ptr, M: gl.constexpr, K: gl.constexpr):
+        blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+        rm = gl.arange(0, M, gl.SliceLayout(1, blk))
+        rk = gl.arange(0, K, gl.SliceLayout(1, blk))
+        ck = gl.arange(0, K, gl.SliceLayout(0, blk))
+        a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M, K], gl.float16)
+        b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, K], gl.float16)
+        a_smem = gl.allocate_shared_memory(gl.float16, [M, K], a_layout, gl.load(a_ptr + rm[:, None] * K + ck[None, :]))
+        b_smem = gl.allocate_shared_memory(gl.float16, [K, K], b_layout, gl.load(b_ptr + rk[:, None] * K + ck[None, :]))
+        acc = blackwell.allocate_tensor_memory(gl.float32, [M, K], blackwell.TensorMemoryLayout([M, K], col_stride=1))
+        blackwell.fence_async_shared()
+        blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=False)
+        reg: gl.constexpr = acc.get_reg_layout()
+        ab = acc.load(reg).to(gl.float16)
+        ab_smem = gl.allocate_shared_memory(gl.float16, [M, K], a_layout, ab)
+        blackwell.fence_async_shared()
+        blackwell.tcgen05_mma(ab_smem, b_smem, acc, use_acc=False)
+        rows = gl.arange(0, M, gl.SliceLayout(1, reg))
+        cols = gl.arange(0, K, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * K + cols[None, :], acc.load(reg))
+
+    return sync_mma
+
+
 def _jit(source):
     return gluonkit.jit(source(gluonkit_gl, gluonkit_blackwell))
 
 
 mma = _jit(mma_source)
+sync_mma = _jit(sync_mma_source)

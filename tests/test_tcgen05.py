@@ -18,7 +18,7 @@ from gluonkit.language.nvidia.blackwell import (TensorMemoryLayout, allocate_ten
                                                 mbarrier, tcgen05_commit, tcgen05_mma, tcgen05_mma_barrier_count)
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
-from tcgen05_kernels import mma
+from tcgen05_kernels import mma, sync_mma
 
 _TF32 = np.uint32(0xFFFFE000)
 DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp32": np.float32, "fp8e4nv": ml_dtypes.float8_e4m3fn}
@@ -48,6 +48,24 @@ def test_mma_matches_float64(name, m, n, k, b_kmajor, acc):
                        num_warps=4)
     ref = (_exact(a) @ _exact(b) + (c0 if acc else 0)).astype(np.float32)
     np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-5)
+
+
+def test_synchronous_mmas_complete_before_returning():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 32)).astype(np.float16)
+    b = (rng.standard_normal((32, 32)) / 4).astype(np.float16)
+    c = np.zeros((128, 32), np.float32)
+    launch_interpreted(sync_mma, (1,), a, b, c, 128, 32, num_warps=4)
+    ab = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32).astype(np.float16)
+    np.testing.assert_allclose(c, ab.astype(np.float64) @ b.astype(np.float64), rtol=1e-6, atol=1e-5)
+
+
+@needs_ptxas
+def test_ptxas_accepts_synchronous_mmas():
+    ptx = sync_mma.compile("*fp16:16", "*fp16:16", "*fp32:16", target="sm_100a", num_warps=4, M=128,
+                           K=32).asm["ptx"]
+    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 2
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
 
 
 # ------------------------------------------------------------------ planted bugs

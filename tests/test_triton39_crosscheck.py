@@ -81,6 +81,12 @@ MMA_KERNELS = [
     _mma("fp16", 128, 64, 64, False), _mma("fp16", 128, 64, 64, True), _mma("bf16", 128, 64, 64, True, acc=True),
     _mma("fp16", 128, 256, 32, False), _mma("fp16", 64, 64, 64, True), _mma("fp32", 128, 64, 32, True),
     _mma("fp8e4nv", 128, 64, 64, True), _mma("fp8e5", 128, 32, 128, True),
+    Case("sync_mma", tcgen05_kernels.sync_mma_source, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"},
+         lambda bw: {"M": 128, "K": 32},
+         explained={"tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64":
+                    "a synchronous tcgen05_mma (mbarriers=None): gluonkit commits it to a private mbarrier and waits, "
+                    "since the PTX ISA orders tcgen05.ld after an MMA only through a commit; Triton 3.9 emits "
+                    "neither commit nor wait"}),
 ]
 
 KERNELS = [
