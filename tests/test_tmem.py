@@ -18,13 +18,12 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.interpret import InterpreterError
-from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory
+from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, TensorMemoryScalesLayout, allocate_tensor_memory
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
 from tmem_kernels import round_trip, row_max, staged_slices
 
 VARIANTS = ["32x32b", "16x64b", "16x128b", "16x256b"]
-DTYPES = {"fp32": (np.float32, gl.float32), "fp16": (np.float16, gl.float16), "bf16": (np.uint16, gl.bfloat16)}
 # (name, layout, M, N, element)
 CASES = [
     ("fp32", TensorMemoryLayout([128, 64], 1), 128, 64),
@@ -32,18 +31,21 @@ CASES = [
     ("fp16_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
     ("bf16_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
     ("fp16_col_stride2", TensorMemoryLayout([128, 64], 2), 128, 64),
+    ("fp8_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
 ]
 
 
 def _random(name, shape, rng):
     if name.startswith("bf16"):
         return rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+    if name.startswith("fp8"):
+        return rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn)
     dtype = np.float16 if name.startswith("fp16") else np.float32
     return rng.standard_normal(shape).astype(dtype)
 
 
 def _ptr(name):
-    return {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[name.split("_")[0]]
+    return {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16", "fp8": "*fp8e4nv"}[name.split("_")[0]]
 
 
 def _no_register_layout(error: CompilationError) -> bool:
@@ -62,6 +64,14 @@ def test_round_trip_is_bit_identical(name, layout, M, N, variant):
         assert _no_register_layout(e), str(e)
         return
     assert np.array_equal(x.view(np.uint8), y.view(np.uint8))
+
+
+def test_scales_layout_round_trip_writes_every_lane_quarter():
+    """TensorMemoryScalesLayout repeats rows 0..31 in each lane quarter: each warp stores and loads its own copy."""
+    x = np.random.default_rng(4).integers(0, 256, (128, 4)).astype(np.uint8)
+    y = np.zeros_like(x)
+    launch_interpreted(round_trip, (1,), x, y, 128, 4, TensorMemoryScalesLayout(), "32x32b", num_warps=4)
+    assert np.array_equal(x, y)
 
 
 @pytest.mark.parametrize("num_warps", [4, 8])
