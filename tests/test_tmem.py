@@ -9,6 +9,7 @@ is for a Blackwell GPU; ``tests/test_triton39_crosscheck.py`` compares the PTX w
 from __future__ import annotations
 
 import re
+import types
 
 import ml_dtypes
 import numpy as np
@@ -16,8 +17,12 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit import CompilationError
+from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
+from gluonkit.interpret.nvidia import tmem as itmem
+from gluonkit.interpret.values import to_logical
+from gluonkit.ir.tmem import TMEM_COLUMNS
+from gluonkit.layouts.tmem import TMEM_ROWS
 from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, TensorMemoryScalesLayout, allocate_tensor_memory
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
@@ -213,3 +218,24 @@ def test_ptxas_accepts_slices_stages_and_load_max():
     ptx = row_max.compile("*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
                           ABS=True).asm["ptx"]
     assert "max.f32" in ptx or "max.NaN.f32" in ptx
+
+
+# ------------------------------------------------- whole-view access (for tcgen05 ops)
+@pytest.mark.parametrize("layout,dtype", [(TensorMemoryLayout([128, 64], 1), np.float32),
+                                          (TensorMemoryLayout([64, 64], 1), np.float32),
+                                          (TensorMemoryLayout([128, 64], 1), np.float16),
+                                          (TensorMemoryLayout([128, 64], 2), np.float16)])
+def test_write_tile_places_elements_where_tcgen05_ld_finds_them(layout, dtype):
+    """write_tile (what an MMA's accumulator update uses) and tcgen05.ld agree on every element's cell."""
+    element = {np.float32: ir.float32, np.float16: ir.float16}[dtype]
+    ty = ir.TensorMemoryDescType(element, (layout.block[0], 64), layout, (layout.block[0], 64))
+    memory = itmem.TensorMemory(np.zeros((TMEM_ROWS, 4 * TMEM_COLUMNS), np.uint8),
+                                np.zeros((TMEM_ROWS, 4 * TMEM_COLUMNS), bool), None)
+    ref = itmem.TmemRef(memory, 0, 32)
+    op = types.SimpleNamespace(name="test", loc=None)
+    x = np.random.default_rng(5).standard_normal(ty.shape).astype(dtype)
+    itmem.write_tile(ref, ty, x, op)
+    assert np.array_equal(itmem.read_tile(ref, ty, op), x)
+    reg = ty.get_reg_layout(4)
+    value = itmem.read_view(types.SimpleNamespace(num_warps=4), ref, ty, ir.TensorType(element, ty.shape, reg), op)
+    assert np.array_equal(to_logical(value, 4, None), x)
