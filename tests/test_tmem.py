@@ -26,7 +26,7 @@ from gluonkit.layouts.tmem import TMEM_ROWS
 from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, TensorMemoryScalesLayout, allocate_tensor_memory
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
-from tmem_kernels import round_trip, row_max, staged_slices
+from tmem_kernels import alloc_in_partition, partition_load, round_trip, row_max, staged_slices
 
 VARIANTS = ["32x32b", "16x64b", "16x128b", "16x256b"]
 # (name, layout, M, N, element)
@@ -239,3 +239,25 @@ def test_write_tile_places_elements_where_tcgen05_ld_finds_them(layout, dtype):
     reg = ty.get_reg_layout(4)
     value = itmem.read_view(types.SimpleNamespace(num_warps=4), ref, ty, ir.TensorType(element, ty.shape, reg), op)
     assert np.array_equal(to_logical(value, 4, None), x)
+
+
+# -------------------------------------------------------------------- warp_specialize
+def test_a_worker_partition_loads_what_the_kernel_stored():
+    x = np.random.default_rng(6).standard_normal((128, 32)).astype(np.float32)
+    y = np.zeros_like(x)
+    launch_interpreted(partition_load, (1,), x, y, 128, 32, False, num_warps=4)
+    assert np.array_equal(x, y)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("first", [False, True])
+def test_ptxas_accepts_tmem_in_a_worker_partition(first):
+    """With a one-warp worker first, the 4-warp worker still starts at a warpgroup (warp 8): lane quarters hold."""
+    ptx = partition_load.compile("*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
+                                 FIRST=first).asm["ptx"]
+    assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in ptx
+
+
+def test_allocating_inside_a_partition_is_an_error():
+    with pytest.raises(CompilationError, match="allocate it before warp_specialize"):
+        launch_interpreted(alloc_in_partition, (1,), num_warps=4)

@@ -68,3 +68,44 @@ def row_max_source(gl, blackwell):
 round_trip = gluonkit.jit(round_trip_source(gluonkit_gl, gluonkit_blackwell))
 staged_slices = gluonkit.jit(staged_slices_source(gluonkit_gl, gluonkit_blackwell))
 row_max = gluonkit.jit(row_max_source(gluonkit_gl, gluonkit_blackwell))
+
+
+def _worker_copy(tmem, y_ptr, M: gluonkit_gl.constexpr, N: gluonkit_gl.constexpr):
+    reg: gluonkit_gl.constexpr = tmem.get_reg_layout()
+    rows = gluonkit_gl.arange(0, M, layout=gluonkit_gl.SliceLayout(1, reg))
+    cols = gluonkit_gl.arange(0, N, layout=gluonkit_gl.SliceLayout(0, reg))
+    gluonkit_gl.store(y_ptr + rows[:, None] * N + cols[None, :], tmem.load(reg))
+
+
+def _idle():
+    pass
+
+
+worker_copy = gluonkit.jit(_worker_copy)
+idle = gluonkit.jit(_idle)
+
+
+@gluonkit.jit
+def partition_load(x_ptr, y_ptr, M: gluonkit_gl.constexpr, N: gluonkit_gl.constexpr, FIRST: gluonkit_gl.constexpr):
+    """The kernel's warps store x into TMEM; a 4-warp worker partition loads it (after ``FIRST`` one-warp workers)."""
+    tmem = gluonkit_blackwell.allocate_tensor_memory(gluonkit_gl.float32, [M, N],
+                                                     gluonkit_blackwell.TensorMemoryLayout([M, N], 1))
+    reg: gluonkit_gl.constexpr = tmem.get_reg_layout()
+    rows = gluonkit_gl.arange(0, M, layout=gluonkit_gl.SliceLayout(1, reg))
+    cols = gluonkit_gl.arange(0, N, layout=gluonkit_gl.SliceLayout(0, reg))
+    tmem.store(gluonkit_gl.load(x_ptr + rows[:, None] * N + cols[None, :]))
+    if FIRST:
+        gluonkit_gl.warp_specialize([(idle, ()), (idle, ()), (worker_copy, (tmem, y_ptr, M, N))], [1, 4])
+    else:
+        gluonkit_gl.warp_specialize([(idle, ()), (worker_copy, (tmem, y_ptr, M, N))], [4])
+
+
+@gluonkit.jit
+def _allocating_worker():
+    gluonkit_blackwell.allocate_tensor_memory(gluonkit_gl.float32, [128, 32],
+                                              gluonkit_blackwell.TensorMemoryLayout([128, 32], 1))
+
+
+@gluonkit.jit
+def alloc_in_partition():
+    gluonkit_gl.warp_specialize([(idle, ()), (_allocating_worker, ())], [4])
