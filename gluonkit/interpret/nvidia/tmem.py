@@ -30,7 +30,7 @@ from ...layouts.tmem import TMEM_ROWS
 from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
-from ..values import Tensor, element_text, from_logical, to_logical
+from ..values import Tensor, from_logical, to_logical
 
 __all__ = ["TensorMemory", "TmemRef", "read_view", "write_view", "read_tile", "write_tile"]
 
