@@ -95,13 +95,15 @@ def test_stages_and_slices_address_the_right_columns():
     assert np.array_equal(x, y)
 
 
+@pytest.mark.parametrize("use_min", [False, True])
 @pytest.mark.parametrize("use_abs", [False, True])
-def test_load_max_gives_each_rows_maximum(use_abs):
+def test_load_max_and_min_give_each_rows_extreme(use_abs, use_min):
     x = np.random.default_rng(3).standard_normal((128, 32)).astype(np.float32)
     y, m = np.zeros_like(x), np.zeros(128, np.float32)
-    launch_interpreted(row_max, (1,), x, y, m, 128, 32, use_abs, num_warps=4)
+    launch_interpreted(row_max, (1,), x, y, m, 128, 32, use_abs, use_min, num_warps=4)
     assert np.array_equal(x, y)
-    want = (np.abs(x) if use_abs else x).astype(np.float64).max(axis=1)
+    magnitude = (np.abs(x) if use_abs else x).astype(np.float64)
+    want = magnitude.min(axis=1) if use_min else magnitude.max(axis=1)
     assert np.array_equal(m.astype(np.float64), want)
 
 
@@ -217,7 +219,10 @@ def test_ptxas_accepts_slices_stages_and_load_max():
                           tmem_layout=TensorMemoryLayout([128, 64], 1))
     ptx = row_max.compile("*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
                           ABS=True).asm["ptx"]
-    assert "max.f32" in ptx or "max.NaN.f32" in ptx
+    assert "max.f32" in ptx
+    ptx = row_max.compile("*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
+                          ABS=False, MIN=True).asm["ptx"]
+    assert "min.f32" in ptx
 
 
 # ------------------------------------------------- whole-view access (for tcgen05 ops)

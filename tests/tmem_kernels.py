@@ -49,16 +49,19 @@ def staged_slices_source(gl, blackwell):
 
 
 def row_max_source(gl, blackwell):
-    """``load_max``: the tile and each row's maximum (of |x| when ABS)."""
+    """``load_max`` (``load_min`` when MIN): the tile and each row's maximum (minimum) of x (|x| when ABS)."""
 
-    def row_max(x_ptr, y_ptr, m_ptr, M: gl.constexpr, N: gl.constexpr, ABS: gl.constexpr):
+    def row_max(x_ptr, y_ptr, m_ptr, M: gl.constexpr, N: gl.constexpr, ABS: gl.constexpr, MIN: gl.constexpr = False):
         tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout([M, N], 1)
         tmem = blackwell.allocate_tensor_memory(gl.float32, [M, N], tmem_layout)
         reg: gl.constexpr = tmem.get_reg_layout()
         rows = gl.arange(0, M, layout=gl.SliceLayout(1, reg))
         cols = gl.arange(0, N, layout=gl.SliceLayout(0, reg))
         tmem.store(gl.load(x_ptr + rows[:, None] * N + cols[None, :]))
-        x, m = tmem.load_max(reg, abs=ABS)
+        if MIN:
+            x, m = tmem.load_min(reg, abs=ABS)
+        else:
+            x, m = tmem.load_max(reg, abs=ABS)
         gl.store(y_ptr + rows[:, None] * N + cols[None, :], x)
         gl.store(m_ptr + gl.arange(0, M, layout=gl.SliceLayout(1, reg)), gl.convert_layout(m, gl.SliceLayout(1, reg)))
 
