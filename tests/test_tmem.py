@@ -9,6 +9,7 @@ is for a Blackwell GPU; ``tests/test_triton39_crosscheck.py`` compares the PTX w
 from __future__ import annotations
 
 import re
+import types
 
 import ml_dtypes
 import numpy as np
@@ -16,15 +17,18 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit import CompilationError
+from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
-from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, allocate_tensor_memory
+from gluonkit.interpret.nvidia import tmem as itmem
+from gluonkit.interpret.values import to_logical
+from gluonkit.ir.tmem import TMEM_COLUMNS
+from gluonkit.layouts.tmem import TMEM_ROWS
+from gluonkit.language.nvidia.blackwell import TensorMemoryLayout, TensorMemoryScalesLayout, allocate_tensor_memory
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
-from tmem_kernels import round_trip, row_max, staged_slices
+from tmem_kernels import alloc_in_partition, partition_load, round_trip, row_max, staged_slices
 
 VARIANTS = ["32x32b", "16x64b", "16x128b", "16x256b"]
-DTYPES = {"fp32": (np.float32, gl.float32), "fp16": (np.float16, gl.float16), "bf16": (np.uint16, gl.bfloat16)}
 # (name, layout, M, N, element)
 CASES = [
     ("fp32", TensorMemoryLayout([128, 64], 1), 128, 64),
@@ -32,18 +36,21 @@ CASES = [
     ("fp16_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
     ("bf16_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
     ("fp16_col_stride2", TensorMemoryLayout([128, 64], 2), 128, 64),
+    ("fp8_packed", TensorMemoryLayout([128, 64], 1), 128, 64),
 ]
 
 
 def _random(name, shape, rng):
     if name.startswith("bf16"):
         return rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+    if name.startswith("fp8"):
+        return rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn)
     dtype = np.float16 if name.startswith("fp16") else np.float32
     return rng.standard_normal(shape).astype(dtype)
 
 
 def _ptr(name):
-    return {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[name.split("_")[0]]
+    return {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16", "fp8": "*fp8e4nv"}[name.split("_")[0]]
 
 
 def _no_register_layout(error: CompilationError) -> bool:
@@ -64,6 +71,14 @@ def test_round_trip_is_bit_identical(name, layout, M, N, variant):
     assert np.array_equal(x.view(np.uint8), y.view(np.uint8))
 
 
+def test_scales_layout_round_trip_writes_every_lane_quarter():
+    """TensorMemoryScalesLayout repeats rows 0..31 in each lane quarter: each warp stores and loads its own copy."""
+    x = np.random.default_rng(4).integers(0, 256, (128, 4)).astype(np.uint8)
+    y = np.zeros_like(x)
+    launch_interpreted(round_trip, (1,), x, y, 128, 4, TensorMemoryScalesLayout(), "32x32b", num_warps=4)
+    assert np.array_equal(x, y)
+
+
 @pytest.mark.parametrize("num_warps", [4, 8])
 def test_round_trip_with_eight_warps_spreads_columns(num_warps):
     x = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
@@ -80,13 +95,15 @@ def test_stages_and_slices_address_the_right_columns():
     assert np.array_equal(x, y)
 
 
+@pytest.mark.parametrize("use_min", [False, True])
 @pytest.mark.parametrize("use_abs", [False, True])
-def test_load_max_gives_each_rows_maximum(use_abs):
+def test_load_max_and_min_give_each_rows_extreme(use_abs, use_min):
     x = np.random.default_rng(3).standard_normal((128, 32)).astype(np.float32)
     y, m = np.zeros_like(x), np.zeros(128, np.float32)
-    launch_interpreted(row_max, (1,), x, y, m, 128, 32, use_abs, num_warps=4)
+    launch_interpreted(row_max, (1,), x, y, m, 128, 32, use_abs, use_min, num_warps=4)
     assert np.array_equal(x, y)
-    want = (np.abs(x) if use_abs else x).astype(np.float64).max(axis=1)
+    magnitude = (np.abs(x) if use_abs else x).astype(np.float64)
+    want = magnitude.min(axis=1) if use_min else magnitude.max(axis=1)
     assert np.array_equal(m.astype(np.float64), want)
 
 
@@ -202,4 +219,50 @@ def test_ptxas_accepts_slices_stages_and_load_max():
                           tmem_layout=TensorMemoryLayout([128, 64], 1))
     ptx = row_max.compile("*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
                           ABS=True).asm["ptx"]
-    assert "max.f32" in ptx or "max.NaN.f32" in ptx
+    assert "max.f32" in ptx
+    ptx = row_max.compile("*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
+                          ABS=False, MIN=True).asm["ptx"]
+    assert "min.f32" in ptx
+
+
+# ------------------------------------------------- whole-view access (for tcgen05 ops)
+@pytest.mark.parametrize("layout,dtype", [(TensorMemoryLayout([128, 64], 1), np.float32),
+                                          (TensorMemoryLayout([64, 64], 1), np.float32),
+                                          (TensorMemoryLayout([128, 64], 1), np.float16),
+                                          (TensorMemoryLayout([128, 64], 2), np.float16)])
+def test_write_tile_places_elements_where_tcgen05_ld_finds_them(layout, dtype):
+    """write_tile (what an MMA's accumulator update uses) and tcgen05.ld agree on every element's cell."""
+    element = {np.float32: ir.float32, np.float16: ir.float16}[dtype]
+    ty = ir.TensorMemoryDescType(element, (layout.block[0], 64), layout, (layout.block[0], 64))
+    memory = itmem.TensorMemory(np.zeros((TMEM_ROWS, 4 * TMEM_COLUMNS), np.uint8),
+                                np.zeros((TMEM_ROWS, 4 * TMEM_COLUMNS), bool), None)
+    ref = itmem.TmemRef(memory, 0, 32)
+    op = types.SimpleNamespace(name="test", loc=None)
+    x = np.random.default_rng(5).standard_normal(ty.shape).astype(dtype)
+    itmem.write_tile(ref, ty, x, op)
+    assert np.array_equal(itmem.read_tile(ref, ty, op), x)
+    reg = ty.get_reg_layout(4)
+    value = itmem.read_view(types.SimpleNamespace(num_warps=4), ref, ty, ir.TensorType(element, ty.shape, reg), op)
+    assert np.array_equal(to_logical(value, 4, None), x)
+
+
+# -------------------------------------------------------------------- warp_specialize
+def test_a_worker_partition_loads_what_the_kernel_stored():
+    x = np.random.default_rng(6).standard_normal((128, 32)).astype(np.float32)
+    y = np.zeros_like(x)
+    launch_interpreted(partition_load, (1,), x, y, 128, 32, False, num_warps=4)
+    assert np.array_equal(x, y)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("first", [False, True])
+def test_ptxas_accepts_tmem_in_a_worker_partition(first):
+    """With a one-warp worker first, the 4-warp worker still starts at a warpgroup (warp 8): lane quarters hold."""
+    ptx = partition_load.compile("*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, M=128, N=32,
+                                 FIRST=first).asm["ptx"]
+    assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in ptx
+
+
+def test_allocating_inside_a_partition_is_an_error():
+    with pytest.raises(CompilationError, match="allocate it before warp_specialize"):
+        launch_interpreted(alloc_in_partition, (1,), num_warps=4)

@@ -94,6 +94,8 @@ KERNELS = [
     *(_round_trip("fp16", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
     *(_round_trip("fp16", 128, 64, 2, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
     _round_trip("bf16", 128, 128, 1, "32x32b"),
+    *(_round_trip("fp8e4nv", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x256b")),
+    # (No TensorMemoryScalesLayout load/store: Triton 3.9 rejects tmem_load of it; see docs/blackwell.rst.)
     _round_trip("fp32", 64, 64, 1, "32x32b"),  # 16x32bx2
     _round_trip("fp32", 64, 128, 1, "32x32b"),
     _round_trip("fp32", 128, 256, 1, "32x32b"),  # split into .x128 pieces

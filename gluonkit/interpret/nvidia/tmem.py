@@ -23,15 +23,16 @@ from functools import lru_cache
 import numpy as np
 
 from ...ir.diagnostics import CompilationError
-from ...ir.tmem import TMEM_COLUMNS, access_map, plan_columns, slice_offset, stage_columns
+from ...ir.tmem import TMEM_COLUMNS, access_map, plan_columns, slice_offset, stage_columns, tile_layout
 from ...ir.types import TensorMemoryDescType, TensorType
+from ...layouts.linear import LinearLayout
 from ...layouts.tmem import TMEM_ROWS
 from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
-from ..values import Tensor, element_text, from_logical, to_logical
+from ..values import Tensor, from_logical, to_logical
 
-__all__ = ["TensorMemory", "TmemRef", "read_view", "write_view"]
+__all__ = ["TensorMemory", "TmemRef", "read_view", "write_view", "read_tile", "write_tile"]
 
 
 @dataclass(eq=False)
@@ -120,6 +121,57 @@ def write_view(program, ref: TmemRef, ty: TensorMemoryDescType, value: Tensor, o
     mem = ref.memory
     mem.data[rows, cols] = raw.reshape(cols.shape)
     mem.written[rows, cols] = True
+
+
+# ------------------------------------------------------- whole views (for tcgen05 ops)
+@lru_cache(maxsize=256)
+def _element_cells(ty: TensorMemoryDescType):
+    """``(rows, slots)`` arrays of the view's shape: every element's cell relative to the view's address, and
+    the extra lane offsets (32, 64, 96 …) where the layout keeps copies of the tile."""
+    tile = tile_layout(ty)
+    inverse = tile.pseudoinvert()
+    bases = {f"dim{d}": [inverse.basis(f"dim{d}", b) for b in range(size.bit_length() - 1)]
+             for d, size in enumerate(ty.shape)}
+    view = LinearLayout(bases, tile.in_dim_sizes)
+    table = view.table()  # rows: dim0 is the least significant input
+    rows = table[:, 0].reshape(ty.shape[::-1]).transpose()
+    slots = table[:, 1].reshape(ty.shape[::-1]).transpose()
+    copies = [0]
+    for b in range(tile.in_dim_size_log2("row")):
+        if tile.basis("row", b) == [0, 0]:
+            copies = copies + [c + (1 << b) for c in copies]
+    for a in (rows, slots):
+        a.setflags(write=False)
+    return rows, slots, tuple(copies)
+
+
+def _tile_index(ref: TmemRef, ty: TensorMemoryDescType, op, copy: int = 0):
+    rows, slots, _ = _element_cells(ty)
+    item = ty.element.itemsize
+    r = rows + ref.lane + copy
+    c = (slots * item + 4 * ref.column)[..., None] + np.arange(item)
+    if r.max(initial=0) >= TMEM_ROWS or c.max(initial=0) >= 4 * TMEM_COLUMNS:
+        raise InterpreterError(f"{op.name}: the tensor memory view reaches outside the 128 x 512 cells", op.loc)
+    return r[..., None], c
+
+
+def read_tile(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
+    """The 2-D view's elements as an array of its shape (what an MMA reads); every cell must be written."""
+    rows, cols = _tile_index(ref, ty, op)
+    if not ref.memory.written[rows, cols].all():
+        raise InterpreterError(f"{op.name} reads tensor memory that nothing has written yet (tensor memory starts "
+                               "with undefined contents; use use_acc=False or store the accumulator first)", op.loc)
+    raw = np.ascontiguousarray(ref.memory.data[rows, cols])
+    return raw.view(numpy_dtype(ty.element))[..., 0]
+
+
+def write_tile(ref: TmemRef, ty: TensorMemoryDescType, values: np.ndarray, op) -> None:
+    """Put an array of the 2-D view's shape into its cells (and into every lane-quarter copy the layout keeps)."""
+    raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
+    for copy in _element_cells(ty)[2]:
+        rows, cols = _tile_index(ref, ty, op, copy)
+        ref.memory.data[rows, cols] = raw.reshape(cols.shape)
+        ref.memory.written[rows, cols] = True
 
 
 # ---------------------------------------------------------------------- allocation

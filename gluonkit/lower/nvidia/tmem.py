@@ -7,9 +7,13 @@ after ``tcgen05.fence::before_thread_sync`` / ``bar.sync`` / ``fence::after_thre
 every thread reads the base address.  Before the kernel returns, all threads meet again and
 warp 0 runs ``tcgen05.dealloc``.
 
-*Addresses.*  A descriptor lowers to a :class:`TmemAddress`: the i32 ``lane << 16 | column``
-that ``tcgen05`` instructions take; ``index`` adds whole tiles of columns, ``slice`` the
-constant of :func:`~gluonkit.ir.tmem.slice_offset`.
+*Addresses.*  A descriptor lowers to the i32 ``lane << 16 | column`` that ``tcgen05``
+instructions take (a plain LLVM value, so ``warp_specialize`` passes it to workers like any
+scalar); ``index`` adds whole tiles of columns, ``slice`` the constant of
+:func:`~gluonkit.ir.tmem.slice_offset`.  In a worker partition, warp ids count from the
+partition's first warp; that is a multiple of 4 for every partition that can load or store
+(TMEM register layouts need at least 4 warps, and partitions of 4 or more warps start at a
+warpgroup), so a warp's lane quarter is its hardware warp id modulo 4 as the rule needs.
 
 *Loads and stores.*  The register layout's cells (:func:`~gluonkit.ir.tmem.access_map`) are
 grouped into 32-bit words (``32 / bits`` packed elements per register, or one unpacked
@@ -39,20 +43,13 @@ from ..llvm_types import I32, llvm_type
 from ..memplan.scratch import barrier
 from ..registry import lowering
 
-__all__ = ["TmemAddress", "prepare", "MAX_REGISTERS_PER_INSTRUCTION"]
+__all__ = ["prepare", "synchronize", "MAX_REGISTERS_PER_INSTRUCTION"]
 
 # Registers one tcgen05.ld/st moves at most: the PTX ISA allows 128; Triton 3.9 splits at 64 (bounding the
 # registers in flight), and so does gluonkit, to emit the same instructions.
 MAX_REGISTERS_PER_INSTRUCTION = 64
 _SHARED = 3
 _TMEM_OPS = ("tmem_alloc", "tmem_load", "tmem_store", "tmem_index", "tmem_slice", "tmem_reinterpret")
-
-
-@dataclass(frozen=True)
-class TmemAddress:
-    """A lowered descriptor: ``value`` is the i32 TMEM address ``lane << 16 | column``."""
-
-    value: lir.Value
 
 
 # ------------------------------------------------------------------ kernel allocation
@@ -64,11 +61,6 @@ def prepare(ctx: KernelLowering) -> None:
     if ctx.target.arch != "sm_100a":
         raise CompilationError(f"{ops[0].name}: tensor memory is a Blackwell (sm_100a) feature; {ctx.target.arch} "
                                "has none; compile for target='sm_100a'", ops[0].loc)
-    for ws in (op for op in ctx.func.walk() if op.name == "warp_specialize"):
-        inner = [o for region in ws.regions for o in region.walk() if o.name in _TMEM_OPS]
-        if inner:
-            raise CompilationError(f"{inner[0].name}: tensor memory inside warp_specialize partitions is not "
-                                   "lowered yet; use it outside warp_specialize", inner[0].loc)
     plan = plan_columns(ctx.func)
     slot = lir.GlobalVariable(ctx.module, I32, "tmem_base_address", addrspace=_SHARED)
     slot.linkage = "internal"
@@ -80,7 +72,7 @@ def prepare(ctx: KernelLowering) -> None:
         smem = b.ptrtoint(slot, I32)  # the shared-window address
         emit_ptx(b, f"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], {plan.total};", "r", [smem])
         emit_ptx(b, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;")
-    _synchronize(ctx)
+    synchronize(ctx)
     ctx.tmem = _KernelTmem(b.load(slot, align=4), plan.first_column, plan.total)
     ctx.before_return.append(_deallocate)
 
@@ -92,7 +84,7 @@ class _KernelTmem:
     total: int
 
 
-def _synchronize(ctx: KernelLowering) -> None:
+def synchronize(ctx: KernelLowering) -> None:
     """Order tcgen05 work before and after a CTA barrier (the PTX ISA's thread-sync fences)."""
     emit_ptx(ctx.builder, "tcgen05.fence::before_thread_sync;")
     barrier(ctx)
@@ -101,7 +93,7 @@ def _synchronize(ctx: KernelLowering) -> None:
 
 def _deallocate(ctx: KernelLowering) -> None:
     b = ctx.builder
-    _synchronize(ctx)
+    synchronize(ctx)
     with b.if_then(b.icmp_unsigned("==", ctx.warp, I32(0))):
         emit_ptx(b, f"tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, {ctx.tmem.total};", "r", [ctx.tmem.base])
 
@@ -109,7 +101,7 @@ def _deallocate(ctx: KernelLowering) -> None:
 @lowering("tmem_alloc")
 def _tmem_alloc(ctx: KernelLowering, op: Operation) -> None:
     column = ctx.tmem.first_column[op.results[0].uid]
-    address = TmemAddress(ctx.builder.add(ctx.tmem.base, I32(column)))
+    address = ctx.builder.add(ctx.tmem.base, I32(column))
     ctx.set(op.results[0], address)
     if op.operands:
         _store(ctx, op, address, op.results[0].type, op.operands[0], None)
@@ -121,14 +113,13 @@ def _tmem_index(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.builder
     step = stage_columns(op.operands[0].type)[0]
     offset = b.mul(ctx.get(op.operands[1]), I32(step))
-    ctx.set(op.results[0], TmemAddress(b.add(ctx.get(op.operands[0]).value, offset)))
+    ctx.set(op.results[0], b.add(ctx.get(op.operands[0]), offset))
 
 
 @lowering("tmem_slice")
 def _tmem_slice(ctx: KernelLowering, op: Operation) -> None:
     lanes, columns = slice_offset(op.operands[0].type, op.attrs["dim"], op.attrs["start"])
-    value = ctx.get(op.operands[0]).value
-    ctx.set(op.results[0], TmemAddress(ctx.builder.add(value, I32(lanes << 16 | columns))))
+    ctx.set(op.results[0], ctx.builder.add(ctx.get(op.operands[0]), I32(lanes << 16 | columns)))
 
 
 @lowering("tmem_reinterpret")
@@ -238,10 +229,10 @@ def _warp_part(ctx: KernelLowering, bases) -> lir.Value:
     return part
 
 
-def _addresses(ctx: KernelLowering, address: TmemAddress, plan: _Plan) -> List[lir.Value]:
+def _addresses(ctx: KernelLowering, address: lir.Value, plan: _Plan) -> List[lir.Value]:
     b = ctx.builder
     warp = _warp_part(ctx, plan.warp_bases)
-    return [b.add(address.value, b.xor(warp, I32(ins.offset))) for ins in plan.instructions]
+    return [b.add(address, b.xor(warp, I32(ins.offset))) for ins in plan.instructions]
 
 
 def _suffix(ins: _Instruction, plan: _Plan, load: bool) -> str:
@@ -323,7 +314,7 @@ def _reduce_rows(ctx: KernelLowering, op: Operation, registers) -> List[lir.Valu
 
 
 # ----------------------------------------------------------------------- stores
-def _store(ctx: KernelLowering, op: Operation, address: TmemAddress, view, value, pred) -> None:
+def _store(ctx: KernelLowering, op: Operation, address: lir.Value, view, value, pred) -> None:
     plan = _plan(op, view, value.type, ctx.linear_layout(value.type))
     words = _pack(ctx, ctx.get(value), plan.pack, view.element)
     b = ctx.builder
