@@ -27,48 +27,30 @@ A synchronous MMA (no ``mbarriers``) completes every earlier MMA and itself on t
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import List, Optional
 
 import numpy as np
 
-from ...ir.tmem import tile_layout
 from ...ir.types import TensorMemoryDescType
-from ..dtypes import numpy_dtype
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
-from . import tmem as _tmem  # noqa: F401  (its rules exist before _checked wraps them)
+from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exist before _checked wraps them)
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
 __all__: List[str] = []
 
 
-@lru_cache(maxsize=64)
-def _cells(ty: TensorMemoryDescType):
-    """The cell of each element of view ``ty``, relative to its address: flat ``(dim0, dim1, lane, byte column)``.
+def _footprint(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
+    """Which bytes of tensor memory the MMA result of view ``ty`` at ``ref`` occupies (a bool mask).
 
-    Where the layout names several cells for one element (an M = 64 block's rows repeat in
-    lanes 16-31 of each quarter), the MMA's is the first (lanes 0-15), the one loads read.
+    Exactly the cells :func:`.tmem.write_tile` writes: found by writing into an empty copy.
     """
-    ll = tile_layout(ty)
-    table = ll.table()
-    rows = ll.in_dim_size("row")
-    keep = (table[:, 0] < ty.shape[-2]) & (table[:, 1] < ty.shape[-1])
-    flat = table[:, 0] * ty.alloc_shape[-1] + table[:, 1]
-    _, first = np.unique(np.where(keep, flat, -1), return_index=True)
-    first = first[keep[first]]
-    return table[first, 0], table[first, 1], first % rows, (first // rows) * ty.element.itemsize
-
-
-def _footprint(ref, ty: TensorMemoryDescType):
-    """Which bytes of the memory view ``ty`` at ``ref`` covers (a bool mask)."""
-    _, _, lanes, cols = _cells(ty)
-    mask = np.zeros(ref.memory.data.shape, bool)
-    for i in range(ty.element.itemsize):
-        mask[lanes + ref.lane, cols + 4 * ref.column + i] = True
-    return mask
+    memory = ref.memory
+    scratch = TensorMemory(np.zeros_like(memory.data), np.zeros_like(memory.written), memory.plan)
+    write_tile(TmemRef(scratch, ref.lane, ref.column), ty, np.zeros(ty.shape), op)
+    return scratch.written
 
 
 class _Mma:
@@ -80,7 +62,7 @@ class _Mma:
         self.types = [v.type for v in op.operands[:3]]
         self.what = f"the tcgen05_mma at line {op.loc.line}"
         self.done = False
-        self.acc_mask = _footprint(self.acc, self.types[2])
+        self.acc_mask = _footprint(self.acc, self.types[2], op)
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         self.reads = []
         for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])):
@@ -92,19 +74,9 @@ class _Mma:
         """Run the MMA now: read a and b, update acc in tensor memory."""
         a_ty, b_ty, acc_ty = self.types
         product = _multiplicand(read(self.a, a_ty, self.op), a_ty) @ _multiplicand(read(self.b, b_ty, self.op), b_ty)
-        d0, d1, lanes, cols = _cells(acc_ty)
-        lanes = (lanes + self.acc.lane)[:, None]
-        byte_cols = (cols + 4 * self.acc.column)[:, None] + np.arange(acc_ty.element.itemsize)
-        mem = self.acc.memory
-        dtype = numpy_dtype(acc_ty.element)
-        value = product[d0, d1]
         if bool(self.use_acc):
-            if not mem.written[lanes, byte_cols].all():
-                raise InterpreterError(f"{self.what} accumulates (use_acc=True) into tensor memory nothing has "
-                                       "written yet; pass use_acc=False to the first MMA of a tile", self.op.loc)
-            value = value + np.ascontiguousarray(mem.data[lanes, byte_cols]).view(dtype)[:, 0].astype(np.float64)
-        mem.data[lanes, byte_cols] = np.ascontiguousarray(value.astype(dtype)).view(np.uint8).reshape(byte_cols.shape)
-        mem.written[lanes, byte_cols] = True
+            product += read_tile(self.acc, acc_ty, self.op).astype(np.float64)
+        write_tile(self.acc, acc_ty, product, self.op)
         self.done = True
 
     def release(self) -> None:
@@ -154,7 +126,9 @@ class _Commit:
         self.program, self.op, self.loc, self.state, self.last = program, op, op.loc, state, mma
         self.what = f"the tcgen05 commit at line {op.loc.line}"
         self.landed = False
-        self.issued_in = state.arrivals // state.count  # the phase its arrival counts towards
+        # The phase its arrival counts towards: after the arrivals made and those of earlier commits still to land.
+        earlier = sum(1 for c in state.copies if isinstance(c, _Commit) and not c.landed)
+        self.issued_in = (state.arrivals + earlier) // state.count
 
     def _upto(self) -> int:
         units = _units(self.program)
@@ -210,12 +184,12 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def _in_flight(program, ref, ty) -> Optional[_Mma]:
+def _in_flight(program, ref, ty, op) -> Optional[_Mma]:
     """An unreleased MMA whose accumulator overlaps view ``ty`` at ``ref``."""
     units = program.async_state.get("tcgen05")
     if units is None or not units.issued:
         return None
-    mask = _footprint(ref, ty)
+    mask = _footprint(ref, ty, op)
     return next((m for m in units.issued if m.acc.memory is ref.memory and (m.acc_mask & mask).any()), None)
 
 
@@ -224,7 +198,7 @@ def _checked(name: str, verb: str):
     plain = RULES[name]
 
     def checked(program, op, operands):
-        mma = _in_flight(program, operands[0], op.operands[0].type)
+        mma = _in_flight(program, operands[0], op.operands[0].type, op)
         if mma is not None:
             raise InterpreterError(
                 f"{name} {verb} tensor memory that {mma.what} may still be updating (its completion has not been "

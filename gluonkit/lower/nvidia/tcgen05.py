@@ -4,7 +4,7 @@ One ``tcgen05_mma`` of ``[M, K] x [K, N]`` is one ``tcgen05.mma.cta_group::1.kin
 K step (32 bytes of inputs), all issued by thread 0 of the program (the hardware runs an
 MMA for the whole CTA; Triton 3.9 elects one thread of warp 0 too):
 
-* the accumulator is the TMEM address of ``acc`` (:class:`.tmem.TmemAddress`);
+* the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`.tmem`);
 * ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors.  Their strides
   and swizzle come from the layout algebra exactly as for wgmma
   (:func:`.wgmma_descriptor.describe_operand`: leading/stride byte offsets read off the
@@ -39,7 +39,7 @@ from ..llvm_types import I1, I32, I64
 from ..ops.shared_memory import SharedPointer, order_access
 from ..registry import lowering
 from .mbarrier import elected_thread
-from .tmem import _synchronize
+from .tmem import synchronize
 from .wgmma_descriptor import OperandDescriptor, describe_operand
 
 __all__ = ["LAYOUT_TYPES", "instruction_descriptor", "shared_descriptor_base"]
@@ -104,14 +104,14 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
     b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc)
     idesc = instruction_descriptor(a.type, b_value.type, acc.type, is_k_major(a.type, 0), is_k_major(b_value.type, 1))
     b = ctx.builder
-    _synchronize(ctx)
+    synchronize(ctx)
     issuer = elected_thread(ctx, ctx.get(op.operands[4]))
     a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
     text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], $1, $2, $3, $4;"
     for step in range(a.type.shape[1] // k_step):
         k = step * k_step
         enable_d = ctx.get(op.operands[3]) if step == 0 else I1(1)
-        emit_ptx(b, text, "r,l,l,r,b,b", [ctx.get(acc).value, _step(ctx, a_start, a_plan, k),
+        emit_ptx(b, text, "r,l,l,r,b,b", [ctx.get(acc), _step(ctx, a_start, a_plan, k),
                                           _step(ctx, b_start, b_plan, k), I32(idesc), enable_d, issuer])
     for i in range(n_bars):
         bar_issuer = b.and_(issuer, ctx.get(op.operands[5 + n_bars + i]))
@@ -134,7 +134,7 @@ def _wait_synchronously(ctx: KernelLowering, issuer: lir.Value) -> None:
     # Initialized by the issuing thread before its commit (program order makes it visible to that commit).
     emit_ptx(b, "@$1 mbarrier.init.shared::cta.b64 [$0], 1;", "r,b", [bar, issuer])
     _commit(ctx, bar, issuer)
-    _synchronize(ctx)  # every thread sees the initialized barrier before waiting on it
+    synchronize(ctx)  # every thread sees the initialized barrier before waiting on it
     loop = ctx.fn.append_basic_block("tcgen05.wait")
     done = ctx.fn.append_basic_block("tcgen05.done")
     b.branch(loop)
@@ -144,7 +144,7 @@ def _wait_synchronously(ctx: KernelLowering, issuer: lir.Value) -> None:
     flag = b.asm(lir.FunctionType(I32, [I32]), text, "=r,r,~{memory}", [bar], side_effect=True)
     b.cbranch(b.icmp_unsigned("!=", flag, I32(0)), done, loop)
     b.position_at_end(done)
-    _synchronize(ctx)  # nobody re-initializes the barrier while another thread still waits on it
+    synchronize(ctx)  # nobody re-initializes the barrier while another thread still waits on it
     emit_ptx(b, "tcgen05.fence::after_thread_sync;")
     emit_ptx(b, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [bar, issuer])
 
