@@ -187,7 +187,8 @@ def test_ptxas_accepts_sm_100a(ptr, b_kmajor):
                          B_KMAJOR=b_kmajor, ACC=True)
     assert kernel.asm["cubin"]
     ptx = kernel.asm["ptx"]
-    assert ptx.count("tcgen05.mma.cta_group::1.kind::") == k * (4 if ptr == "*fp32" else 2 if ptr != "*fp8e4nv" else 1) // 32
+    bits = {"*fp32": 32, "*fp8e4nv": 8}.get(ptr, 16)
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::") == k * bits // 256  # one MMA per 32 bytes of K
     assert "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64" in ptx
 
 

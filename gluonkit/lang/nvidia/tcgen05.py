@@ -10,8 +10,9 @@ Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.blackw
 ``acc`` an ``[M, N]`` tensor-memory descriptor that the MMA updates in place.  With
 ``mbarriers`` (a list, possibly empty) the MMA is asynchronous and each barrier (where its
 ``mbarrier_preds`` entry holds) gets one arrival when it completes, as a ``tcgen05_commit``
-right after it would give; with ``mbarriers=None`` it is synchronous.  ``multicast=True`` (and ``tcgen05_commit``'s ``descs``) concern
-clusters of several CTAs, which gluonkit does not launch yet: they are errors, as everywhere.
+right after it would give; with ``mbarriers=None`` it is synchronous.  ``multicast=True``
+(and ``tcgen05_commit``'s ``descs``) concern clusters of several CTAs, which gluonkit does
+not launch yet: they are errors, as everywhere.
 """
 
 from __future__ import annotations

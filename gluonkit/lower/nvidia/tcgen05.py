@@ -4,7 +4,7 @@ One ``tcgen05_mma`` of ``[M, K] x [K, N]`` is one ``tcgen05.mma.cta_group::1.kin
 K step (32 bytes of inputs), all issued by thread 0 of the program (the hardware runs an
 MMA for the whole CTA; Triton 3.9 elects one thread of warp 0 too):
 
-* the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`.tmem`);
+* the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`gluonkit.lower.nvidia.tmem`);
 * ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors.  Their strides
   and swizzle come from the layout algebra exactly as for wgmma
   (:func:`.wgmma_descriptor.describe_operand`: leading/stride byte offsets read off the
