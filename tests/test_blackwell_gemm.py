@@ -1,8 +1,10 @@
 """The persistent Blackwell GEMM example: the interpreter against float64 numpy at ragged sizes
 (protocol checked: stages, accumulator, commits), its planted protocol bugs, and ptxas for sm_100a."""
 
+import importlib.util
 import os
 import re
+import shutil
 import sys
 
 import ml_dtypes
@@ -41,6 +43,34 @@ def test_blackwell_gemm_in_the_interpreter(monkeypatch, M, N, K, BN, out, split,
         ref = np.maximum(ref, 0.0)
     tolerance = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}[out]
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < tolerance
+
+
+_EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "persistent_gemm", "blackwell_gemm.py")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("mbarrier.wait(empty.index(prev % STAGES), ((step - 1) // STAGES) & 1, pred=step > 0)",
+     "while the tcgen05_mma at line"),                       # a stage refilled under an MMA that reads it
+    ("mbarrier.wait(acc_bar, t & 1)", "tmem_load reads tensor memory that the tcgen05_mma"),  # early epilogue
+])
+def test_the_example_without_a_wait_is_reported(monkeypatch, tmp_path, line, message):
+    """The example's protocol is needed: dropping either wait is an error naming both lines."""
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    with open(_EXAMPLE) as f:
+        source = f.read()
+    assert line in source
+    shutil.copy(os.path.join(os.path.dirname(_EXAMPLE), "persistent_gemm.py"), tmp_path)
+    path = tmp_path / "buggy_gemm.py"
+    path.write_text(source.replace(line, "pass  # planted bug: no wait"))
+    spec = importlib.util.spec_from_file_location("buggy_gemm", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    a = np.random.default_rng(1).standard_normal((130, 96)).astype(np.float16)
+    b = np.random.default_rng(2).standard_normal((96, 64)).astype(np.float16)
+    with pytest.raises(InterpreterError, match=message) as info:
+        module.gemm(a, b, np.zeros((130, 64), np.float32), BM=128, BN=64, BK=32, STAGES=2, EPILOGUE_SPLIT=1,
+                    num_programs=1)
+    assert "buggy_gemm.py" in str(info.value)
 
 
 @needs_ptxas

@@ -26,8 +26,6 @@ mbarrier and every thread waits for it.
 
 from __future__ import annotations
 
-from typing import List
-
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
