@@ -17,7 +17,8 @@ commit arrives — and then *releases* it.  Until then the checker reports, with
   are registered as :class:`~..shared_memory.AsyncRead` from issue until released;
 * reading or writing the accumulator in tensor memory while an MMA on it is in flight (no wait
   on its commit's barrier yet): ``tmem_load``/``tmem_store`` are checked against the
-  accumulators of unreleased MMAs;
+  accumulators of unreleased MMAs of every partition (they share the CTA's tensor memory;
+  commits, like the hardware's, cover the MMAs of the partition that issues them);
 * an MMA reading shared bytes written by generic stores with no ``fence_async_shared`` since;
 * an MMA that no commit ever covers, at the end of the kernel, and a wait on a commit's barrier
   that nothing will arrive on (the usual deadlock report of :mod:`.mbarrier`).
@@ -28,6 +29,7 @@ A synchronous MMA (no ``mbarriers``) completes every earlier MMA and itself on t
 from __future__ import annotations
 
 from typing import List, Optional
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -40,6 +42,9 @@ from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
 __all__: List[str] = []
+
+#: Per tensor memory (one CTA's, shared by its partitions): the MMAs whose completion no wait has observed yet.
+_IN_FLIGHT: "WeakKeyDictionary[TensorMemory, List[_Mma]]" = WeakKeyDictionary()
 
 
 def _footprint(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
@@ -69,6 +74,7 @@ class _Mma:
             reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
             ref.buffer.async_reads.append(reader)
             self.reads.append((ref.buffer, reader))
+        _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
 
     def compute(self) -> None:
         """Run the MMA now: read a and b, update acc in tensor memory."""
@@ -83,6 +89,7 @@ class _Mma:
         for buffer, reader in self.reads:
             buffer.async_reads.remove(reader)
         self.reads = []
+        _IN_FLIGHT[self.acc.memory].remove(self)
 
 
 def _multiplicand(values: np.ndarray, ty) -> np.ndarray:
@@ -184,13 +191,13 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def _in_flight(program, ref, ty, op) -> Optional[_Mma]:
-    """An unreleased MMA whose accumulator overlaps view ``ty`` at ``ref``."""
-    units = program.async_state.get("tcgen05")
-    if units is None or not units.issued:
+def _in_flight(ref, ty, op) -> Optional[_Mma]:
+    """An MMA of any partition, its completion not yet observed, whose accumulator overlaps view ``ty`` at ``ref``."""
+    in_flight = _IN_FLIGHT.get(ref.memory)
+    if not in_flight:
         return None
     mask = _footprint(ref, ty, op)
-    return next((m for m in units.issued if m.acc.memory is ref.memory and (m.acc_mask & mask).any()), None)
+    return next((m for m in in_flight if (m.acc_mask & mask).any()), None)
 
 
 def _checked(name: str, verb: str):
@@ -198,7 +205,7 @@ def _checked(name: str, verb: str):
     plain = RULES[name]
 
     def checked(program, op, operands):
-        mma = _in_flight(program, operands[0], op.operands[0].type, op)
+        mma = _in_flight(operands[0], op.operands[0].type, op)
         if mma is not None:
             raise InterpreterError(
                 f"{name} {verb} tensor memory that {mma.what} may still be updating (its completion has not been "
