@@ -22,6 +22,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "pe
 import blackwell_gemm  # noqa: E402
 import persistent_gemm  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
+
+import blackwell_ws_gemm  # noqa: E402
+
 _OUT = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
 
@@ -90,4 +94,37 @@ def test_blackwell_gemm_compiles_for_sm_100a(BN, split, out):
     assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 2
     assert re.search(rf"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], {BN};", ptx)
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert compiled.metadata["spill_stores"] == 0
+
+
+# ------------------------------------------------------------ the warp-specialized version
+@pytest.mark.parametrize("M, N, K, split, programs", [
+    (200, 136, 96, 2, 2),   # ragged; three tiles per program: both accumulators, reused
+    (130, 64, 200, 1, 1),   # ragged K, two tiles
+])
+def test_blackwell_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, split, programs):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    blackwell_ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, EPILOGUE_SPLIT=split, num_programs=programs)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@needs_ptxas
+def test_blackwell_ws_gemm_compiles_for_sm_100a():
+    BM, BN, BK = 128, 256, 64
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    c_block = (BM, BN // 4)
+    compiled = blackwell_ws_gemm.blackwell_ws_gemm_kernel.compile(
+        TensorDescType((BM, BK), ir.float16, nvmma([BM, BK], ir.float16)),
+        TensorDescType((BK, BN), ir.float16, nvmma([BK, BN], ir.float16)),
+        TensorDescType(c_block, ir.float16, nvmma(list(c_block), ir.float16)), "i32", "i32", "i32",
+        STAGES=3, GROUP_M=8, EPILOGUE_SPLIT=4, ACTIVATION=None, num_warps=4, target="sm_100a")
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"]
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == BK // 16
+    assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], 512;", ptx)
     assert compiled.metadata["spill_stores"] == 0

@@ -10,8 +10,9 @@ issued after it arrives on its mbarrier and a wait observes that phase.  Here ea
 keeps its MMAs in issue order (:class:`_Unit`).  A commit (``tcgen05_commit``, or an MMA's
 ``mbarriers=``) becomes a completion on its barrier, a member of the barrier's ``copies`` as
 TMA loads are (:mod:`.mbarrier`): the wait that needs its phase *lands* it — every MMA
-issued before the commit is computed, in order, reading its shared operands then, and the
-commit arrives — and then *releases* it.  Until then the checker reports, with both lines:
+issued before the commit is computed, in order, and the commit arrives — and then
+*releases* it.  The shared operands are read at issue (by the issuing partition, for the
+race checks between partitions); they cannot change before completion without a report.  Until then the checker reports, with both lines:
 
 * writing shared bytes an MMA in flight reads (a stage refilled too early): the MMA's operands
   are registered as :class:`~..shared_memory.AsyncRead` from issue until released;
@@ -36,6 +37,7 @@ import numpy as np
 from ...ir.types import TensorMemoryDescType
 from ..engine import RULES, rule
 from ..errors import InterpreterError
+from ..happens_before import release
 from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
 from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exist before _checked wraps them)
 from .mbarrier import arrive, barrier_state
@@ -69,6 +71,10 @@ class _Mma:
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
+        # The operands are read at issue, by the issuing partition (so races between partitions are judged
+        # there); writing them before the MMA is known complete is reported, so the values cannot change.
+        self.values = [_multiplicand(read(ref, ty, op), ty) for ref, ty in ((self.a, self.types[0]),
+                                                                            (self.b, self.types[1]))]
         self.reads = []
         for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])):
             reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
@@ -77,9 +83,9 @@ class _Mma:
         _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
 
     def compute(self) -> None:
-        """Run the MMA now: read a and b, update acc in tensor memory."""
-        a_ty, b_ty, acc_ty = self.types
-        product = _multiplicand(read(self.a, a_ty, self.op), a_ty) @ _multiplicand(read(self.b, b_ty, self.op), b_ty)
+        """Run the MMA now: update acc in tensor memory."""
+        acc_ty = self.types[2]
+        product = self.values[0] @ self.values[1]
         if bool(self.use_acc):
             product += read_tile(self.acc, acc_ty, self.op).astype(np.float64)
         write_tile(self.acc, acc_ty, product, self.op)
@@ -157,7 +163,9 @@ def _commit(program, op, bar_ref, operand: int) -> None:
         arrive(program, state, 1, op)
         return
     units.committed = len(units.issued)
-    state.copies.append(_Commit(program, op, state, units.issued[-1]))
+    commit = _Commit(program, op, state, units.issued[-1])
+    state.copies.append(commit)
+    release(state, commit.issued_in)  # what this partition did so far happens before the arrival
 
 
 @rule("tcgen05_mma")
