@@ -12,7 +12,8 @@ keeps its MMAs in issue order (:class:`_Unit`).  A commit (``tcgen05_commit``, o
 TMA loads are (:mod:`.mbarrier`): the wait that needs its phase *lands* it — every MMA
 issued before the commit is computed, in order, and the commit arrives — and then
 *releases* it.  The shared operands are read at issue (by the issuing partition, for the
-race checks between partitions); they cannot change before completion without a report.  Until then the checker reports, with both lines:
+race checks between partitions); they cannot change before completion without a report.
+Until the wait, the checker reports, with both lines:
 
 * writing shared bytes an MMA in flight reads (a stage refilled too early): the MMA's operands
   are registered as :class:`~..shared_memory.AsyncRead` from issue until released;
