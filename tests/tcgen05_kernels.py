@@ -17,6 +17,7 @@ def mma_source(gl, blackwell):
 
     ``a`` is ``[M, K]``; ``b`` is ``[K, N]`` (N contiguous) or, with B_KMAJOR, an ``[N, K]``
     buffer passed as its ``.permute((1, 0))``.  With ACC, ``c`` is first stored into tensor memory.
+    The accumulator has ``c``'s type (float32, or float16 for 16-bit inputs).
     """
 
     def mma(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, B_KMAJOR: gl.constexpr,
@@ -38,8 +39,9 @@ def mma_source(gl, blackwell):
             b_layout2: gl.constexpr = gl.NVMMASharedLayout.get_default_for([K, N], dtype)
             b_smem = gl.allocate_shared_memory(dtype, [K, N], b_layout2,
                                                gl.load(b_ptr + rk[:, None] * N + cn[None, :]))
-        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout([M, N], col_stride=1)
-        acc = blackwell.allocate_tensor_memory(gl.float32, [M, N], tmem_layout)
+        acc_dtype: gl.constexpr = c_ptr.dtype.element_ty
+        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout([M, N], col_stride=32 // acc_dtype.primitive_bitwidth)
+        acc = blackwell.allocate_tensor_memory(acc_dtype, [M, N], tmem_layout)
         reg: gl.constexpr = acc.get_reg_layout()
         rows = gl.arange(0, M, gl.SliceLayout(1, reg))
         cols = gl.arange(0, N, gl.SliceLayout(0, reg))

@@ -68,6 +68,15 @@ def test_ptxas_accepts_synchronous_mmas():
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
 
 
+def test_float16_accumulator_is_rounded_once():
+    a, b, c0 = _inputs("fp16", 128, 64, 64, np.random.default_rng(11))
+    c0 = c0.astype(np.float16)
+    c = c0.copy()
+    launch_interpreted(mma, (1,), a, b, c, 128, 64, 64, False, True, num_warps=4)
+    ref = (_exact(a) @ _exact(b) + c0.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(c, ref)
+
+
 # ------------------------------------------------------------------ planted bugs
 @gluonkit.jit
 def planted(a_ptr, b_ptr, c_ptr, CASE: gl.constexpr):

@@ -71,9 +71,9 @@ def _round_trip(dtype, m, n, col_stride, variant, num_warps=4):
                 lambda bw: {"M": m, "N": n, "tmem_layout": layout(bw), "variant": variant}, num_warps)
 
 
-def _mma(dtype, m, n, k, b_kmajor, acc=False):
-    return Case(f"mma-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}{'-acc' if acc else ''}",
-                tcgen05_kernels.mma_source, {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32"},
+def _mma(dtype, m, n, k, b_kmajor, acc=False, out="fp32"):
+    return Case(f"mma-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}{'-acc' if acc else ''}-{out}",
+                tcgen05_kernels.mma_source, {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{out}"},
                 lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor, "ACC": acc})
 
 
@@ -81,6 +81,7 @@ MMA_KERNELS = [
     _mma("fp16", 128, 64, 64, False), _mma("fp16", 128, 64, 64, True), _mma("bf16", 128, 64, 64, True, acc=True),
     _mma("fp16", 128, 256, 32, False), _mma("fp16", 64, 64, 64, True), _mma("fp32", 128, 64, 32, True),
     _mma("fp8e4nv", 128, 64, 64, True), _mma("fp8e5", 128, 32, 128, True),
+    _mma("fp16", 128, 64, 64, False, acc=True, out="fp16"),
     Case("sync_mma", tcgen05_kernels.sync_mma_source, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"},
          lambda bw: {"M": 128, "K": 32},
          explained={"tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64":
