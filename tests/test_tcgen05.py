@@ -172,15 +172,32 @@ def bad_call(CASE: gl.constexpr):
     acc = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
     if CASE == "shapes":
         tcgen05_mma(a_smem, b_smem, acc)
+    b32 = b_smem.slice(0, 32, 1)
     if CASE == "multicast":
-        tcgen05_mma(a_smem, a_smem.permute((1, 0)).slice(0, 32, 1), acc, multicast=True)
+        tcgen05_mma(a_smem, b32, acc, multicast=True)
+    if CASE == "acc_type":
+        acc16 = allocate_tensor_memory(gl.int32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
+        tcgen05_mma(a_smem, b32, acc16)
+    if CASE == "a_in_tmem":
+        tcgen05_mma(acc, b32, acc)
+    if CASE == "acc_in_registers":
+        tcgen05_mma(a_smem, b32, gl.zeros([128, 32], gl.float32, gl.BlockedLayout([1, 32], [32, 1], [4, 1], [1, 0])))
+    if CASE == "preds":
+        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        tcgen05_mma(a_smem, b32, acc, mbarriers=[bar], mbarrier_preds=[True, True])
 
 
-@pytest.mark.parametrize("case,message", [("shapes", "shapes do not chain"), ("multicast", "multicast=True")])
+@pytest.mark.parametrize("case,message", [
+    ("shapes", "shapes do not chain"), ("multicast", "multicast=True"), ("acc_type", "acc must be float32"),
+    ("a_in_tmem", "a in tensor memory is not supported yet"), ("acc_in_registers", "acc must be a"),
+    ("preds", "1 mbarriers but 2 mbarrier_preds"),
+])
 def test_frontend_errors_name_the_line(case, message):
     with pytest.raises(CompilationError, match=message) as info:
         bad_call.compile(target="sm_100a", num_warps=4, CASE=case)
-    assert f":{line_containing(bad_call.fn, 'tcgen05_mma(')}" in str(info.value) or case == "multicast"
+    lines = [i for i, text in enumerate(open(bad_call.fn.__code__.co_filename).read().splitlines(), 1)
+             if "tcgen05_mma(" in text and i >= line_containing(bad_call.fn, f'CASE == "{case}"')]
+    assert f":{lines[0]}:" in str(info.value), str(info.value)
 
 
 def test_barrier_count_of_one_cta_is_one():
