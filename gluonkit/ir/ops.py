@@ -150,6 +150,29 @@ _CATALOGUE = [
           "The same buffer seen with another shape (row-major, same number of elements)."),
     OpDef("memdesc_reinterpret", "smem", (), "", "!smem",
           "The same bytes seen with the result type's element type, shape and layout."),
+    # -- Blackwell tensor memory (see gluonkit.ir.tmem) ------------------------------------
+    OpDef("tmem_alloc", "[value]", (), "", "!tmem",
+          "A tensor-memory buffer of the result type (its columns come from the kernel's column plan), "
+          "initialized from the optional tensor."),
+    OpDef("tmem_load", "tmem", ("red", "abs", "propagate_nan"), "", "tensor[, tensor]",
+          "tcgen05.ld of a 2-D view into the result's register layout; with red 'min'/'max' also the "
+          "row-wise reduction along dim 1 (of |x| when abs) as a second, 1-D result."),
+    OpDef("tmem_store", "tmem, value, pred", (), "", "none",
+          "tcgen05.st of a distributed tensor of the view's shape and type, skipped when pred is false."),
+    OpDef("tmem_index", "tmem, index", (), "", "!tmem",
+          "The index-th tile along the leading stage dimension (a runtime int32 scalar)."),
+    OpDef("tmem_slice", "tmem", ("start", "length", "dim"), "", "!tmem",
+          "The elements start … start+length-1 along tile dimension dim."),
+    OpDef("tmem_reinterpret", "tmem", (), "", "!tmem",
+          "The same columns seen with the result type's element type, shape and layout."),
+    OpDef("tcgen05_mma", "a, b, acc, use_acc, pred, bar…, bar_pred…", ("num_barriers", "is_async"), "", "none",
+          "Where pred holds, starts acc = a @ b (+ acc where use_acc) on the tensor cores: a (M x K) in "
+          "shared memory, b (K x N) in shared memory, acc (M x N) in tensor memory, mutated.  With "
+          "is_async it runs in the background and commits once to each of its num_barriers barriers whose "
+          "bar_pred holds (a later tcgen05_commit covers it too); without, it is complete when the op returns."),
+    OpDef("tcgen05_commit", "bar, pred", (), "", "none",
+          "Where pred holds, arrives once on the mbarrier when every tcgen05 MMA this thread issued before "
+          "it has completed (tcgen05.commit)."),
     # -- synchronization -------------------------------------------------------------------
     OpDef("mbarrier_init", "bar", ("count",), "", "none",
           "Initializes the mbarrier: phase 0, expecting ``count`` arrivals."),

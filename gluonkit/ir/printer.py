@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .core import Block, Function, Operation, Value
-from .types import SharedMemoryDescType, TensorType, Type
+from .types import SharedMemoryDescType, TensorMemoryDescType, TensorType, Type
 
 __all__ = ["print_function"]
 
@@ -37,10 +37,11 @@ class _Printer:
         if isinstance(t, TensorType):
             dims = "x".join(str(s) for s in t.shape)
             return f"tensor<{dims}x{t.element}, {self.layout_alias(t.layout)}>"
-        if isinstance(t, SharedMemoryDescType):
+        if isinstance(t, (SharedMemoryDescType, TensorMemoryDescType)):
             dims = "x".join(str(s) for s in t.shape)
             alloc = "x".join(str(s) for s in t.alloc_shape)
-            return f"!smem<{dims}x{t.element}, {self.layout_alias(t.layout)}, alloc {alloc}>"
+            kind = "smem" if isinstance(t, SharedMemoryDescType) else "tmem"
+            return f"!{kind}<{dims}x{t.element}, {self.layout_alias(t.layout)}, alloc {alloc}>"
         return str(t)
 
     def attr(self, value) -> str:

@@ -6,7 +6,8 @@ shape, element type and layout (an ``AutoLayout`` until inference resolves it); 
 shared memory by a :class:`SharedMemoryDescType` (shape, element type, shared layout and
 the shape of the buffer the layout describes); TMA tensor descriptors (kernel arguments)
 by a :class:`TensorDescType` (the block one copy moves and its shared layout), or by its
-subclass :class:`TensorDescIm2ColType` for descriptors in im2col mode (convolutions).
+subclass :class:`TensorDescIm2ColType` for descriptors in im2col mode (convolutions);
+views of Blackwell tensor memory by a :class:`TensorMemoryDescType`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 __all__ = [
-    "DType", "BlockType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorDescType",
+    "DType", "BlockType", "PointerType", "TensorType", "SharedMemoryDescType", "TensorMemoryDescType", "TensorDescType",
     "TensorDescIm2ColType", "Type", "ScalarType",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5",
@@ -241,6 +242,61 @@ class SharedMemoryDescType:
 
     __repr__ = __str__
 
+@dataclass(frozen=True)
+class TensorMemoryDescType:
+    """A view of a Blackwell tensor-memory (TMEM) buffer: ``shape`` elements of ``element``.
+
+    ``layout`` is a ``TensorMemoryLayout`` or ``TensorMemoryScalesLayout`` (rank 2) placing
+    the last two dimensions of ``alloc_shape`` (the *tile*) on TMEM lanes and columns;
+    leading dimensions are stages (whole tiles side by side along the columns), as in a
+    double-buffered accumulator ``allocate_tensor_memory(gl.float32, [2, 128, 128], layout)``.
+    A sliced view is smaller than ``alloc_shape`` (where it starts is the op's attribute).
+    Addressing lives in :mod:`gluonkit.ir.tmem`.
+    """
+
+    element: DType
+    shape: Tuple[int, ...]
+    layout: object
+    alloc_shape: Tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "alloc_shape", tuple(int(s) for s in self.alloc_shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_stage_dims(self) -> int:
+        """How many leading dimensions stack whole tiles (beyond the layout's rank 2)."""
+        return len(self.shape) - 2
+
+    @property
+    def element_ty(self) -> DType:
+        """Gluon's name for :attr:`element`."""
+        return self.element
+
+    def get_reg_layout(self, num_warps=None, instr_variant: str = "32x32b"):
+        """The register layout of a tcgen05.ld/st of this (2-D) view with ``num_warps`` warps
+        (Gluon's ``tensor_memory_descriptor_type.get_reg_layout``); ``ValueError`` when none exists."""
+        from ..layouts.tmem import get_tmem_reg_layout
+
+        if num_warps is None:
+            raise ValueError("get_reg_layout: num_warps could not be inferred; pass a power of two >= 4")
+        return get_tmem_reg_layout(self.element, list(self.shape), self.layout, num_warps, instr_variant)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        dims = "x".join(str(s) for s in self.shape)
+        alloc = "x".join(str(s) for s in self.alloc_shape)
+        return f"!tmem<{dims}x{self.element}, {self.layout!r}, alloc {alloc}>"
+
+    __repr__ = __str__
+
 
 @dataclass(frozen=True)
 class TensorDescType:
@@ -324,7 +380,7 @@ class TensorDescIm2ColType(TensorDescType):
     __repr__ = __str__
 
 
-Type = Union[DType, PointerType, TensorType, SharedMemoryDescType, TensorDescType]
+Type = Union[DType, PointerType, TensorType, SharedMemoryDescType, TensorMemoryDescType, TensorDescType]
 
 
 def is_tensor(ty: Type) -> bool:

@@ -28,7 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..layouts.distributed import AutoLayout
 from .core import Operation
 from .diagnostics import CompilationError
-from .types import PointerType, SharedMemoryDescType, TensorDescType, TensorType, DType
+from .types import PointerType, SharedMemoryDescType, TensorDescType, TensorMemoryDescType, TensorType, DType
 from .verifier import rule
 from .verify_checks import fail
 
@@ -144,7 +144,7 @@ def kernel_warps(func) -> int:
 
 def _captured_ok(ty) -> bool:
     """What a worker may see from outside: memory descriptors, barriers, TMA descriptors, scalars."""
-    return isinstance(ty, (SharedMemoryDescType, TensorDescType, PointerType, DType))
+    return isinstance(ty, (SharedMemoryDescType, TensorMemoryDescType, TensorDescType, PointerType, DType))
 
 
 def _layout_warps(ty: TensorType) -> Optional[int]:

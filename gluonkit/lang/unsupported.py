@@ -221,13 +221,7 @@ BLACKWELL_TMA = {  # gluonkit.language.nvidia.blackwell.tma, besides hopper's
 }
 
 BLACKWELL = {  # gluonkit.language.nvidia.blackwell (rubin re-exports them)
-    "allocate_tensor_memory": ("fn", "tcgen05"),
-    "tensor_memory_descriptor": ("class", "tcgen05"),
-    "tensor_memory_descriptor_type": ("class", "tcgen05"),
-    "tcgen05_commit": ("fn", "tcgen05"),
     "tcgen05_copy": ("fn", "tcgen05"),
-    "tcgen05_mma": ("fn", "tcgen05"),
-    "tcgen05_mma_barrier_count": ("fn", "tcgen05"),
     "tcgen05_mma_scaled": ("fn", "tcgen05"),
     "add2": ("fn", "packed_arith"),
     "sub2": ("fn", "packed_arith"),

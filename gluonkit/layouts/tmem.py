@@ -38,6 +38,9 @@ _ATOMS: Dict[str, Tuple[List[List[int]], List[List[int]]]] = {
     "16x256b": ([[0, 1], [8, 0]], [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]]),
 }
 
+#: The atoms by instruction shape (what the lowering matches a register layout against).
+TMEM_ATOMS = _ATOMS
+
 
 class TensorMemoryLayout(LayoutBase):
     """The TMEM layout of an MMA accumulator or operand (Gluon's ``TensorMemoryLayout``).

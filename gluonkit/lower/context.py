@@ -88,6 +88,8 @@ class KernelLowering:
         self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
         # Measured-timeline records around the pipeline's ops (lower/instrument.py), or None.
         self.instrumentation = instrumentation_for(instrument, self.module, self.prologue, self.lane)
+        self.tmem = None  # the kernel's tensor-memory allocation, in kernels that use it (nvidia/tmem.py)
+        self.before_return: List = []  # callables(ctx) that emit code before the kernel's ``ret``
 
     def axis_info(self, value: Value) -> AxisInfo:
         """Contiguity/divisibility/constancy facts of ``value`` (analysed on first use)."""

@@ -2,8 +2,8 @@
 
 The names of ``triton.experimental.gluon.language.nvidia.blackwell``.  The tensor-memory
 layouts are :mod:`gluonkit.layouts.tmem`'s; Hopper's and Ampere's names come along as in
-Gluon; tensor memory, ``tcgen05`` and packed arithmetic are not built yet and are stubs
-(:mod:`gluonkit.lang.unsupported`).  ``tma`` is the one TMA module (with Blackwell's
+Gluon; tensor memory is :mod:`.tmem`'s, the MMAs :mod:`.tcgen05`'s; ``tcgen05_copy``,
+``tcgen05_mma_scaled`` and packed arithmetic are not built yet and are stubs (:mod:`gluonkit.lang.unsupported`).  ``tma`` is the one TMA module (with Blackwell's
 gather and scatter).
 """
 
@@ -13,10 +13,14 @@ from .hopper import (
     CachePolicy, FractionalEvictionPolicy, async_copy, async_store, cluster, fence_async_shared, mbarrier, mma_v2,
     tma,
 )
+from .tcgen05 import tcgen05_commit, tcgen05_mma, tcgen05_mma_barrier_count
+from .tmem import allocate_tensor_memory, tensor_memory_descriptor, tensor_memory_descriptor_type
 from ..unsupported import BLACKWELL, install
 
 # ``clc`` and ``tma`` are left out of __all__: the user tree (gluonkit.language.nvidia.blackwell)
 # has its own submodules of those names.
 __all__ = ["TensorMemoryLayout", "TensorMemoryScalesLayout", "CachePolicy", "FractionalEvictionPolicy",
-           "async_copy", "async_store", "cluster", "fence_async_shared", "mbarrier", "mma_v2"]
+           "async_copy", "async_store", "cluster", "fence_async_shared", "mbarrier", "mma_v2",
+           "allocate_tensor_memory", "tensor_memory_descriptor", "tensor_memory_descriptor_type",
+           "tcgen05_mma", "tcgen05_commit", "tcgen05_mma_barrier_count"]
 __all__ += install(globals(), BLACKWELL)

@@ -50,7 +50,9 @@ def infer_rule(*names: str):
             "memdesc_reshape", "memdesc_reinterpret", "mbarrier_init", "mbarrier_expect", "mbarrier_arrive",
             "mbarrier_wait", "mbarrier_invalidate", "fence_async_shared", "thread_barrier",
             "cluster_barrier",
-            "async_tma_copy_global_to_shared", "async_tma_copy_shared_to_global", "async_tma_store_wait")
+            "async_tma_copy_global_to_shared", "async_tma_copy_shared_to_global", "async_tma_store_wait",
+            "tmem_alloc", "tmem_load", "tmem_store", "tmem_index", "tmem_slice", "tmem_reinterpret",
+            "tcgen05_mma", "tcgen05_commit")
 def _no_constraint(op: Operation, c: Constraints) -> None:
     """No tie between layouts (terminators are handled by their parent op's rule)."""
 

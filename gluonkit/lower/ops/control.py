@@ -153,6 +153,8 @@ def _region_terminator(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("return")
 def _return(ctx: KernelLowering, op: Operation) -> None:
+    for emit in ctx.before_return:
+        emit(ctx)
     if ctx.func.num_ctas > 1:  # no CTA may exit while another of its cluster can still reach its shared memory
         emit_ptx(ctx.builder, CLUSTER_BARRIER)
     ctx.builder.ret_void()

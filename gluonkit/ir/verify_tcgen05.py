@@ -1,0 +1,124 @@
+"""Verifier rules of Blackwell's tensor-core MMA: ``tcgen05_mma`` and ``tcgen05_commit``.
+
+Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
+module).  :func:`tcgen05_shape_problem` is also what the frontend asks, so a bad call is
+reported at the user's line.  The rules are the hardware's (PTX ISA, ``tcgen05.mma``,
+``cta_group::1``):
+
+* ``a`` is an ``[M, K]`` shared-memory view and ``b`` a ``[K, N]`` one (one tile each; any
+  placement with a contiguous dimension passes here, the lowering checks from the linear
+  layout that a matrix descriptor can express it, as for wgmma);
+* ``acc`` is an ``[M, N]`` tensor-memory view in a one-CTA ``TensorMemoryLayout`` whose block
+  has ``M`` rows and one element per 32-bit column (``col_stride = 32 // bits``), float32 —
+  or float16 for 16-bit inputs;
+* ``M`` is 64 or 128, ``N`` a multiple of 8 (M = 64) or 16 (M = 128) from 8 to 256, ``K``
+  a multiple of 32 bytes of inputs (one instruction's K);
+* kinds: float16/bfloat16 (``kind::f16``), float32 read as tf32 (``kind::tf32``, float32
+  accumulator), fp8 e4m3/e5m2 in any mix (``kind::f8f6f4``, float32 accumulator).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..layouts.tmem import TensorMemoryLayout
+from .core import Operation
+from .types import (SharedMemoryDescType, TensorMemoryDescType, bfloat16, float8e4nv, float8e5, float16, float32,
+                    int1)
+from .verifier import rule
+from .verify_checks import fail
+from .verify_wgmma import contiguous_dim
+
+__all__ = ["tcgen05_kind", "tcgen05_k_step", "tcgen05_shape_problem"]
+
+_KINDS = {float16: "f16", bfloat16: "f16", float32: "tf32", float8e4nv: "f8f6f4", float8e5: "f8f6f4"}
+
+
+def tcgen05_kind(element) -> Optional[str]:
+    """The ``.kind`` qualifier of an MMA on ``element`` inputs (``None``: not an MMA input type)."""
+    return _KINDS.get(element)
+
+
+def tcgen05_k_step(element) -> int:
+    """The K of one ``tcgen05.mma`` on ``element`` inputs: 32 bytes' worth."""
+    return 256 // element.primitive_bitwidth
+
+
+def _shared_problem(ty, name: str) -> Optional[str]:
+    if isinstance(ty, TensorMemoryDescType):
+        return (f"{name} in tensor memory is not supported yet (tcgen05.mma's A-from-TMEM form); "
+                f"pass {name} as a shared memory descriptor")
+    if not isinstance(ty, SharedMemoryDescType) or ty.rank != 2 or ty.num_stage_dims:
+        return f"{name} must be one 2-D shared memory tile (pick a stage with .index(i)), got {ty}"
+    if contiguous_dim(ty) is None:
+        return f"{name}'s layout {ty.layout!r} has no contiguous dimension; use an NVMMASharedLayout"
+    return None
+
+
+def tcgen05_shape_problem(a, b, acc) -> Optional[str]:
+    """Why ``tcgen05_mma(a, b, acc)`` with these operand types is not one MMA (``None`` if it is)."""
+    for ty, name in ((a, "a"), (b, "b")):
+        problem = _shared_problem(ty, name)
+        if problem:
+            return problem
+    if not isinstance(acc, TensorMemoryDescType) or len(acc.shape) != 2:
+        return f"acc must be a 2-D tensor memory descriptor, got {acc}"
+    kind = tcgen05_kind(a.element)
+    if kind is None or tcgen05_kind(b.element) != kind or (kind != "f8f6f4" and a.element != b.element):
+        return (f"a and b must both be float16, both bfloat16, both float32 (tf32) or both fp8 (float8e4nv/"
+                f"float8e5), got {a.element} and {b.element}")
+    allowed = (float32, float16) if kind == "f16" else (float32,)
+    if acc.element not in allowed:
+        return f"acc must be {' or '.join(str(t) for t in allowed)} for {a.element} inputs, got {acc.element}"
+    layout = acc.layout
+    if not isinstance(layout, TensorMemoryLayout) or layout.two_ctas:
+        return f"acc must be in a one-CTA TensorMemoryLayout, got {layout!r}"
+    (m, k), (k2, n) = a.shape, b.shape
+    if tuple(acc.shape) != (m, n) or k != k2:
+        return (f"shapes do not chain: a is {list(a.shape)}, b is {list(b.shape)}, acc is {list(acc.shape)}; "
+                "expected [M, K] x [K, N] -> [M, N]")
+    if m not in (64, 128) or layout.block[0] != m:
+        return f"M = {m} must be 64 or 128 and equal acc's TensorMemoryLayout block M ({layout.block[0]})"
+    if layout.col_stride != 32 // acc.element.primitive_bitwidth:
+        return (f"acc's layout packs {layout.col_stride} column(s) per element; an MMA accumulator of {acc.element} "
+                f"needs col_stride={32 // acc.element.primitive_bitwidth}")
+    n_step = 8 if m == 64 else 16
+    if n % n_step or not 8 <= n <= 256:
+        return f"N = {n} must be a multiple of {n_step} from {n_step} to 256 for M = {m}"
+    k_step = tcgen05_k_step(a.element)
+    if k % k_step:
+        return f"K = {k} must be a multiple of {k_step} (one {a.element} tcgen05.mma)"
+    return None
+
+
+@rule("tcgen05_mma")
+def _tcgen05_mma(op: Operation):
+    n = op.attrs.get("num_barriers")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0 or len(op.operands) != 5 + 2 * n:
+        fail(op, f"expects a, b, acc, use_acc, pred and num_barriers barriers with their predicates, got "
+                 f"{len(op.operands)} operands and num_barriers={n!r}")
+    if not isinstance(op.attrs.get("is_async"), bool) or (n and not op.attrs["is_async"]):
+        fail(op, f"is_async must be a bool, and True when there are barriers, got {op.attrs.get('is_async')!r}")
+    if op.results or op.regions:
+        fail(op, "has no results or regions")
+    a, b, acc = (v.type for v in op.operands[:3])
+    problem = tcgen05_shape_problem(a, b, acc)
+    if problem:
+        fail(op, problem)
+    for v in op.operands[3:5] + op.operands[5 + n:]:
+        if v.type != int1:
+            fail(op, f"use_acc, pred and the barrier predicates must be int1 scalars, got {v.type}")
+    for v in op.operands[5:5 + n]:
+        if not isinstance(v.type, SharedMemoryDescType) or v.type.element.name != "int64":
+            fail(op, f"barriers must be mbarriers (int64 shared memory), got {v.type}")
+
+
+@rule("tcgen05_commit")
+def _tcgen05_commit(op: Operation):
+    if len(op.operands) != 2 or op.results or op.regions:
+        fail(op, f"expects bar and pred, got {len(op.operands)} operands")
+    bar, pred = (v.type for v in op.operands)
+    if not isinstance(bar, SharedMemoryDescType) or bar.element.name != "int64":
+        fail(op, f"bar must be an mbarrier (int64 shared memory), got {bar}")
+    if pred != int1:
+        fail(op, f"pred must be an int1 scalar, got {pred}")

@@ -1,0 +1,109 @@
+"""Blackwell's tensor-core MMA in kernels: ``tcgen05_mma``, ``tcgen05_commit``, ``tcgen05_mma_barrier_count``.
+
+Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.blackwell``)::
+
+    tcgen05_mma(a_smem, b_smem, acc_tmem, use_acc=False, mbarriers=[done])   # starts acc = a @ b
+    tcgen05_commit(bar)           # bar gets one arrival when every MMA issued so far has completed
+    mbarrier.wait(done, phase)    # now acc (and the stages a, b) may be used again
+
+``a`` is an ``[M, K]`` and ``b`` a ``[K, N]`` shared-memory descriptor (``NVMMASharedLayout``),
+``acc`` an ``[M, N]`` tensor-memory descriptor that the MMA updates in place.  With
+``mbarriers`` (a list, possibly empty) the MMA is asynchronous and each barrier (where its
+``mbarrier_preds`` entry holds) gets one arrival when it completes, as a ``tcgen05_commit``
+right after it would give; with ``mbarriers=None`` it is synchronous.  ``multicast=True``
+(and ``tcgen05_commit``'s ``descs``) concern clusters of several CTAs, which gluonkit does
+not launch yet: they are errors, as everywhere.
+"""
+
+from __future__ import annotations
+
+from ...ir.verify_tcgen05 import tcgen05_shape_problem
+from ...sync.builtin import barrier_type, predicate
+from ..errors import ArgumentError, LayoutMismatchError, TypeMismatchError
+from ..unsupported import UnsupportedFeatureError
+from ..tensor import builtin
+from .tmem import tensor_memory_descriptor
+
+__all__ = ["tcgen05_mma", "tcgen05_commit", "tcgen05_mma_barrier_count"]
+
+
+def _flag(sem, value, what: str):
+    flag = sem.to_bool(sem.to_tensor(value), what)
+    if flag.is_block():
+        sem.error(f"tcgen05_mma: {what} must be a scalar, got a tensor of shape {list(flag.shape)}", TypeMismatchError)
+    return flag.handle
+
+
+@builtin
+def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarriers=None, mbarrier_preds=None,
+                _semantic=None):
+    """``acc = a @ b + (acc if use_acc else 0)`` on the tensor cores (see the module docstring)."""
+    sem = _semantic
+    handles = []
+    for value, name in ((a, "a"), (b, "b"), (acc, "acc")):
+        handle = getattr(value, "handle", None)
+        if handle is None:
+            sem.error(f"tcgen05_mma's {name} must be a shared or tensor memory descriptor, got {value!r}",
+                      TypeMismatchError)
+        handles.append(handle)
+    if not isinstance(acc, tensor_memory_descriptor):
+        sem.error(f"tcgen05_mma's acc must be a tensor memory descriptor (allocate_tensor_memory), got {acc!r}",
+                  TypeMismatchError)
+    problem = tcgen05_shape_problem(*(h.type for h in handles))
+    if problem:
+        sem.error(f"tcgen05_mma: {problem}", LayoutMismatchError if "layout" in problem else TypeMismatchError)
+    if mbarriers is None:
+        if mbarrier_preds is not None:
+            sem.error("tcgen05_mma: mbarrier_preds needs mbarriers", ArgumentError)
+        bars, preds = [], []
+    else:
+        bars = [barrier_type(sem, bar, "each of tcgen05_mma's mbarriers") for bar in mbarriers]
+        preds = [True] * len(bars) if mbarrier_preds is None else list(mbarrier_preds)
+        if len(preds) != len(bars):
+            sem.error(f"tcgen05_mma: {len(bars)} mbarriers but {len(preds)} mbarrier_preds", ArgumentError)
+        preds = [_flag(sem, p, "each mbarrier_preds entry") for p in preds]
+    if sem.require_constexpr(multicast, "tcgen05_mma's multicast"):
+        sem.error("tcgen05_mma: multicast=True commits to the CTAs of a cluster, which gluonkit does not launch "
+                  "yet (one CTA per cluster); leave multicast=False", UnsupportedFeatureError)
+    operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
+    sem.create("tcgen05_mma", operands, [], {"num_barriers": len(bars), "is_async": mbarriers is not None})
+
+
+@builtin
+def tcgen05_commit(barrier, pred=True, descs=(), _semantic=None):
+    """One arrival on ``barrier`` once every tcgen05 MMA issued before it has completed.
+
+    ``descs`` name multicast operands of a cluster, which gluonkit does not launch yet.
+    """
+    sem = _semantic
+    if descs:
+        sem.error("tcgen05_commit: descs multicast the commit to the CTAs of a cluster, which gluonkit does not "
+                  "launch yet (one CTA per cluster); leave descs=()", UnsupportedFeatureError)
+    bar = barrier_type(sem, barrier, "tcgen05_commit's barrier")
+    p = predicate(sem, pred)
+    if p is not None:
+        sem.create("tcgen05_commit", [bar, p.handle], [], {})
+
+
+def tcgen05_mma_barrier_count(smems, multicast, two_ctas):
+    """How many CTAs commit a tcgen05 MMA onto a barrier: the arrival count to ``mbarrier.init`` it with.
+
+    One CTA per cluster (all gluonkit launches) commits once; multicast operands split over the
+    CTA bits of their layouts' ``cga_layout`` count each CTA that holds a distinct part (every
+    other CTA when ``two_ctas`` pairs them).
+    """
+    smems = list(smems)
+    if not 0 <= len(smems) <= 4:
+        raise ValueError(f"tcgen05_mma_barrier_count takes 0 to 4 shared memory descriptors, got {len(smems)}")
+    if not smems or not multicast:
+        return 1
+    layouts = [getattr(s, "layout", s) for s in smems]
+    cta_bits = len(getattr(layouts[0], "cga_layout", None) or [])
+    count = 0
+    for cta in range(1 << cta_bits):
+        if two_ctas and cta & 1:
+            continue
+        if any(all(not any(basis) or not cta >> i & 1 for i, basis in enumerate(getattr(l, "cga_layout", None) or []))
+               for l in layouts):
+            count += 1
+    return count

@@ -1,0 +1,156 @@
+"""Lowering of ``tcgen05_mma`` and ``tcgen05_commit`` to Blackwell ``tcgen05.mma`` / ``tcgen05.commit`` (sm_100a).
+
+One ``tcgen05_mma`` of ``[M, K] x [K, N]`` is one ``tcgen05.mma.cta_group::1.kind::K`` per
+K step (32 bytes of inputs), all issued by thread 0 of the program (the hardware runs an
+MMA for the whole CTA; Triton 3.9 elects one thread of warp 0 too):
+
+* the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`gluonkit.lower.nvidia.tmem`);
+* ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors.  Their strides
+  and swizzle come from the layout algebra exactly as for wgmma
+  (:func:`.wgmma_descriptor.describe_operand`: leading/stride byte offsets read off the
+  view's linear layout and checked against the canonical layout); sm_100's descriptor
+  differs only in its fixed fields: version 1 at bits 46–47 and a 3-bit layout type at
+  61–63 (:data:`LAYOUT_TYPES`).  The leading offset of a swizzled K-major operand is not
+  used by the hardware and is left 0, as Triton 3.9 leaves it;
+* the 32-bit *instruction descriptor* (:func:`instruction_descriptor`) holds the input and
+  accumulator types, whether A and B are MN-major (transposed), N >> 3 and M >> 4;
+* ``use_acc`` is the enable-input-d predicate of the first K step; later steps accumulate.
+
+Before the MMAs a ``tcgen05.fence::before_thread_sync`` / ``bar.sync`` /
+``tcgen05.fence::after_thread_sync`` orders the other threads' earlier TMEM stores (and
+shared-memory writes) before the issuing thread's MMA.  ``mbarriers=`` adds one
+``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64`` per barrier,
+from the issuing thread.  A synchronous MMA (``mbarriers=None``) commits to a kernel-private
+mbarrier and every thread waits for it.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as lir
+
+from ...ir import CompilationError, Operation
+from ...ir.verify_tcgen05 import tcgen05_k_step, tcgen05_kind
+from ...ir.verify_wgmma import is_k_major
+from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
+from ..llvm_types import I1, I32, I64
+from ..ops.shared_memory import SharedPointer, order_access
+from ..registry import lowering
+from .mbarrier import elected_thread
+from .tmem import synchronize
+from .wgmma_descriptor import OperandDescriptor, describe_operand
+
+__all__ = ["LAYOUT_TYPES", "instruction_descriptor", "shared_descriptor_base"]
+
+#: sm_100 matrix descriptor layout type (bits 61-63) per swizzle width in bytes.
+LAYOUT_TYPES = {0: 0, 128: 2, 64: 4, 32: 6}
+_VERSION = 1 << 46
+#: Input type codes of the instruction descriptor, per kind.
+_INPUT_CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float8e4nv": 0, "float8e5": 1}
+_ACC_CODES = {"float16": 0, "float32": 1}
+_SHARED = 3
+
+
+def shared_descriptor_base(plan: OperandDescriptor) -> int:
+    """The sm_100 descriptor's fields other than the start address."""
+    lbo = 0 if plan.k_major and plan.swizzle else plan.lbo
+    return ((lbo >> 4) << 16) | ((plan.sbo >> 4) << 32) | _VERSION | (LAYOUT_TYPES[plan.swizzle] << 61)
+
+
+def instruction_descriptor(a_type, b_type, acc_type, a_k_major: bool, b_k_major: bool) -> int:
+    """The 32-bit instruction descriptor of ``kind::f16|tf32|f8f6f4`` (PTX ISA, "Instruction descriptor")."""
+    m, n = acc_type.shape
+    return (_ACC_CODES[acc_type.element.name] << 4 | _INPUT_CODES[a_type.element.name] << 7
+            | _INPUT_CODES[b_type.element.name] << 10 | (0 if a_k_major else 1) << 15
+            | (0 if b_k_major else 1) << 16 | (n >> 3) << 17 | (m >> 4) << 24)
+
+
+def _start(ctx: KernelLowering, pointer: SharedPointer, plan: OperandDescriptor) -> lir.Value:
+    b = ctx.builder
+    address = b.ptrtoint(pointer.pointer, I32)
+    field = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
+    return b.or_(field, I64(shared_descriptor_base(plan)))
+
+
+def _step(ctx: KernelLowering, start: lir.Value, plan: OperandDescriptor, k: int) -> lir.Value:
+    """The descriptor of the K step at ``k``: a whole number of 16-byte units past the start (see wgmma)."""
+    offset = plan.offset_of(0, k)
+    return ctx.builder.add(start, I64(offset >> 4)) if offset else start
+
+
+def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value) -> None:
+    emit_ptx(ctx.builder, "@$1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,b",
+             [bar, issuer])
+
+
+def _barrier_address(ctx: KernelLowering, value) -> lir.Value:
+    return ctx.builder.ptrtoint(ctx.get(value).pointer, I32)
+
+
+@lowering("tcgen05_mma")
+def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
+    if ctx.target.arch != "sm_100a":
+        raise CompilationError(f"tcgen05_mma: tcgen05 is a Blackwell (sm_100a) instruction; {ctx.target.arch} has "
+                               "none (Hopper uses warpgroup_mma); compile for target='sm_100a'", op.loc)
+    a, b_value, acc = op.operands[:3]
+    n_bars = op.attrs["num_barriers"]
+    element = a.type.element
+    m, n = acc.type.shape
+    k_step = tcgen05_k_step(element)
+    order_access(ctx, op)
+    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc)
+    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc)
+    idesc = instruction_descriptor(a.type, b_value.type, acc.type, is_k_major(a.type, 0), is_k_major(b_value.type, 1))
+    b = ctx.builder
+    synchronize(ctx)
+    issuer = elected_thread(ctx, ctx.get(op.operands[4]))
+    a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
+    text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], $1, $2, $3, $4;"
+    for step in range(a.type.shape[1] // k_step):
+        k = step * k_step
+        enable_d = ctx.get(op.operands[3]) if step == 0 else I1(1)
+        emit_ptx(b, text, "r,l,l,r,b,b", [ctx.get(acc), _step(ctx, a_start, a_plan, k),
+                                          _step(ctx, b_start, b_plan, k), I32(idesc), enable_d, issuer])
+    for i in range(n_bars):
+        bar_issuer = b.and_(issuer, ctx.get(op.operands[5 + n_bars + i]))
+        _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer)
+    if not op.attrs["is_async"]:
+        _wait_synchronously(ctx, issuer)
+
+
+def _wait_synchronously(ctx: KernelLowering, issuer: lir.Value) -> None:
+    """Commit to the kernel's private mbarrier (initialized here for one phase) and wait for it in every thread."""
+    name = "tcgen05_mma_barrier"
+    slot = ctx.module.globals.get(name)
+    if slot is None:
+        slot = lir.GlobalVariable(ctx.module, I64, name, addrspace=_SHARED)
+        slot.linkage = "internal"
+        slot.initializer = lir.Constant(I64, None)
+        slot.align = 8
+    b = ctx.builder
+    bar = b.ptrtoint(slot, I32)
+    # Initialized by the issuing thread before its commit (program order makes it visible to that commit).
+    emit_ptx(b, "@$1 mbarrier.init.shared::cta.b64 [$0], 1;", "r,b", [bar, issuer])
+    _commit(ctx, bar, issuer)
+    synchronize(ctx)  # every thread sees the initialized barrier before waiting on it
+    loop = ctx.fn.append_basic_block("tcgen05.wait")
+    done = ctx.fn.append_basic_block("tcgen05.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    text = ("{ .reg .pred complete; mbarrier.try_wait.parity.shared::cta.b64 complete, [$1], 0; "
+            "selp.u32 $0, 1, 0, complete; }")
+    flag = b.asm(lir.FunctionType(I32, [I32]), text, "=r,r,~{memory}", [bar], side_effect=True)
+    b.cbranch(b.icmp_unsigned("!=", flag, I32(0)), done, loop)
+    b.position_at_end(done)
+    synchronize(ctx)  # nobody re-initializes the barrier while another thread still waits on it
+    emit_ptx(b, "tcgen05.fence::after_thread_sync;")
+    emit_ptx(b, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [bar, issuer])
+
+
+@lowering("tcgen05_commit")
+def _tcgen05_commit(ctx: KernelLowering, op: Operation) -> None:
+    if ctx.target.arch != "sm_100a":
+        raise CompilationError(f"tcgen05_commit: tcgen05 is a Blackwell (sm_100a) instruction; {ctx.target.arch} "
+                               "has none; compile for target='sm_100a'", op.loc)
+    order_access(ctx, op)
+    _commit(ctx, _barrier_address(ctx, op.operands[0]), elected_thread(ctx, ctx.get(op.operands[1])))

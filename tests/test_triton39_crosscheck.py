@@ -1,0 +1,182 @@
+"""gluonkit's tcgen05 PTX against Triton 3.9's, for the same Gluon source (skipped without Triton >= 3.9).
+
+Each entry of :data:`KERNELS` is one Gluon kernel, written once as a factory over the
+``gl``/``blackwell`` modules (``tests/tmem_kernels.py``), with its argument types and
+constexprs.  Both compilers build it for sm_100a with the same ``num_warps``; the test
+compares every ``tcgen05.*`` instruction: its mnemonic with all qualifiers (ld/st shape,
+``.xN``, ``.pack::16b`` …) and, for ``alloc``/``dealloc``, the number of columns — as
+multisets, so the order of independent instructions does not matter.  Instructions
+gluonkit emits on purpose and Triton does not are listed in :data:`EXPLAINED` with the
+reason (docs/blackwell.rst keeps the same list).  To add a kernel (e.g. an MMA), add a
+factory and a :class:`Case`.
+
+Run with an environment that has both Triton 3.9 and gluonkit's dependencies, e.g.
+``/work/tri39/bin/python -m pytest tests/test_triton39_crosscheck.py`` (the ``[crosscheck]`` extra).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Dict
+
+import pytest
+
+import gluonkit
+import gluonkit.language as gk_gl
+from gluonkit.language.nvidia import blackwell as gk_blackwell
+
+triton = pytest.importorskip("triton")
+if tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:2]) < (3, 9):
+    pytest.skip(f"needs Triton >= 3.9, found {triton.__version__}", allow_module_level=True)
+
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as tr_gl  # noqa: E402
+from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
+from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell  # noqa: E402
+
+import tcgen05_kernels  # noqa: E402
+import tmem_kernels  # noqa: E402
+
+# gluonkit's instructions that Triton 3.9 does not emit, and why.
+EXPLAINED = {
+    "tcgen05.fence::before_thread_sync": "gluonkit orders the allocation's shared-memory handoff (and the "
+                                         "dealloc after the last TMEM access) with the PTX ISA's thread-sync fences",
+    "tcgen05.fence::after_thread_sync": "as above",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel: its factory, pointer argument types, constexprs (made per framework) and warps."""
+
+    name: str
+    factory: Callable
+    pointers: Dict[str, str]
+    constexprs: Callable  # (blackwell module) -> dict of constexpr values
+    num_warps: int = 4
+    explained: Dict[str, str] = field(default_factory=dict)  # mnemonic -> why its count differs in this kernel
+
+
+def _tmem_layout(m, n, col_stride):
+    return lambda bw: bw.TensorMemoryLayout((m, n), col_stride=col_stride)
+
+
+def _round_trip(dtype, m, n, col_stride, variant, num_warps=4):
+    layout = _tmem_layout(m, n, col_stride)
+    return Case(f"round_trip-{dtype}-{m}x{n}-cs{col_stride}-{variant}-w{num_warps}", tmem_kernels.round_trip_source,
+                {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}"},
+                lambda bw: {"M": m, "N": n, "tmem_layout": layout(bw), "variant": variant}, num_warps)
+
+
+def _mma(dtype, m, n, k, b_kmajor, acc=False, out="fp32"):
+    return Case(f"mma-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}{'-acc' if acc else ''}-{out}",
+                tcgen05_kernels.mma_source, {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{out}"},
+                lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor, "ACC": acc})
+
+
+MMA_KERNELS = [
+    _mma("fp16", 128, 64, 64, False), _mma("fp16", 128, 64, 64, True), _mma("bf16", 128, 64, 64, True, acc=True),
+    _mma("fp16", 128, 256, 32, False), _mma("fp16", 64, 64, 64, True), _mma("fp32", 128, 64, 32, True),
+    _mma("fp8e4nv", 128, 64, 64, True), _mma("fp8e5", 128, 32, 128, True),
+    _mma("fp16", 128, 64, 64, False, acc=True, out="fp16"),
+    Case("sync_mma", tcgen05_kernels.sync_mma_source, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"},
+         lambda bw: {"M": 128, "K": 32},
+         explained={"tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64":
+                    "a synchronous tcgen05_mma (mbarriers=None): gluonkit commits it to a private mbarrier and waits, "
+                    "since the PTX ISA orders tcgen05.ld after an MMA only through a commit; Triton 3.9 emits "
+                    "neither commit nor wait"}),
+]
+
+KERNELS = [
+    *(_round_trip("fp32", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
+    *(_round_trip("fp16", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
+    *(_round_trip("fp16", 128, 64, 2, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
+    _round_trip("bf16", 128, 128, 1, "32x32b"),
+    *(_round_trip("fp8e4nv", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x256b")),
+    # (No TensorMemoryScalesLayout load/store: Triton 3.9 rejects tmem_load of it; see docs/blackwell.rst.)
+    _round_trip("fp32", 64, 64, 1, "32x32b"),  # 16x32bx2
+    _round_trip("fp32", 64, 128, 1, "32x32b"),
+    _round_trip("fp32", 128, 256, 1, "32x32b"),  # split into .x128 pieces
+    _round_trip("fp32", 128, 128, 1, "32x32b", num_warps=8),
+    Case("staged_slices", tmem_kernels.staged_slices_source, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
+         lambda bw: {"M": 128, "N": 64, "tmem_layout": bw.TensorMemoryLayout((128, 64), col_stride=1)},
+         explained={"tcgen05.wait::ld.sync.aligned": "gluonkit waits at the end of each load (2); Triton 3.9 "
+                                                     "defers the wait to the first use and covers both loads (1)"}),
+    *MMA_KERNELS,
+]
+
+
+def _tcgen05(ptx: str, explained=()) -> Counter:
+    """Every tcgen05 instruction as ``mnemonic`` (alloc/dealloc: ``mnemonic cols``), counted."""
+    found = Counter()
+    for line in ptx.splitlines():
+        line = re.sub(r"^@%p\d+\s+", "", line.strip())
+        line = re.sub(r"^\{ \.reg \.pred p; setp\.ne\.b32 p, %r\d+, 0; @p ", "", line)
+        if not line.startswith("tcgen05."):
+            continue
+        mnemonic = line.split()[0].rstrip(";")
+        if ".alloc." in mnemonic or ".dealloc." in mnemonic:
+            mnemonic += " " + re.search(r"(\d+);", line).group(1)
+        if mnemonic not in EXPLAINED and mnemonic not in explained:
+            found[mnemonic] += 1
+    return found
+
+
+def _triton_ptx(case: Case) -> str:
+    fn = gluon.jit(case.factory(tr_gl, tr_blackwell))
+    constexprs = case.constexprs(tr_blackwell)
+    signature = {**case.pointers, **{k: "constexpr" for k in constexprs}}
+    src = GluonASTSource(fn, signature, constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_warps": case.num_warps}).asm["ptx"]
+
+
+def _gluonkit_ptx(case: Case) -> str:
+    fn = gluonkit.jit(case.factory(gk_gl, gk_blackwell))
+    args = [f"{t}:16" for t in case.pointers.values()]
+    return fn.compile(*args, target="sm_100a", num_warps=case.num_warps, **case.constexprs(gk_blackwell)).asm["ptx"]
+
+
+@pytest.mark.parametrize("case", KERNELS, ids=lambda c: c.name)
+def test_tcgen05_instructions_match_triton(case):
+    ours, theirs = _tcgen05(_gluonkit_ptx(case), case.explained), _tcgen05(_triton_ptx(case), case.explained)
+    assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
+
+
+def _constant(ptx: str, register: str) -> int:
+    """The immediate a 32-bit register is set to (``mov.b32 reg, imm``)."""
+    return int(re.search(rf"mov\.(?:b|u|s)32\s+{re.escape(register)}, (-?\d+);", ptx).group(1)) & 0xFFFFFFFF
+
+
+def _descriptor_fields(ptx: str, register: str) -> int:
+    """A matrix descriptor register's fields other than the start address (bits 14-63).
+
+    gluonkit forms it as ``or.b64 reg, start, imm`` (K steps ``add.s64``); Triton 3.9 as
+    ``mov.b64 reg, {lo, hi}``, ``hi`` a ``mov.b32`` immediate and ``lo`` the start, or-ed (or
+    added) with the leading byte offset field when there is one.
+    """
+    r = re.escape(register)
+    found = re.search(rf"(?:or\.b64|add\.s64)\s+{r}, %rd\d+, (-?\d+);", ptx)
+    if found:
+        return int(found.group(1)) & ~0x3FFF & (1 << 64) - 1
+    lo, hi = re.search(rf"mov\.b64\s+{r}, \{{(%r\d+), (%r\d+)\}};", ptx).groups()
+    low = re.search(rf"(?:or\.b32|add\.s32)\s+{re.escape(lo)}, %r\d+, (-?\d+);", ptx)
+    return _constant(ptx, hi) << 32 | (int(low.group(1)) & ~0x3FFF & 0xFFFFFFFF if low else 0)
+
+
+def _mma_words(ptx: str) -> Counter:
+    """Each tcgen05.mma's (kind, instruction descriptor, A and B descriptor high words), counted."""
+    found = Counter()
+    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\w+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+)", ptx):
+        kind, a, b, idesc = m.groups()
+        found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("case", MMA_KERNELS, ids=lambda c: c.name)
+def test_mma_descriptors_match_triton(case):
+    """The instruction descriptor and the matrix descriptors' fixed fields agree bit for bit."""
+    ours, theirs = _mma_words(_gluonkit_ptx(case)), _mma_words(_triton_ptx(case))
+    assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
