@@ -95,19 +95,37 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, 
 
 
 @gluonkit.jit
-def _attend_block(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
-                  MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                  s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """One key block for one warpgroup: ``S = Q Kᵀ``, the online-softmax update, ``O += P V``."""
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
+def _issue_scores(j, q, k_smem, k_ready, turn, STAGES: gl.constexpr, WHICH: gl.constexpr,
+                  s_layout: gl.constexpr):
+    """Wait for K of block ``j`` and for our turn on the tensor cores; start ``S = Q Kᵀ``."""
     stage = j % STAGES
-    lap_parity = (j // STAGES) & 1
-    mbarrier.wait(k_ready.index(stage), lap_parity)
-    mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))  # ping-pong: our turn for the tensor cores
-    s = warpgroup_mma(q, k_smem.index(stage).permute((1, 0)),
-                      gl.zeros([q.shape[0], BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
-    mbarrier.arrive(turn.index(1 - WHICH))
+    mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
+    mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
+    zeros = gl.zeros([q.shape[0], k_smem.shape[1]], gl.float32, s_layout)
+    return warpgroup_mma(q, k_smem.index(stage).permute((1, 0)), zeros, use_acc=False, is_async=True)
+
+
+@gluonkit.jit
+def _issue_pv(j, p, v_smem, v_ready, acc, STAGES: gl.constexpr):
+    """Wait for V of block ``j``; start ``O += P V`` with P in registers."""
+    stage = j % STAGES
+    mbarrier.wait(v_ready.index(stage), (j // STAGES) & 1)
+    return warpgroup_mma(p, v_smem.index(stage), acc, is_async=True)
+
+
+@gluonkit.jit
+def _release(j, empty, STAGES: gl.constexpr):
+    """Both products of block ``j`` are done in this warpgroup: thread 0 hands its stage back."""
+    gl.thread_barrier()
+    mbarrier.arrive(empty.index(j % STAGES))
+
+
+@gluonkit.jit
+def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr,
+             s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """The online-softmax step for block ``j``'s scores: P (fp32), the new running max and sum, and
+    ``alpha``, the factor that rescales O to the new max."""
+    BLOCK_N: gl.constexpr = s.shape[1]
     if MASK:
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         keep = gl.expand_dims(cols < SEQ, 0)
@@ -118,14 +136,31 @@ def _attend_block(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
     p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
-    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
-    p_op = gl.convert_layout(p.to(v_smem.dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
-    mbarrier.wait(v_ready.index(stage), lap_parity)
-    acc = warpgroup_mma(p_op, v_smem.index(stage), acc, is_async=True)
+    return p, m_new, l_i, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))
+
+
+@gluonkit.jit
+def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
+    """P in the input dtype as wgmma's register operand A (a register permutation, no shared memory)."""
+    return gl.convert_layout(p.to(dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+
+
+@gluonkit.jit
+def _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
+                  MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
+                  s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Key block ``j ≥ 1`` for one warpgroup, overlapped with the tail of block ``j - 1``: start
+    ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``, run block ``j``'s softmax while the second
+    product is in flight, then rescale O."""
+    s = _issue_scores(j, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    acc = _issue_pv(j - 1, p, v_smem, v_ready, acc, STAGES)
+    mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
+    s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    gl.thread_barrier()  # the warpgroup's products are done: thread 0 hands the stage back
-    mbarrier.arrive(empty.index(stage))
-    return acc, m_new, l_i
+    _release(j - 1, empty, STAGES)
+    # P_{j-1}'s registers are free only now: converting P_j here keeps one P live, not two.
+    return acc * gl.expand_dims(alpha, 1), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
 
 
 @gluonkit.jit
@@ -140,17 +175,26 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_
     my_start = q_start + WHICH * BLOCK_M
     rows = my_start + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
     n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
-    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     q = q_smem.index(WHICH).reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_ready, 0)
-    for j in range(n_full):
-        acc, m_i, l_i = _attend_block(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                      qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, s_layout, o_layout)
-    for j in range(n_full, n_blocks):
-        acc, m_i, l_i = _attend_block(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                      qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+    # Block 0 alone (always with the mask: exact, and it keeps the loops below uniform).
+    s = _issue_scores(0, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    mbarrier.arrive(turn.index(1 - WHICH))
+    s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
+    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
+    p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, s_layout, o_layout)
+    p = _p_operand(p, v_smem.dtype, o_layout)
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    for j in range(1, n_full):
+        acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
+                                         qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+    for j in range(gl.maximum(n_full, 1), n_blocks):
+        acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
+                                         qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+    acc = _issue_pv(n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    _release(n_blocks - 1, empty, STAGES)
     # Epilogue: O / l through our Q tile's buffer (its last reader, the last S product, is done)
     # and a TMA store, which clips rows past S; the LSE in nats.
     acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
