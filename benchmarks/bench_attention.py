@@ -4,7 +4,9 @@ cuDNN backends).
 TFLOP/s count ``4 · B · H · S² · D`` (two products), halved for causal attention.  Each
 kernel is timed call by call, alternating, after an L2 flush (``timing.alternating``).
 
-Run: ``python benchmarks/bench_attention.py [--quick] [--configs "[dict(BLOCK_N=128), ...]"]``.
+Run: ``python benchmarks/bench_attention.py [--samples N] [--shapes "B,H,S,D;..."]
+[--configs "[{'BLOCK_N': 64}, {}]"]`` (several configurations are timed side by side).  In the
+table ``gluonkitI`` is the I-th configuration, ``flash`` and ``cudnn`` torch SDPA's backends.
 """
 
 import argparse
@@ -38,18 +40,17 @@ def bench(B, H, S, D, causal, configs, samples):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
-    fns = {}
+    fns, cfgs = {}, {}
     for i, cfg in enumerate(configs):
-        fns[f"gluonkit{i}" if len(configs) > 1 else "gluonkit"] = flash_attention.prepare(q, k, v, o, lse, causal,
-                                                                                           **cfg)
+        name = f"gluonkit{i}" if len(configs) > 1 else "gluonkit"
+        fns[name], cfgs[name] = flash_attention.prepare(q, k, v, o, lse, causal, **cfg), cfg
     fns["flash"] = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
     fns["cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
     ref = fns["flash"]()
-    for name, fn in fns.items():
-        if name.startswith("gluonkit"):
-            fn()
-            err = (o.float() - ref.float()).abs().max().item()
-            assert err < 3e-2, f"{name} {cfg}: max |O - flash| = {err}"
+    for name, cfg in cfgs.items():
+        fns[name]()
+        err = (o.float() - ref.float()).abs().max().item()
+        assert err < 3e-2, f"{name} {cfg}: max |O - flash| = {err}"
     medians, _ = alternating(fns, samples)
     flops = 4 * B * H * S * S * D / (2 if causal else 1)
     tflops = {name: flops / (ms * 1e-3) / 1e12 for name, ms in medians.items()}
@@ -58,13 +59,13 @@ def bench(B, H, S, D, causal, configs, samples):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer samples")
+    parser.add_argument("--samples", type=int, default=50, help="timed calls per kernel")
     parser.add_argument("--configs", default="[{}]", help="a Python list of prepare() keyword dicts")
     parser.add_argument("--shapes", default=None, help="B,H,S,D;B,H,S,D")
     args = parser.parse_args()
-    configs = ast.literal_eval(args.configs) if not args.configs.startswith("[dict") else eval(args.configs)
+    configs = ast.literal_eval(args.configs)
     shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
-    samples = 10 if args.quick else 50
+    samples = args.samples
     print(f"device: {torch.cuda.get_device_name()}, bf16, TFLOP/s (median of {samples} cold-L2 calls)")
     for B, H, S, D in shapes:
         for causal in (False, True):
