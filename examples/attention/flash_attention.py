@@ -16,18 +16,21 @@ A program takes ``2 · BLOCK_M`` query rows of one (batch, head); ``gl.warp_spec
   online softmax in fp32 in registers (base 2: ``sm_scale · log2 e`` is folded into one
   multiply, so each element costs one ``exp2``), then ``O += P V`` by wgmma with **P taken
   from registers** (``DotOperandLayout`` operand A: P never goes through shared memory);
-* **ping-pong**: two ``turn`` mbarriers make the consumers issue their ``Q Kᵀ`` products in
-  alternation, so one warpgroup's softmax runs while the other's products occupy the tensor
-  cores.
+* **intra-warpgroup overlap**: block ``j``'s ``Q K_jᵀ`` and block ``j - 1``'s ``P V`` are
+  issued together; ``warpgroup_mma_wait(1)`` waits for the first only, so block ``j``'s
+  softmax runs while the tensor cores do ``P_{j-1} V_{j-1}``; then O is rescaled;
+* **ping-pong**: two ``turn`` mbarriers make the consumers issue their products in
+  alternation, so one warpgroup's softmax also runs under the other's products.
 
 Causal attention (``CAUSAL``; query ``i`` sees keys ``j ≤ i``) skips the key blocks right of
-the diagonal altogether and masks only the blocks that cross it.  Any sequence length
-works: the key loop masks keys ``≥ S`` in the last block, Q/K/V are read through 2-D
-descriptors over ``[B·H·S, D]`` (rows past a head's end belong to the next head, or are
-zero-filled by TMA at the end of the tensor, and only ever meet masked keys), and the
-output goes through shared memory and a TMA store with a 3-D descriptor over
-``[B·H, S, D]``, which clips the rows past ``S`` of each head.  The grid is
-``(cdiv(S, 2·BLOCK_M), B·H)``; causal programs start with the longest rows.
+the program's last row altogether and masks only the blocks that cross the diagonal.  Any
+sequence length works: the key loop masks keys ``≥ S`` in the last block; K and V are read
+through 2-D descriptors over ``[B·H·S, D]`` (rows past a head's end belong to the next head,
+or are zero-filled by TMA at the end of the tensor, and only ever meet the mask); Q and O go
+through 3-D descriptors over ``[B·H, S, D]``, whose loads zero-fill and whose stores clip the
+rows past ``S`` of each head.  O leaves through the warpgroup's Q buffer (Q is dead by then)
+and a TMA store.  The grid is ``(cdiv(S, 2·BLOCK_M), B·H)``; causal programs start with the
+longest rows.
 
 Run: ``python examples/attention/flash_attention.py`` (the GPU if it is a Hopper, else the
 CPU interpreter at a small ragged size).
