@@ -50,7 +50,9 @@ def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2):
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-@pytest.mark.parametrize("D, BLOCK_N, causal", [(64, 128, False), (128, 128, True)])
+# D=128 and D=256 need more than the 168 registers of .maxnreg: they spilled until each workers'
+# warpgroup got a dispatch chain of its own (ptxas then allocates by the setmaxnreg budgets).
+@pytest.mark.parametrize("D, BLOCK_N, causal", [(64, 128, False), (128, 128, True), (256, 64, False)])
 def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal):
     compiled = _compile(D, BLOCK_N, causal)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
