@@ -11,6 +11,7 @@ table ``gluonkitI`` is the I-th configuration, ``flash`` and ``cudnn`` torch SDP
 
 import argparse
 import ast
+import importlib.util
 import os
 import sys
 
@@ -36,14 +37,22 @@ def _sdpa(backend, q, k, v, causal):
     return run
 
 
-def bench(B, H, S, D, causal, configs, samples):
+def _load(path):
+    """Another version of the example, from its file (to time a kernel change against the current one)."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     fns, cfgs = {}, {}
     for i, cfg in enumerate(configs):
         name = f"gluonkit{i}" if len(configs) > 1 else "gluonkit"
-        fns[name], cfgs[name] = flash_attention.prepare(q, k, v, o, lse, causal, **cfg), cfg
+        fns[name], cfgs[name] = module.prepare(q, k, v, o, lse, causal, **cfg), cfg
     fns["flash"] = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
     fns["cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
     ref = fns["flash"]()
@@ -62,6 +71,7 @@ def main():
     parser.add_argument("--samples", type=int, default=50, help="timed calls per kernel")
     parser.add_argument("--configs", default="[{}]", help="a Python list of prepare() keyword dicts")
     parser.add_argument("--shapes", default=None, help="B,H,S,D;B,H,S,D")
+    parser.add_argument("--module", default=None, help="time this file's prepare() instead of the example's")
     args = parser.parse_args()
     configs = ast.literal_eval(args.configs)
     shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
@@ -69,7 +79,7 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}, bf16, TFLOP/s (median of {samples} cold-L2 calls)")
     for B, H, S, D in shapes:
         for causal in (False, True):
-            t = bench(B, H, S, D, causal, configs, samples)
+            t = bench(B, H, S, D, causal, configs, samples, _load(args.module) if args.module else flash_attention)
             ours = {k: v for k, v in t.items() if k.startswith("gluonkit")}
             best = max(ours.values())
             cols = "  ".join(f"{k} {v:6.1f}" for k, v in t.items())
