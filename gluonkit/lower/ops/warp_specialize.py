@@ -4,10 +4,14 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
 
 * **Entry.**  After the prologue every thread reads its warp id (made warp-uniform with a
   ``shfl.sync``).  The kernel's own warps (``warp < num_warps``) run the kernel body; the
-  other warps go to the *worker chain*.  With register budgets, each warpgroup first sets
-  its budget with ``setmaxnreg.inc``/``.dec`` (the kernel is compiled with ``.maxnreg`` =
-  the budget every warp starts with, so a launch's ``maxnreg`` must equal it or be left
-  out), workers' warpgroups by the largest budget of the partitions in them.
+  other warps go to their warpgroup's *worker chain*.  With register budgets, each warpgroup
+  first sets its budget with ``setmaxnreg.inc``/``.dec`` (the kernel is compiled with
+  ``.maxnreg`` = the budget every warp starts with, so a launch's ``maxnreg`` must equal it
+  or be left out), workers' warpgroups by the largest budget of the partitions in them.
+  Each workers' warpgroup has a chain of its own, which never merges with another's
+  until the return: ptxas allocates registers by the ``setmaxnreg`` budget only in code that
+  one budget reaches (measured: with one chain for all workers, ptxas allocated every
+  partition within the launch's ``.maxnreg`` and spilled).
 * **Fork and join.**  ``warp_specialize`` ops sit at the kernel's top level, so every one
   is reached once, in order, by the kernel's warps; the worker chain visits them in the
   same order.  At each, all threads meet at named barrier 1 (``barrier.sync 1, threads``: the
@@ -46,12 +50,13 @@ CAPTURE_SLOT = 8  # bytes per captured value
 
 
 class _WarpSpecialization:
-    """The kernel-wide state: the plan, the uniform warp id and where the worker chain continues."""
+    """The kernel-wide state: the plan, the uniform warp id and where each workers' warpgroup's
+    chain continues (by warpgroup)."""
 
-    def __init__(self, plan: PartitionPlan, warp_id: lir.Value, chain: lir.IRBuilder):
+    def __init__(self, plan: PartitionPlan, warp_id: lir.Value, chains: Dict[int, lir.IRBuilder]):
         self.plan = plan
         self.warp_id = warp_id
-        self.chain = chain
+        self.chains = chains
 
 
 def _setmaxnreg(builder: lir.IRBuilder, regs: Optional[int], initial: int) -> None:
@@ -102,36 +107,34 @@ def prepare(ctx: KernelLowering) -> None:
     start = lir.IRBuilder(default)
     _setmaxnreg(start, plan.default_regs, plan.initial_regs)
     start.branch(body)
-    chain = lir.IRBuilder(workers_entry)
-    chain = _worker_budgets(ctx, chain, plan, warp_id)
-    ctx.warp_specialization = _WarpSpecialization(plan, warp_id, chain)
+    ctx.warp_specialization = _WarpSpecialization(plan, warp_id, _worker_chains(ctx, workers_entry, plan, warp_id))
 
 
-def _worker_budgets(ctx: KernelLowering, chain: lir.IRBuilder, plan: PartitionPlan, warp_id) -> lir.IRBuilder:
-    """Each workers' warpgroup sets its budget; returns the builder where the chain goes on."""
+def _worker_chains(ctx: KernelLowering, block: lir.Block, plan: PartitionPlan, warp_id) -> Dict[int, lir.IRBuilder]:
+    """One chain per workers' warpgroup, which starts by setting the warpgroup's budget."""
     first = ctx.func.num_warps // WARPGROUP
-    budgets = plan.group_regs[first:]
-    if all(r is None or r == plan.initial_regs for r in budgets):
-        return chain
-    if len(set(budgets)) == 1:
-        _setmaxnreg(chain, budgets[0], plan.initial_regs)
-        return chain
-    after = ctx.fn.append_basic_block("ws.budgets_set")
-    group = chain.lshr(warp_id, I32(2))
-    switch = chain.switch(group, after)
-    for g, regs in enumerate(budgets, start=first):
-        case = ctx.fn.append_basic_block(f"ws.budget{g}")
-        switch.add_case(I32(g), case)
-        b = lir.IRBuilder(case)
-        _setmaxnreg(b, regs, plan.initial_regs)
-        b.branch(after)
-    return lir.IRBuilder(after)
+    groups = range(first, len(plan.group_regs))
+    dispatch = lir.IRBuilder(block)
+    chains = {}
+    if len(groups) == 1:
+        chains[first] = dispatch
+    else:
+        switch = dispatch.switch(dispatch.lshr(warp_id, I32(2)), ctx.fn.append_basic_block("ws.no_group"))
+        lir.IRBuilder(switch.default).unreachable()
+        for g in groups:
+            case = ctx.fn.append_basic_block(f"ws.group{g}")
+            switch.add_case(I32(g), case)
+            chains[g] = lir.IRBuilder(case)
+    for g, chain in chains.items():
+        _setmaxnreg(chain, plan.group_regs[g], plan.initial_regs)
+    return chains
 
 
 def finish(ctx: KernelLowering) -> None:
     """End the worker chain once the whole kernel is lowered (the workers' last join, then return)."""
     if ctx.warp_specialization is not None:
-        ctx.warp_specialization.chain.ret_void()
+        for chain in ctx.warp_specialization.chains.values():
+            chain.ret_void()
 
 
 def partition_report(ctx: KernelLowering) -> list:
@@ -242,21 +245,26 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
     ctx.builder.debug_metadata = debug
     _fork_join(ctx.builder, threads)
     cursor = capture_bytes + -(-ctx.scratch_bytes // 16) * 16
-    # The other warps: fork, read the captures, dispatch to their partition, join.
-    chain = ws.chain
-    chain.debug_metadata = debug
-    _fork_join(chain, threads)
-    loaded = _load_captures(ctx, chain, captures)
-    join = ctx.fn.append_basic_block("ws.join")
-    switch = chain.switch(ws.warp_id, join)
+    # The other warps, in their warpgroup's chain: fork, read the captures, dispatch to their
+    # partition, join.
+    switches, joins, loaded = {}, {}, {}
+    for g, chain in ws.chains.items():
+        chain.debug_metadata = debug
+        _fork_join(chain, threads)
+        loaded[g] = _load_captures(ctx, chain, captures)
+        joins[g] = ctx.fn.append_basic_block(f"ws.join.group{g}")
+        switches[g] = chain.switch(ws.warp_id, joins[g])
     saved = (ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, dict(ctx.values))
     try:
-        ctx.values.update(loaded)
         for i, region in enumerate(op.regions[1:]):
             first, count = plan.starts[i + 1], plan.num_warps[i + 1]
+            group = first // WARPGROUP
+            ctx.values.clear()
+            ctx.values.update(saved[4])
+            ctx.values.update(loaded[group])
             entry = ctx.fn.append_basic_block(f"ws.partition{i}")
             for w in range(first, first + count):
-                switch.add_case(I32(w), entry)
+                switches[group].add_case(I32(w), entry)
             ctx.builder = lir.IRBuilder(entry)
             ctx.warp = ctx.prologue.sub(saved[1], I32(first), name=f"partition{i}.warp")
             ctx._thread_parts = {}
@@ -264,7 +272,7 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
             ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = cursor, 0, False
             _lower_partition(ctx, op, region)
             cursor += -(-ctx.scratch_bytes // 16) * 16
-            ctx.builder.branch(join)
+            ctx.builder.branch(joins[group])
     finally:
         ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, values = saved
         ctx.values.clear()
@@ -272,6 +280,7 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
         ctx.values.update((r.uid, ctx.get(v)) for r, v in zip(op.results, terminator.operands))
     ctx.scratch_offset = 0
     ctx.scratch_bytes, ctx.scratch_used = max(outer_scratch, cursor), True
-    ws.chain = lir.IRBuilder(join)
-    ws.chain.debug_metadata = debug
-    _fork_join(ws.chain, threads)
+    for g, join in joins.items():
+        ws.chains[g] = lir.IRBuilder(join)
+        ws.chains[g].debug_metadata = debug
+        _fork_join(ws.chains[g], threads)

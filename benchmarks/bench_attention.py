@@ -1,0 +1,91 @@
+"""Forward attention on the H100: gluonkit's FA3-style kernel beside torch SDPA (flash and
+cuDNN backends).
+
+TFLOP/s count ``4 · B · H · S² · D`` (two products), halved for causal attention.  Each
+kernel is timed call by call, alternating, after an L2 flush (``timing.alternating``).
+
+Run: ``python benchmarks/bench_attention.py [--samples N] [--shapes "B,H,S,D;..."]
+[--configs "[{'BLOCK_N': 64}, {}]"]`` (several configurations are timed side by side).  In the
+table ``gluonkitI`` is the I-th configuration, ``flash`` and ``cudnn`` torch SDPA's backends.
+"""
+
+import argparse
+import ast
+import importlib.util
+import os
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.functional import scaled_dot_product_attention
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "attention"))
+
+import flash_attention  # noqa: E402
+from timing import alternating  # noqa: E402
+
+SHAPES = [  # (B, H, S, D)
+    (4, 32, 4096, 128), (4, 32, 16384, 128), (4, 32, 1024, 64),
+]
+
+
+def _sdpa(backend, q, k, v, causal):
+    def run():
+        with sdpa_kernel(backend):
+            return scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run
+
+
+def _load(path):
+    """Another version of the example, from its file (to time a kernel change against the current one)."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    fns, cfgs = {}, {}
+    for i, cfg in enumerate(configs):
+        name = f"gluonkit{i}" if len(configs) > 1 else "gluonkit"
+        fns[name], cfgs[name] = module.prepare(q, k, v, o, lse, causal, **cfg), cfg
+    fns["flash"] = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
+    fns["cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
+    ref = fns["flash"]()
+    for name, cfg in cfgs.items():
+        fns[name]()
+        err = (o.float() - ref.float()).abs().max().item()
+        assert err < 3e-2, f"{name} {cfg}: max |O - flash| = {err}"
+    medians, _ = alternating(fns, samples)
+    flops = 4 * B * H * S * S * D / (2 if causal else 1)
+    tflops = {name: flops / (ms * 1e-3) / 1e12 for name, ms in medians.items()}
+    return tflops
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=50, help="timed calls per kernel")
+    parser.add_argument("--configs", default="[{}]", help="a Python list of prepare() keyword dicts")
+    parser.add_argument("--shapes", default=None, help="B,H,S,D;B,H,S,D")
+    parser.add_argument("--module", default=None, help="time this file's prepare() instead of the example's")
+    args = parser.parse_args()
+    configs = ast.literal_eval(args.configs)
+    shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
+    samples = args.samples
+    print(f"device: {torch.cuda.get_device_name()}, bf16, TFLOP/s (median of {samples} cold-L2 calls)")
+    for B, H, S, D in shapes:
+        for causal in (False, True):
+            t = bench(B, H, S, D, causal, configs, samples, _load(args.module) if args.module else flash_attention)
+            ours = {k: v for k, v in t.items() if k.startswith("gluonkit")}
+            best = max(ours.values())
+            cols = "  ".join(f"{k} {v:6.1f}" for k, v in t.items())
+            print(f"B={B} H={H} S={S:5d} D={D:3d} causal={causal!s:5}  {cols}  "
+                  f"best/cudnn {best / t['cudnn']:.2f}  best/flash {best / t['flash']:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
