@@ -10,6 +10,12 @@ class FakeTorchDtype:
     def __str__(self):
         return f"torch.{self.name}"
 
+    def __eq__(self, other):  # torch's dtypes are singletons: equal names, equal dtypes
+        return isinstance(other, FakeTorchDtype) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
 
 class FakeTorch:
     """Enough of a torch tensor: ``data_ptr()``, ``device``, ``is_cuda``, ``get_device()``,

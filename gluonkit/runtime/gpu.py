@@ -25,7 +25,8 @@ from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
 
-__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of", "signature_and_raw"]
+__all__ = ["CompiledLaunch", "GraphCaptureError", "compile_for_device", "current_stream", "load_for_launch",
+           "stream_handle", "signature_of", "signature_and_raw"]
 
 
 @dataclass
@@ -40,8 +41,10 @@ class CompiledLaunch:
     device: int
     tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
 
-    def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None) -> None:
-        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints).
+    def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None,
+            stream: Optional[int] = None) -> None:
+        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints) on
+        ``stream`` (a raw ``CUstream`` handle; ``None``: :func:`current_stream`).
 
         ``raw``, when given, holds the values already converted for the argument block (see
         :func:`signature_and_raw`), which skips the packer's conversions.
@@ -53,7 +56,7 @@ class CompiledLaunch:
             grid = tuple(grid) + (1,) * (3 - len(grid))
         if 0 in grid:
             return
-        self.kernel.launch(grid, self.block, self.shared_bytes, _current_stream(), packed)
+        self.kernel.launch(grid, self.block, self.shared_bytes, current_stream() if stream is None else stream, packed)
 
 
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
@@ -97,8 +100,10 @@ def _from_cache(files: Optional[Dict[str, bytes]], func, target: str) -> Optiona
     return compiled
 
 
-def _current_stream() -> int:
-    """torch's current CUDA stream once torch has used CUDA, else the legacy default stream."""
+def current_stream() -> int:
+    """torch's current CUDA stream once torch has used CUDA, else the legacy default stream.
+
+    torch is never imported here: a program that did not import it launches on stream 0."""
     global _torch_cuda
     if _torch_cuda is None:
         torch = sys.modules.get("torch")
@@ -109,6 +114,22 @@ def _current_stream() -> int:
 
 
 _torch_cuda = None
+
+
+def stream_handle(stream) -> int:
+    """The raw ``CUstream`` handle of ``stream``: an int as it is, a ``torch.cuda.Stream``'s
+    ``cuda_stream``, a CuPy stream's ``ptr``, a cuda-python ``CUstream`` by ``int()``."""
+    if type(stream) is int:
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise TypeError(f"stream must be a CUDA stream (an int handle, a torch.cuda.Stream, a CuPy stream or a "
+                        f"CUstream), got {type(stream).__name__}") from None
 
 
 def signature_of(value) -> tuple:
@@ -192,12 +213,19 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
     return ty, False
 
 
-def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
-                  num_warps: int, no_specialize: set, maxnreg: Optional[int] = None) -> CompiledLaunch:
-    """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
+class GraphCaptureError(RuntimeError):
+    """A launch that needs compiling or loading while its stream is being captured into a CUDA graph."""
 
-    Compiles and loads on the first launch of a specialization; returns the loaded kernel
-    so the caller can keep it for a faster path (see :class:`gluonkit.runtime.launch`).
+
+def load_for_launch(kernel, names: List[str], values: List[Any], constexprs: Dict[str, Any], num_warps: int,
+                    no_specialize: set, maxnreg: Optional[int] = None) -> CompiledLaunch:
+    """The loaded kernel for runtime arguments like ``values``, compiled and loaded on first use;
+    the caller launches it (:meth:`CompiledLaunch.run`) and may keep it for a faster path
+    (:mod:`gluonkit.runtime.launch`, :mod:`gluonkit.runtime.precompiled`).
+
+    Compiling and loading a module cannot be recorded in a CUDA graph, so a first use while
+    the current stream is capturing raises :class:`GraphCaptureError`, which says to launch
+    (or ``warmup``) the kernel once before capturing.
     """
     signature = tuple(map(signature_of, values))
     try:
@@ -210,11 +238,26 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
         per_kernel = _launches[kernel] = {}
     entry = per_kernel.get(cache_key)
     if entry is None:
+        _refuse_during_capture(kernel)
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
                                                           maxnreg)
-    entry.run(grid, values)
     return entry
+
+
+def _refuse_during_capture(kernel) -> None:
+    """Raise :class:`GraphCaptureError` when the stream a launch would use is capturing."""
+    stream = current_stream()
+    if stream == 0:  # the legacy default stream cannot capture
+        return
+    driver.ensure_context()
+    status = driver.call("cuStreamIsCapturing", stream)
+    if int(status) != 0:  # CU_STREAM_CAPTURE_STATUS_NONE
+        raise GraphCaptureError(
+            f"{kernel.__name__} is launched for the first time with these argument types and compile-time "
+            "values while the stream is being captured into a CUDA graph; compiling and loading a kernel "
+            f"cannot be captured. Launch it once before capturing, or call {kernel.__name__}.warmup(..., "
+            "grid=...) with the same arguments.")
 
 
 def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg) -> CompiledLaunch:

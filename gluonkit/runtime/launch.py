@@ -49,7 +49,7 @@ from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
-from ..lang.jit import JITFunction, set_launcher
+from ..lang.jit import JITFunction, set_launcher, set_warmer
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
@@ -57,9 +57,10 @@ from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import launch_on_gpu, signature_and_raw
+from .gpu import load_for_launch, signature_and_raw, signature_of
+from .precompiled import PrecompiledKernel
 
-__all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
+__all__ = ["launch", "warmup", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
 _INTERPRET_VALUES = ("1", "true", "yes", "on")
 _inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
@@ -79,6 +80,17 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     """Run ``kernel`` over ``grid`` with ``args``/``kwargs`` (see the module docstring)."""
     if _GPU_FOUND and type(grid) is tuple and not interpreting() and _launch_fast(kernel, grid, args, kwargs):
         return
+    _prepared(kernel, grid, args, kwargs, launch=True)
+
+
+def warmup(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> PrecompiledKernel:
+    """``kernel.warmup(*args, grid=grid, **kwargs)``: compile and load without launching
+    (:mod:`.precompiled`); ``kernel[grid](...)`` with such arguments takes the fast path after."""
+    return _prepared(kernel, grid, args, kwargs, launch=False)
+
+
+def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional[PrecompiledKernel]:
+    """Bind and type a launch; run it (``launch``) or return its :class:`PrecompiledKernel`."""
     call_key = (len(args), tuple(kwargs))
     all_values = args + tuple(kwargs.values())
     options, kwargs = split_launch_options(kernel.arg_names, kwargs)
@@ -93,19 +105,29 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     else:
         grid = _evaluate_grid(kernel, grid, {})
     if interpreting():
-        _interpret(kernel, grid, bound, constexprs, runtime, options)
-        return
+        if launch:
+            _interpret(kernel, grid, bound, constexprs, runtime, options)
+            return None
+        fixed = {n: v for n, v in bound.items() if n not in runtime}
+
+        def interpret(grid, values):
+            _interpret(kernel, grid, {**fixed, **dict(zip(runtime, values))}, constexprs, runtime, options)
+        return PrecompiledKernel(kernel, runtime, (), None, interpret)
     if not _gpu_present():
         raise NoBackendError(
             f"cannot launch {kernel.__name__}: no CUDA GPU or driver was found. Set "
             "GLUONKIT_INTERPRET=1 in the environment to run kernels in the CPU interpreter "
             "(numpy arrays and CPU torch tensors act as device memory).")
+    values = [bound[n] for n in runtime]
     try:
-        entry = launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
-                              _do_not_specialize(kernel), options["maxnreg"])
+        entry = load_for_launch(kernel, runtime, values, constexprs, num_warps, _do_not_specialize(kernel),
+                                options["maxnreg"])
+        if launch:
+            entry.run(grid, values)
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
     _remember_call(kernel, call_key, all_values, runtime, entry)
+    return None if launch else PrecompiledKernel(kernel, runtime, tuple(map(signature_of, values)), entry)
 
 
 # ------------------------------------------------------------------ the fast GPU path
@@ -374,3 +396,4 @@ def _evaluate_grid(kernel: JITFunction, grid, meta: Dict[str, Any]) -> Tuple[int
 
 
 set_launcher(launch)
+set_warmer(warmup)
