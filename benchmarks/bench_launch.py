@@ -7,8 +7,9 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``;
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
-- ``cuLaunchKernel (cuda-python)`` / ``cuLaunchKernel (ctypes)``: the bare driver call
-  with an argument block packed once — the floor of any Python launch path;
+- ``cuLaunchKernel (cuda-python)`` / ``(ctypes)`` / ``(ctypes, prebuilt)``: the bare driver
+  call with an argument block packed once (through ctypes with ``argtypes``, or with the
+  handles prebuilt as ``c_void_p``) — the floor of any Python launch path;
 - ``triton kernel[grid]``: the same kernel in Triton;
 - ``torch.add(out=)``: a torch op of the same size, for scale.
 
@@ -71,6 +72,18 @@ def _ctypes_launch(entry):
     return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
 
 
+def _ctypes_prebuilt_launch(entry):
+    """Like :func:`_ctypes_launch` without ``argtypes``: handles as prebuilt ``c_void_p``
+    objects and the small ints passed as C ints, so ctypes converts nothing per call."""
+    fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    fn.restype = ctypes.c_int
+    handle = ctypes.c_void_p(int(entry.kernel.handle))
+    params = ctypes.c_void_p(entry.packer.pack([x, y, out, N], entry.device).kernel_params)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    threads = entry.block[0]
+    return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
+
+
 def _cuda_python_launch(entry):
     cu = driver._cu
     handle = entry.kernel.handle
@@ -101,6 +114,7 @@ def main() -> None:
         rows["gluonkit warmup handle, launcher kept"] = lambda: launcher(x, y, out, N)
     rows["cuLaunchKernel (cuda-python)"] = _cuda_python_launch(entry)
     rows["cuLaunchKernel (ctypes)"] = _ctypes_launch(entry)
+    rows["cuLaunchKernel (ctypes, prebuilt)"] = _ctypes_prebuilt_launch(entry)
     expected = x + y
     for fn in rows.values():  # every path computes the sum
         out.zero_()

@@ -15,7 +15,7 @@ import json
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ir import PointerType, TensorDescType
 from ..lang.constexpr import constexpr
@@ -26,7 +26,7 @@ from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
 
 __all__ = ["CompiledLaunch", "GraphCaptureError", "compile_for_device", "current_stream", "load_for_launch",
-           "stream_handle", "signature_of", "signature_and_raw"]
+           "stream_handle", "signature_of", "signature_and_raw", "slot_converter", "SLOW"]
 
 
 @dataclass
@@ -40,6 +40,7 @@ class CompiledLaunch:
     shared_bytes: int
     device: int
     tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
+    converters: tuple = ()  # per runtime argument, its slot_converter for this specialization
 
     def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None,
             stream: Optional[int] = None) -> None:
@@ -170,6 +171,41 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
     return (kind, repr(ir_type_of(value)), aligned), None
 
 
+SLOW = object()  # what a slot converter returns for a value it cannot take as it is
+
+
+def slot_converter(signature) -> Callable[[Any], Any]:
+    """A function of one runtime argument returning its raw argument-block value when the
+    argument has ``signature`` (see :func:`signature_and_raw`), else :data:`SLOW`.
+
+    It is the launch hot path's check, specialized once per kernel specialization: a torch
+    CUDA tensor costs three attribute reads, a number one type test.  :data:`SLOW` does not
+    mean wrong, only that the general typing must decide (CuPy or DLPack arrays, descriptors,
+    tuples, 64-bit integers).
+    """
+    kind = signature[0] if signature else None
+    if kind is float or kind is bool:
+        return lambda value: value if type(value) is kind else SLOW
+    if kind is int and signature[1] == 32:
+        divisible = signature[2]
+        return lambda value: value if type(value) is int and -2**31 <= value < 2**31 and \
+            (value % 16 == 0) is divisible else SLOW
+    if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
+        dtype, device, aligned = signature
+
+        def tensor(value):
+            try:
+                if value.dtype == dtype and value.get_device() == device:  # CPU tensors give -1
+                    address = value.data_ptr()
+                    if (address % 16 == 0) is aligned:
+                        return address
+            except AttributeError:  # not a torch tensor
+                pass
+            return SLOW
+        return tensor
+    return lambda value: SLOW
+
+
 def _constexpr_key(value):
     value = value.value if isinstance(value, constexpr) else value
     try:
@@ -242,6 +278,7 @@ def load_for_launch(kernel, names: List[str], values: List[Any], constexprs: Dic
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
                                                           maxnreg)
+        entry.converters = tuple(map(slot_converter, signature))
     return entry
 
 

@@ -57,7 +57,7 @@ from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import load_for_launch, signature_and_raw, signature_of
+from .gpu import SLOW, load_for_launch, signature_and_raw, signature_of
 from .precompiled import PrecompiledKernel
 
 __all__ = ["launch", "warmup", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
@@ -71,9 +71,21 @@ class NoBackendError(RuntimeError):
 
 
 def interpreting() -> bool:
-    """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter."""
-    value = os.environ.get("GLUONKIT_INTERPRET")
-    return value is not None and value.strip().lower() in _INTERPRET_VALUES
+    """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter.
+
+    Asked on every launch, so it reads CPython's mapping behind ``os.environ`` (kept in step
+    by ``os.environ[...] = ...``, ``monkeypatch.setenv``) where there is one: ``os.environ.get``
+    of an absent name raises and catches a KeyError, about 1 µs."""
+    value = _ENVIRON_DATA.get(_INTERPRET_KEY) if _ENVIRON_DATA is not None else os.environ.get("GLUONKIT_INTERPRET")
+    if value is None:
+        return False
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value.strip().lower() in _INTERPRET_VALUES
+
+
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+_INTERPRET_KEY = os.environ.encodekey("GLUONKIT_INTERPRET") if hasattr(os.environ, "encodekey") else None
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
@@ -135,14 +147,37 @@ class _CallPattern:
     """One way of calling a kernel (how many positional arguments, which keywords): where
     its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, and
     the loaded kernels seen with it, keyed by the runtime arguments' signatures and the
-    compile-time values."""
+    compile-time values; and the latest of them with its compile-time values, which a call
+    like the previous one launches after only the converters' checks (no key is built)."""
 
-    __slots__ = ("runtime_slots", "constexpr_slots", "launches")
+    __slots__ = ("runtime_slots", "constexpr_slots", "launches", "last")
 
     def __init__(self, runtime_slots, constexpr_slots):
         self.runtime_slots = runtime_slots
         self.constexpr_slots = constexpr_slots
         self.launches: Dict[tuple, Any] = {}
+        self.last: Optional[tuple] = None  # (compile-time values, CompiledLaunch) of the latest launch
+
+    def remember(self, values, entry) -> None:
+        """Make ``entry``, launched with ``values``, the latest."""
+        self.last = (tuple([values[i] for i in self.constexpr_slots]), entry)
+
+    def launch_last(self, grid, values) -> bool:
+        """Launch the latest kernel when ``values`` hold its compile-time values (the same
+        objects, or equal numbers and strings) and every runtime argument passes its slot
+        converter; False (nothing launched) otherwise."""
+        if self.last is None:
+            return False
+        fixed, entry = self.last
+        for i, previous in zip(self.constexpr_slots, fixed):
+            value = values[i]
+            if value is not previous and not (type(value) is type(previous) in _PLAIN and value == previous):
+                return False
+        raw = [convert(values[i]) for convert, i in zip(entry.converters, self.runtime_slots)]
+        if SLOW in raw:
+            return False
+        entry.run(grid, (), raw)
+        return True
 
     def key(self, values) -> Tuple[Optional[tuple], list]:
         """``(key, raw runtime values)``; the key is None when a runtime slot holds a
@@ -158,6 +193,7 @@ class _CallPattern:
         return (tuple(signatures), tuple([values[i] for i in self.constexpr_slots])), raw
 
 
+_PLAIN = (int, float, bool, str)  # compile-time values compared by value in launch_last
 _PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -168,6 +204,8 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
     if pattern is None:
         return False
     values = args + tuple(kwargs.values())
+    if pattern.launch_last(grid, values):
+        return True
     try:
         key, raw = pattern.key(values)
         entry = pattern.launches.get(key) if key is not None else None
@@ -177,6 +215,7 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
         return False
     runtime = [values[i] for i in pattern.runtime_slots]
     entry.run(grid, runtime, None if None in raw else raw)
+    pattern.remember(values, entry)
     return True
 
 
@@ -194,6 +233,7 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
         key, _ = pattern.key(all_values)
         if key is not None:
             pattern.launches[key] = entry
+            pattern.remember(all_values, entry)
     except TypeError:
         pass
 

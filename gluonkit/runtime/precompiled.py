@@ -23,9 +23,11 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 from ..lang.errors import ArgumentError
-from .gpu import CompiledLaunch, current_stream, signature_and_raw, stream_handle
+from .gpu import SLOW, CompiledLaunch, current_stream, signature_and_raw, stream_handle
 
 __all__ = ["PrecompiledKernel"]
+
+_MAX_LAUNCHERS = 64
 
 
 class PrecompiledKernel:
@@ -42,10 +44,22 @@ class PrecompiledKernel:
         self._signatures = signatures
         self._entry = entry
         self._interpret = interpret  # (grid, runtime values) -> None, under GLUONKIT_INTERPRET
+        self._launchers: dict = {}  # grid -> its launch function
         self.asm = entry.compiled.asm if entry is not None else None
         self.metadata = entry.compiled.metadata if entry is not None else None
 
     def __getitem__(self, grid) -> Callable:
+        launcher = self._launchers.get(grid) if type(grid) is tuple else None
+        if launcher is None:
+            launcher = self._launcher(grid)
+            if type(grid) is tuple:
+                if len(self._launchers) >= _MAX_LAUNCHERS:  # grids that vary per call: keep the memory bounded
+                    self._launchers.clear()
+                self._launchers[grid] = launcher
+        return launcher
+
+    def _launcher(self, grid) -> Callable:
+        """The launch function over ``grid`` (checked here, once)."""
         grid = self._grid(grid)
         entry, prepare = self._entry, self._prepare
         if entry is None:
@@ -54,15 +68,23 @@ class PrecompiledKernel:
         if 0 in grid:  # nothing to run; the arguments are still checked
             return lambda *args, stream=None: prepare(args) and None
         launch, block, shared, pack_raw = entry.kernel.launch, entry.block, entry.shared_bytes, entry.packer.pack_raw
+        converters, runtime_count, launch_slowly = entry.converters, len(self._slots), self._launch_slowly
 
         def launcher(*args, stream=None):
-            values, raw = prepare(args)
-            stream = current_stream() if stream is None else stream_handle(stream)
-            if raw is None:  # CuPy or DLPack arrays, tuples: the packer's conversions
-                entry.run(grid, values, None, stream)
-            else:
-                launch(grid, block, shared, stream, pack_raw(raw))
+            if len(args) == runtime_count:
+                raw = [convert(value) for convert, value in zip(converters, args)]
+                if SLOW not in raw:
+                    launch(grid, block, shared, current_stream() if stream is None else stream_handle(stream),
+                           pack_raw(raw))
+                    return
+            launch_slowly(grid, args, stream)
         return launcher
+
+    def _launch_slowly(self, grid, args, stream) -> None:
+        """Launch with every parameter given, or arguments the converters could not take as
+        they are (CuPy or DLPack arrays, tuples, 64-bit ints), or a mismatch to report."""
+        values, raw = self._prepare(args)
+        self._entry.run(grid, values, raw, None if stream is None else stream_handle(stream))
 
     def _prepare(self, args) -> Tuple[Sequence[Any], Optional[list]]:
         """``(runtime arguments among args, their raw block values)``, checked against the
