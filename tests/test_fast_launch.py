@@ -59,7 +59,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu.driver, "ensure_context", lambda: None)
     monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
     monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
-    monkeypatch.setattr(launch, "_PATTERNS", type(launch._PATTERNS)())
+    monkeypatch.setattr(launch, "_PATTERNS", {})
     yield types.SimpleNamespace(compiled=compiled, capturing=capturing)
 
 
@@ -183,3 +183,29 @@ def test_the_interpreters_handle_runs_the_kernel(monkeypatch):
     assert np.isnan(out).all()  # warming up runs nothing
     handle[(4,)](x, out, 100, -0.5)
     np.testing.assert_array_equal(out, (x.astype(np.float64) * -0.5).astype(np.float32))
+
+
+def test_the_ordinary_launch_switches_specializations_correctly(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    unaligned = FakeTorch(0x10004, dtype="float32")
+    calls = [(x, 32), (x, 64), (x, 32), (unaligned, 32), (x, 32), (unaligned, 32)]
+    for source, block in calls:
+        scale_kernel[(1,)](source, out, 8, 1.0, BLOCK=block)
+    assert fake_gpu.compiled == [({"BLOCK": 32}, [True, True, False, False]),
+                                 ({"BLOCK": 64}, [True, True, False, False]),
+                                 ({"BLOCK": 32}, [False, True, False, False])]
+    entries = list(gpu._launches[scale_kernel].values())
+    launched = [(i, values[0]) for i, entry in enumerate(entries) for _, _, values in entry.kernel.launches]
+    assert sorted(launched) == [(0, 0x10000), (0, 0x10000), (0, 0x10000), (1, 0x10000), (2, 0x10004), (2, 0x10004)]
+
+
+def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
+    import gc
+
+    kernel = gluonkit.jit(scale_kernel.fn)
+    kernel[(1,)](FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32)
+    key = id(kernel)
+    assert key in launch._PATTERNS
+    del kernel
+    gc.collect()
+    assert key not in launch._PATTERNS

@@ -194,12 +194,15 @@ class _CallPattern:
 
 
 _PLAIN = (int, float, bool, str)  # compile-time values compared by value in launch_last
-_PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# id(kernel) -> {call key: _CallPattern}; an entry is dropped when its kernel is collected
+# (a weakref.finalize).  Keyed by id rather than weakly by the kernel: a WeakKeyDictionary
+# lookup builds a weak reference on every launch.
+_PATTERNS: Dict[int, Dict[tuple, _CallPattern]] = {}
 
 
 def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
     """Launch a kernel already loaded for this way of calling it; False if there is none."""
-    patterns = _PATTERNS.get(kernel)
+    patterns = _PATTERNS.get(id(kernel))
     pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
     if pattern is None:
         return False
@@ -225,9 +228,13 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
     if sorted(n for n in names if n in runtime) != sorted(runtime):
         return  # a runtime parameter came from its default: keep the general path
     slot = {n: i for i, n in enumerate(names)}
-    pattern = _PATTERNS.setdefault(kernel, {}).get(call_key)
+    patterns = _PATTERNS.get(id(kernel))
+    if patterns is None:
+        patterns = _PATTERNS[id(kernel)] = {}
+        weakref.finalize(kernel, _PATTERNS.pop, id(kernel), None)
+    pattern = patterns.get(call_key)
     if pattern is None:
-        pattern = _PATTERNS[kernel][call_key] = _CallPattern(
+        pattern = patterns[call_key] = _CallPattern(
             [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
     try:
         key, _ = pattern.key(all_values)
