@@ -7,7 +7,7 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``;
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
-- ``cuLaunchKernel (cuda-python)`` / ``(ctypes)`` / ``(ctypes, prebuilt)``: the bare driver
+- ``cuLaunchKernel (cuda-python)`` (stream as an int, or as a ``CUstream``) / ``(ctypes)`` / ``(ctypes, prebuilt)``: the bare driver
   call with an argument block packed once (through ctypes with ``argtypes``, or with the
   handles prebuilt as ``c_void_p``) — the floor of any Python launch path;
 - ``triton kernel[grid]``: the same kernel in Triton;
@@ -84,11 +84,15 @@ def _ctypes_prebuilt_launch(entry):
     return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
 
 
-def _cuda_python_launch(entry):
+def _cuda_python_launch(entry, stream_object=False):
+    """cuda-python's ``cuLaunchKernel`` with the stream as an int (what gluonkit passes) or,
+    with ``stream_object``, as a prebuilt ``CUstream``."""
     cu = driver._cu
     handle = entry.kernel.handle
     params = entry.packer.pack([x, y, out, N], entry.device).kernel_params
     stream = torch.cuda.current_stream().cuda_stream
+    if stream_object:
+        stream = cu.CUstream(stream)
     threads = entry.block[0]
     return lambda: cu.cuLaunchKernel(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, 0)
 
@@ -113,6 +117,7 @@ def main() -> None:
         rows["gluonkit warmup handle[grid](...)"] = lambda: handle[(1,)](x, y, out, N)
         rows["gluonkit warmup handle, launcher kept"] = lambda: launcher(x, y, out, N)
     rows["cuLaunchKernel (cuda-python)"] = _cuda_python_launch(entry)
+    rows["cuLaunchKernel (cuda-python, CUstream)"] = _cuda_python_launch(entry, stream_object=True)
     rows["cuLaunchKernel (ctypes)"] = _ctypes_launch(entry)
     rows["cuLaunchKernel (ctypes, prebuilt)"] = _ctypes_prebuilt_launch(entry)
     expected = x + y
