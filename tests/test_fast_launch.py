@@ -13,7 +13,7 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from fakes import FakeTorch
+from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.lower.compiler import CompiledKernel
 from gluonkit.runtime import gpu, launch
@@ -209,3 +209,19 @@ def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
     del kernel
     gc.collect()
     assert key not in launch._PATTERNS
+
+
+@pytest.mark.parametrize("wrap", [lambda a: FakeCAI(a.ctypes.data), lambda a: DLPackOnly(a)])
+def test_cuda_array_interface_and_dlpack_arguments_specialize_on_their_alignment(fake_gpu, wrap):
+    base = np.zeros(64, dtype=np.float32)  # numpy's allocations are 16-byte aligned
+    aligned, unaligned = base[4:], base[1:]
+    out = FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](wrap(aligned), out, 8, 1.0, BLOCK=32)
+    scale_kernel[(1,)](wrap(unaligned), out, 8, 1.0, BLOCK=32)
+    assert [divisible for _, divisible in fake_gpu.compiled] == [[True, True, False, False],
+                                                                 [False, True, False, False]]
+    handle = scale_kernel.warmup(wrap(aligned), out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(2,)](wrap(aligned), out, 8, 2.0)
+    with pytest.raises(ArgumentError, match="'x_ptr'"):
+        handle[(2,)](wrap(unaligned), out, 8, 2.0)
+    assert _launches_of(handle)[-1] == ((2, 1, 1), 0, (aligned.ctypes.data, 0x20000, 8, 2.0))

@@ -167,8 +167,9 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is not None and hasattr(value, "dtype"):  # another torch tensor: the packer says why not
         return (value.dtype, data_ptr() % 16 == 0), None
-    aligned = data_pointer(value) % 16 == 0 if hasattr(value, "__cuda_array_interface__") else False
-    return (kind, repr(ir_type_of(value)), aligned), None
+    ty = ir_type_of(value)  # raises for a value of no kernel type
+    aligned = isinstance(ty, PointerType) and data_pointer(value) % 16 == 0  # CuPy, DLPack: as the compile sees it
+    return (kind, repr(ty), aligned), None
 
 
 SLOW = object()  # what a slot converter returns for a value it cannot take as it is
