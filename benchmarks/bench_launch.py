@@ -7,9 +7,10 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``;
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
-- ``cuLaunchKernel (cuda-python)`` (stream as an int, or as a ``CUstream``) / ``(ctypes)`` / ``(ctypes, prebuilt)``: the bare driver
-  call with an argument block packed once (through ctypes with ``argtypes``, or with the
-  handles prebuilt as ``c_void_p``) — the floor of any Python launch path;
+- ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
+  through cuda-python (the stream as an int, as gluonkit passes it, or as a prebuilt
+  ``CUstream``) and through ctypes (with ``argtypes``, or with the handles prebuilt as
+  ``c_void_p``) — the floor of any Python launch path;
 - ``triton kernel[grid]``: the same kernel in Triton;
 - ``torch.add(out=)``: a torch op of the same size, for scale.
 

@@ -32,6 +32,13 @@ raise :class:`~gluonkit.lang.errors.ArgumentError` at the kernel's ``def`` line,
 parameter.  Without ``GLUONKIT_INTERPRET`` the kernel is compiled and launched on the GPU
 (:mod:`gluonkit.runtime.gpu`); where there is none, :class:`NoBackendError` says so and
 how to use the interpreter.
+
+Once a kernel is loaded, a GPU launch skips all of the above: a call like the previous one
+(same positional count, keywords and compile-time values) relaunches the previous kernel
+after one check per runtime argument (:func:`gluonkit.runtime.gpu.slot_converter`), and
+other calls look their specialization up by the arguments' signatures.
+``kernel.warmup(*args, grid=...)`` (:func:`warmup`) binds and compiles like a launch but
+returns a :class:`~gluonkit.runtime.precompiled.PrecompiledKernel` instead of running.
 """
 
 from __future__ import annotations
