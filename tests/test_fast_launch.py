@@ -130,6 +130,13 @@ def test_the_handle_checks_its_grid_once(fake_gpu, grid):
         handle[grid]
 
 
+def test_the_handle_takes_numpy_integers_in_its_grid(fake_gpu):
+    x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
+    handle = scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(np.int64(3), np.int32(2))](x, out, 8, 1.0)
+    assert _launches_of(handle)[0][0] == (3, 2, 1)
+
+
 def test_an_empty_grid_checks_the_arguments_and_launches_nothing(fake_gpu):
     x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
     handle = scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))

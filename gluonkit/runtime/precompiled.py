@@ -20,6 +20,7 @@ interpreter with the compile-time values it was warmed up with.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 from ..lang.errors import ArgumentError
@@ -112,11 +113,17 @@ class PrecompiledKernel:
             "needs) or warm up again with such arguments", self.kernel.def_location())
 
     def _grid(self, grid) -> Tuple[int, int, int]:
-        ok = isinstance(grid, tuple) and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0 for g in grid)
-        if not ok:
+        """``grid`` as 3 ints; numpy integers count as ints, as in ``kernel[grid]``."""
+        values = None
+        if isinstance(grid, tuple) and 1 <= len(grid) <= 3:
+            try:
+                values = tuple(operator.index(g) for g in grid)
+            except TypeError:
+                pass
+        if values is None or min(values) < 0:
             raise ArgumentError(f"{self.kernel.__name__}'s warmed-up kernel needs a grid of 1 to 3 non-negative "
                                 f"ints, got {grid!r}", self.kernel.def_location())
-        return grid + (1,) * (3 - len(grid))
+        return values + (1,) * (3 - len(values))
 
     def __repr__(self) -> str:
         where = "interpreter" if self._entry is None else self._entry.compiled.target
