@@ -1,6 +1,9 @@
-"""A stand-in for torch tensors in CPU tests of argument packing and TMA descriptors."""
+"""Stand-ins for torch tensors, CuPy/Numba (``__cuda_array_interface__``) and DLPack arrays in
+CPU tests of argument typing and packing, TMA descriptors and the launch path."""
 
 import types
+
+from gluonkit.runtime import args as rt_args
 
 
 class FakeTorchDtype:
@@ -9,6 +12,12 @@ class FakeTorchDtype:
 
     def __str__(self):
         return f"torch.{self.name}"
+
+    def __eq__(self, other):  # torch's dtypes are singletons: equal names, equal dtypes
+        return isinstance(other, FakeTorchDtype) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
 
 
 class FakeTorch:
@@ -31,3 +40,36 @@ class FakeTorch:
 
     def stride(self):
         return self._strides
+
+
+class FakeCAI:
+    """A device array known only through ``__cuda_array_interface__`` (like a Numba array)."""
+
+    def __init__(self, ptr, typestr="<f4", shape=(4,)):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": typestr,
+                                         "shape": shape, "version": 3}
+
+
+class FakeCuPy(FakeCAI):
+    """CuPy-like: CAI plus ``__dlpack_device__`` (which is what tells us its device)."""
+
+    def __init__(self, ptr, device_id):
+        super().__init__(ptr)
+        self.device_id = device_id
+
+    def __dlpack_device__(self):
+        return (rt_args.DLPACK_CUDA, self.device_id)
+
+
+class DLPackOnly:
+    """Wraps a numpy array but exposes only the DLPack protocol, claiming ``device``."""
+
+    def __init__(self, array, device=(rt_args.DLPACK_CUDA, 0)):
+        self.array = array
+        self.device = device
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device

@@ -801,9 +801,18 @@ def test_triton_autotune_protocol_drives_a_kernel():
     assert seen == [(_protocol_kernel, (3,), (1, 2), {"BLOCK": 64, "num_warps": 8, "num_ctas": 1})]
 
 
-def test_triton_protocol_warmup_is_not_supported():
-    with pytest.raises(CompilationError, match=r"run\(warmup=True\) is not supported"):
-        _protocol_kernel.run(1, 2, grid=(1,), warmup=True)
+def test_triton_protocol_warmup_goes_to_the_warmer():
+    import importlib
+    jit_module = importlib.import_module("gluonkit.lang.jit")
+    seen = []
+    previous = jit_module._warmer
+    jit_module.set_warmer(lambda kernel, grid, args, kwargs: seen.append((kernel, grid, args, kwargs)) or "handle")
+    try:
+        result = _protocol_kernel.run(1, 2, grid=(1,), warmup=True, BLOCK=64)
+    finally:
+        jit_module.set_warmer(previous)
+    assert result == "handle"
+    assert seen == [(_protocol_kernel, (1,), (1, 2), {"BLOCK": 64})]
 
 
 def test_triton_protocol_passes_maxnreg_to_the_launch():

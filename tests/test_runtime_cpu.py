@@ -22,46 +22,13 @@ from gluonkit.runtime.driver import (
     CudaError, DeviceBuffer, Kernel, OutOfResources, check, check_shared_memory, has_gpu,
     load_module,
 )
-from fakes import FakeTorch
+from fakes import DLPackOnly, FakeCAI, FakeCuPy, FakeTorch
 
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
 
 
 # ---------------------------------------------------------------------------- fakes
-
-
-class FakeCAI:
-    """A device array known only through ``__cuda_array_interface__`` (like a Numba array)."""
-
-    def __init__(self, ptr, typestr="<f4", shape=(4,)):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "typestr": typestr,
-                                         "shape": shape, "version": 3}
-
-
-class FakeCuPy(FakeCAI):
-    """CuPy-like: CAI plus ``__dlpack_device__`` (which is what tells us its device)."""
-
-    def __init__(self, ptr, device_id):
-        super().__init__(ptr)
-        self.device_id = device_id
-
-    def __dlpack_device__(self):
-        return (rt_args.DLPACK_CUDA, self.device_id)
-
-
-class DLPackOnly:
-    """Wraps a numpy array but exposes only the DLPack protocol, claiming ``device``."""
-
-    def __init__(self, array, device=(rt_args.DLPACK_CUDA, 0)):
-        self.array = array
-        self.device = device
-
-    def __dlpack__(self, stream=None):
-        return self.array.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self.device
 
 
 # ---------------------------------------------------------------------------- typing

@@ -5,7 +5,8 @@ A :class:`JITFunction` keeps the Python function, its source and where it sits i
 specialization (runtime argument types, constexpr values, launch options, divisibility facts)
 and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
 launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
-``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``.  A ``@jit`` function
+``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``; ``kernel.warmup(*args, grid=...)`` forwards
+to the function registered with :func:`set_warmer` the same way.  A ``@jit`` function
 called from another one is inlined by the frontend; called from plain Python it raises.
 """
 
@@ -27,9 +28,10 @@ from .kernel_params import flatten_params, param_values
 from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
 
-__all__ = ["JITFunction", "jit", "set_launcher", "set_compiler"]
+__all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler"]
 
 _launcher: Optional[Callable] = None
+_warmer: Optional[Callable] = None
 _compiler: Optional[Callable] = None
 
 
@@ -37,6 +39,12 @@ def set_launcher(fn: Callable) -> None:
     """Register ``fn(kernel, grid, args, kwargs)``, which ``kernel[grid](*args, **kwargs)`` calls."""
     global _launcher
     _launcher = fn
+
+
+def set_warmer(fn: Callable) -> None:
+    """Register ``fn(kernel, grid, args, kwargs)``, which ``kernel.warmup(*args, grid=grid, **kwargs)`` calls."""
+    global _warmer
+    _warmer = fn
 
 
 def set_compiler(fn: Callable) -> None:
@@ -192,14 +200,23 @@ class JITFunction:
         drive a gluonkit kernel, as Gluon's own tutorials do with ``@gluon.jit``.
 
         ``num_stages`` is ignored, as in Gluon (pipelines are written by hand); ``maxnreg``
-        goes to the launch when set; ``warmup=True`` is not supported and says so.
+        goes to the launch when set; ``warmup=True`` compiles without launching (:meth:`warmup`).
         """
         if maxnreg is not None:
             kwargs["maxnreg"] = maxnreg
         if warmup:
-            raise ArgumentError(f"{self.__name__}: run(warmup=True) is not supported; compile without launching "
-                                f"with {self.__name__}.compile(*args, target=...)", self.def_location())
+            return self.warmup(*args, grid=grid, **kwargs)
         return self[grid](*args, **kwargs)
+
+    def warmup(self, *args, grid, **kwargs):
+        """Compile and load the kernel for these arguments without launching it, as Triton's
+        ``warmup``; returns a :class:`gluonkit.runtime.precompiled.PrecompiledKernel` whose
+        ``handle[grid](*args)`` is the fastest launch.  Later ``kernel[grid](...)`` calls with
+        such arguments find the kernel loaded too (so warming up before a CUDA graph capture
+        makes the captured launches possible)."""
+        if _warmer is None:
+            raise RuntimeError("no kernel launcher is registered; import gluonkit before warming up kernels")
+        return _warmer(self, grid, args, kwargs)
 
     def compile(self, *args, target: str = "sm_90a", instrument=False, **kwargs):
         """Compile without launching (no GPU needed) and return the compiled kernel.

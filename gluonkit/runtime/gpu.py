@@ -15,7 +15,7 @@ import json
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ir import PointerType, TensorDescType
 from ..lang.constexpr import constexpr
@@ -24,9 +24,9 @@ from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from . import driver
 from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
-from .timeline import active_recorder
 
-__all__ = ["CompiledLaunch", "compile_for_device", "launch_on_gpu", "signature_of", "signature_and_raw"]
+__all__ = ["CompiledLaunch", "GraphCaptureError", "compile_for_device", "current_stream", "load_for_launch",
+           "stream_handle", "signature_of", "signature_and_raw", "slot_converter", "SLOW"]
 
 
 @dataclass
@@ -41,9 +41,12 @@ class CompiledLaunch:
     device: int
     tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
     num_ctas: int = 1  # CTAs per cluster: the launch grid's x is this many times the program grid's
+    converters: tuple = ()  # per runtime argument, its slot_converter for this specialization
 
-    def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None) -> None:
-        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints).
+    def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None,
+            stream: Optional[int] = None) -> None:
+        """Pack ``values`` (the runtime arguments) and launch over ``grid`` (1 to 3 ints) on
+        ``stream`` (a raw ``CUstream`` handle; ``None``: :func:`current_stream`).
 
         ``raw``, when given, holds the values already converted for the argument block (see
         :func:`signature_and_raw`), which skips the packer's conversions.
@@ -57,7 +60,7 @@ class CompiledLaunch:
             return
         if self.num_ctas > 1:  # the PTX fixes the cluster shape (.reqnctapercluster num_ctas, 1, 1)
             grid = (grid[0] * self.num_ctas, grid[1], grid[2])
-        self.kernel.launch(grid, self.block, self.shared_bytes, _current_stream(), packed)
+        self.kernel.launch(grid, self.block, self.shared_bytes, current_stream() if stream is None else stream, packed)
 
 
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
@@ -102,8 +105,10 @@ def _from_cache(files: Optional[Dict[str, bytes]], func, target: str) -> Optiona
     return compiled
 
 
-def _current_stream() -> int:
-    """torch's current CUDA stream once torch has used CUDA, else the legacy default stream."""
+def current_stream() -> int:
+    """torch's current CUDA stream once torch has used CUDA, else the legacy default stream.
+
+    torch is never imported here: a program that did not import it launches on stream 0."""
     global _torch_cuda
     if _torch_cuda is None:
         torch = sys.modules.get("torch")
@@ -114,6 +119,22 @@ def _current_stream() -> int:
 
 
 _torch_cuda = None
+
+
+def stream_handle(stream) -> int:
+    """The raw ``CUstream`` handle of ``stream``: an int as it is, a ``torch.cuda.Stream``'s
+    ``cuda_stream``, a CuPy stream's ``ptr``, a cuda-python ``CUstream`` by ``int()``."""
+    if type(stream) is int:
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise TypeError(f"stream must be a CUDA stream (an int handle, a torch.cuda.Stream, a CuPy stream or a "
+                        f"CUstream), got {type(stream).__name__}") from None
 
 
 def signature_of(value) -> tuple:
@@ -150,8 +171,44 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is not None and hasattr(value, "dtype"):  # another torch tensor: the packer says why not
         return (value.dtype, data_ptr() % 16 == 0), None
-    aligned = data_pointer(value) % 16 == 0 if hasattr(value, "__cuda_array_interface__") else False
-    return (kind, repr(ir_type_of(value)), aligned), None
+    ty = ir_type_of(value)  # raises for a value of no kernel type
+    aligned = isinstance(ty, PointerType) and data_pointer(value) % 16 == 0  # CuPy, DLPack: as the compile sees it
+    return (kind, repr(ty), aligned), None
+
+
+SLOW = object()  # what a slot converter returns for a value it cannot take as it is
+
+
+def slot_converter(signature) -> Callable[[Any], Any]:
+    """A function of one runtime argument returning its raw argument-block value when the
+    argument has ``signature`` (see :func:`signature_and_raw`), else :data:`SLOW`.
+
+    It is the launch hot path's check, specialized once per kernel specialization: a torch
+    CUDA tensor costs three attribute reads, a number one type test.  :data:`SLOW` does not
+    mean wrong, only that the general typing must decide (CuPy or DLPack arrays, descriptors,
+    tuples, 64-bit integers).
+    """
+    kind = signature[0] if signature else None
+    if kind is float or kind is bool:
+        return lambda value: value if type(value) is kind else SLOW
+    if kind is int and signature[1] == 32:
+        divisible = signature[2]
+        return lambda value: value if type(value) is int and -2**31 <= value < 2**31 and \
+            (value % 16 == 0) is divisible else SLOW
+    if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
+        dtype, device, aligned = signature
+
+        def tensor(value):
+            try:
+                if value.dtype == dtype and value.get_device() == device:  # CPU tensors give -1
+                    address = value.data_ptr()
+                    if (address % 16 == 0) is aligned:
+                        return address
+            except AttributeError:  # not a torch tensor
+                pass
+            return SLOW
+        return tensor
+    return lambda value: SLOW
 
 
 def _constexpr_key(value):
@@ -197,18 +254,22 @@ def _runtime_key(name: str, value) -> Tuple[Any, bool]:
     return ty, False
 
 
-def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[Any], constexprs: Dict[str, Any],
-                  num_warps: int, no_specialize: set, maxnreg: Optional[int] = None,
-                  num_ctas: int = 1) -> CompiledLaunch:
-    """Launch ``kernel`` with runtime arguments ``names``/``values`` over ``grid``.
+class GraphCaptureError(RuntimeError):
+    """A launch that needs compiling or loading while its stream is being captured into a CUDA graph."""
 
-    Compiles and loads on the first launch of a specialization; returns the loaded kernel
-    so the caller can keep it for a faster path (see :class:`gluonkit.runtime.launch`).
-    Inside :func:`.timeline.measuring` the kernel is the instrumented build, launched by the
-    recorder.
+
+def load_for_launch(kernel, names: List[str], values: List[Any], constexprs: Dict[str, Any], num_warps: int,
+                    no_specialize: set, maxnreg: Optional[int] = None, num_ctas: int = 1,
+                    instrument: int = 0) -> CompiledLaunch:
+    """The loaded kernel for runtime arguments like ``values``, compiled and loaded on first use;
+    the caller launches it (:meth:`CompiledLaunch.run`) and may keep it for a faster path
+    (:mod:`gluonkit.runtime.launch`, :mod:`gluonkit.runtime.precompiled`).  ``instrument``:
+    events per warp of the measured-timeline build (:mod:`gluonkit.runtime.timeline`), 0 for none.
+
+    Compiling and loading a module cannot be recorded in a CUDA graph, so a first use while
+    the current stream is capturing raises :class:`GraphCaptureError`, which says to launch
+    (or ``warmup``) the kernel once before capturing.
     """
-    recorder = active_recorder()
-    instrument = recorder.capacity if recorder is not None else 0
     signature = tuple(map(signature_of, values))
     try:
         cache_key = (signature, tuple(constexprs.values()), num_warps, maxnreg, num_ctas, instrument)
@@ -220,14 +281,27 @@ def launch_on_gpu(kernel, grid: Sequence[int], names: List[str], values: List[An
         per_kernel = _launches[kernel] = {}
     entry = per_kernel.get(cache_key)
     if entry is None:
+        _refuse_during_capture(kernel)
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
                                                           maxnreg, num_ctas, instrument)
-    if recorder is None:
-        entry.run(grid, values)
-    else:
-        recorder.launch(entry, grid, values)
+        entry.converters = tuple(map(slot_converter, signature))
     return entry
+
+
+def _refuse_during_capture(kernel) -> None:
+    """Raise :class:`GraphCaptureError` when the stream a launch would use is capturing."""
+    stream = current_stream()
+    if stream == 0:  # the legacy default stream cannot capture
+        return
+    driver.ensure_context()
+    status = driver.call("cuStreamIsCapturing", stream)
+    if int(status) != 0:  # CU_STREAM_CAPTURE_STATUS_NONE
+        raise GraphCaptureError(
+            f"{kernel.__name__} is launched for the first time with these argument types and compile-time "
+            "values while the stream is being captured into a CUDA graph; compiling and loading a kernel "
+            f"cannot be captured. Launch it once before capturing, or call {kernel.__name__}.warmup(..., "
+            "grid=...) with the same arguments.")
 
 
 def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg,

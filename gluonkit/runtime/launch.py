@@ -32,6 +32,13 @@ raise :class:`~gluonkit.lang.errors.ArgumentError` at the kernel's ``def`` line,
 parameter.  Without ``GLUONKIT_INTERPRET`` the kernel is compiled and launched on the GPU
 (:mod:`gluonkit.runtime.gpu`); where there is none, :class:`NoBackendError` says so and
 how to use the interpreter.
+
+Once a kernel is loaded, a GPU launch skips all of the above: a call like the previous one
+(same positional count, keywords and compile-time values) relaunches the previous kernel
+after one check per runtime argument (:func:`gluonkit.runtime.gpu.slot_converter`), and
+other calls look their specialization up by the arguments' signatures.
+``kernel.warmup(*args, grid=...)`` (:func:`warmup`) binds and compiles like a launch but
+returns a :class:`~gluonkit.runtime.precompiled.PrecompiledKernel` instead of running.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
-from ..lang.jit import JITFunction, set_launcher
+from ..lang.jit import JITFunction, set_launcher, set_warmer
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
@@ -57,10 +64,11 @@ from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import launch_on_gpu, signature_and_raw
+from .gpu import SLOW, load_for_launch, signature_and_raw, signature_of
+from .precompiled import PrecompiledKernel
 from .timeline import active_recorder
 
-__all__ = ["launch", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
+__all__ = ["launch", "warmup", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
 _INTERPRET_VALUES = ("1", "true", "yes", "on")
 _inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
@@ -71,9 +79,21 @@ class NoBackendError(RuntimeError):
 
 
 def interpreting() -> bool:
-    """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter."""
-    value = os.environ.get("GLUONKIT_INTERPRET")
-    return value is not None and value.strip().lower() in _INTERPRET_VALUES
+    """Whether ``GLUONKIT_INTERPRET`` asks for the CPU interpreter.
+
+    Asked on every launch, so it reads CPython's mapping behind ``os.environ`` (kept in step
+    by ``os.environ[...] = ...``, ``monkeypatch.setenv``) where there is one: ``os.environ.get``
+    of an absent name raises and catches a KeyError, about 1 µs."""
+    value = _ENVIRON_DATA.get(_INTERPRET_KEY) if _ENVIRON_DATA is not None else os.environ.get("GLUONKIT_INTERPRET")
+    if value is None:
+        return False
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value.strip().lower() in _INTERPRET_VALUES
+
+
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+_INTERPRET_KEY = os.environ.encodekey("GLUONKIT_INTERPRET") if hasattr(os.environ, "encodekey") else None
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
@@ -81,6 +101,17 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     if _GPU_FOUND and type(grid) is tuple and not interpreting() and active_recorder() is None and \
             _launch_fast(kernel, grid, args, kwargs):
         return
+    _prepared(kernel, grid, args, kwargs, launch=True)
+
+
+def warmup(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> PrecompiledKernel:
+    """``kernel.warmup(*args, grid=grid, **kwargs)``: compile and load without launching
+    (:mod:`.precompiled`); ``kernel[grid](...)`` with such arguments takes the fast path after."""
+    return _prepared(kernel, grid, args, kwargs, launch=False)
+
+
+def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional[PrecompiledKernel]:
+    """Bind and type a launch; run it (``launch``) or return its :class:`PrecompiledKernel`."""
     call_key = (len(args), tuple(kwargs))
     all_values = args + tuple(kwargs.values())
     options, kwargs = split_launch_options(kernel.arg_names, kwargs)
@@ -95,20 +126,33 @@ def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     else:
         grid = _evaluate_grid(kernel, grid, {})
     if interpreting():
-        _interpret(kernel, grid, bound, constexprs, runtime, options)
-        return
+        if launch:
+            _interpret(kernel, grid, bound, constexprs, runtime, options)
+            return None
+        fixed = {n: v for n, v in bound.items() if n not in runtime}
+
+        def interpret(grid, values):
+            _interpret(kernel, grid, {**fixed, **dict(zip(runtime, values))}, constexprs, runtime, options)
+        return PrecompiledKernel(kernel, runtime, (), None, interpret)
     if not _gpu_present():
         raise NoBackendError(
             f"cannot launch {kernel.__name__}: no CUDA GPU or driver was found. Set "
             "GLUONKIT_INTERPRET=1 in the environment to run kernels in the CPU interpreter "
             "(numpy arrays and CPU torch tensors act as device memory).")
+    values = [bound[n] for n in runtime]
     try:
-        entry = launch_on_gpu(kernel, grid, runtime, [bound[n] for n in runtime], constexprs, num_warps,
-                              _do_not_specialize(kernel), options["maxnreg"], options["num_ctas"])
+        recorder = active_recorder()
+        entry = load_for_launch(kernel, runtime, values, constexprs, num_warps, _do_not_specialize(kernel),
+                                options["maxnreg"], options["num_ctas"], recorder.capacity if recorder else 0)
+        if launch and recorder is not None:
+            recorder.launch(entry, grid, values)
+            return None  # an instrumented build never serves the fast path
+        if launch:
+            entry.run(grid, values)
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
-    if active_recorder() is None:  # an instrumented build never serves the fast path
-        _remember_call(kernel, call_key, all_values, runtime, entry)
+    _remember_call(kernel, call_key, all_values, runtime, entry)
+    return None if launch else PrecompiledKernel(kernel, runtime, tuple(map(signature_of, values)), entry)
 
 
 # ------------------------------------------------------------------ the fast GPU path
@@ -116,14 +160,37 @@ class _CallPattern:
     """One way of calling a kernel (how many positional arguments, which keywords): where
     its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, and
     the loaded kernels seen with it, keyed by the runtime arguments' signatures and the
-    compile-time values."""
+    compile-time values; and the latest of them with its compile-time values, which a call
+    like the previous one launches after only the converters' checks (no key is built)."""
 
-    __slots__ = ("runtime_slots", "constexpr_slots", "launches")
+    __slots__ = ("runtime_slots", "constexpr_slots", "launches", "last")
 
     def __init__(self, runtime_slots, constexpr_slots):
         self.runtime_slots = runtime_slots
         self.constexpr_slots = constexpr_slots
         self.launches: Dict[tuple, Any] = {}
+        self.last: Optional[tuple] = None  # (compile-time values, CompiledLaunch) of the latest launch
+
+    def remember(self, values, entry) -> None:
+        """Make ``entry``, launched with ``values``, the latest."""
+        self.last = (tuple([values[i] for i in self.constexpr_slots]), entry)
+
+    def launch_last(self, grid, values) -> bool:
+        """Launch the latest kernel when ``values`` hold its compile-time values (the same
+        objects, or equal numbers and strings) and every runtime argument passes its slot
+        converter; False (nothing launched) otherwise."""
+        if self.last is None:
+            return False
+        fixed, entry = self.last
+        for i, previous in zip(self.constexpr_slots, fixed):
+            value = values[i]
+            if value is not previous and not (type(value) is type(previous) in _PLAIN and value == previous):
+                return False
+        raw = [convert(values[i]) for convert, i in zip(entry.converters, self.runtime_slots)]
+        if SLOW in raw:
+            return False
+        entry.run(grid, (), raw)
+        return True
 
     def key(self, values) -> Tuple[Optional[tuple], list]:
         """``(key, raw runtime values)``; the key is None when a runtime slot holds a
@@ -139,16 +206,22 @@ class _CallPattern:
         return (tuple(signatures), tuple([values[i] for i in self.constexpr_slots])), raw
 
 
-_PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PLAIN = (int, float, bool, str)  # compile-time values compared by value in launch_last
+# id(kernel) -> {call key: _CallPattern}; an entry is dropped when its kernel is collected
+# (a weakref.finalize).  Keyed by id rather than weakly by the kernel: a WeakKeyDictionary
+# lookup builds a weak reference on every launch.
+_PATTERNS: Dict[int, Dict[tuple, _CallPattern]] = {}
 
 
 def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
     """Launch a kernel already loaded for this way of calling it; False if there is none."""
-    patterns = _PATTERNS.get(kernel)
+    patterns = _PATTERNS.get(id(kernel))
     pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
     if pattern is None:
         return False
     values = args + tuple(kwargs.values())
+    if pattern.launch_last(grid, values):
+        return True
     try:
         key, raw = pattern.key(values)
         entry = pattern.launches.get(key) if key is not None else None
@@ -158,6 +231,7 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
         return False
     runtime = [values[i] for i in pattern.runtime_slots]
     entry.run(grid, runtime, None if None in raw else raw)
+    pattern.remember(values, entry)
     return True
 
 
@@ -167,14 +241,19 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
     if sorted(n for n in names if n in runtime) != sorted(runtime):
         return  # a runtime parameter came from its default: keep the general path
     slot = {n: i for i, n in enumerate(names)}
-    pattern = _PATTERNS.setdefault(kernel, {}).get(call_key)
+    patterns = _PATTERNS.get(id(kernel))
+    if patterns is None:
+        patterns = _PATTERNS[id(kernel)] = {}
+        weakref.finalize(kernel, _PATTERNS.pop, id(kernel), None)
+    pattern = patterns.get(call_key)
     if pattern is None:
-        pattern = _PATTERNS[kernel][call_key] = _CallPattern(
+        pattern = patterns[call_key] = _CallPattern(
             [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
     try:
         key, _ = pattern.key(all_values)
         if key is not None:
             pattern.launches[key] = entry
+            pattern.remember(all_values, entry)
     except TypeError:
         pass
 
@@ -377,3 +456,4 @@ def _evaluate_grid(kernel: JITFunction, grid, meta: Dict[str, Any]) -> Tuple[int
 
 
 set_launcher(launch)
+set_warmer(warmup)

@@ -1,0 +1,143 @@
+"""Host time per launch of a tiny kernel: gluonkit beside Triton and a torch op (H100).
+
+Every row launches a one-block vector add (4096 float32) back to back and reports the
+median over rounds of the host time per call (the GPU finishes each block in about 2 µs,
+so the host is the bottleneck).  Rows:
+
+- ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``;
+- ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
+  ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
+- ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
+  through cuda-python (the stream as an int, as gluonkit passes it, or as a prebuilt
+  ``CUstream``) and through ctypes (with ``argtypes``, or with the handles prebuilt as
+  ``c_void_p``) — the floor of any Python launch path;
+- ``triton kernel[grid]``: the same kernel in Triton;
+- ``torch.add(out=)``: a torch op of the same size, for scale.
+
+Run on the GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_launch.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+import gluonkit  # noqa: E402
+from gluonkit.runtime import driver, gpu  # noqa: E402
+from vector_add import add_kernel, vector_add_layout  # noqa: E402
+
+N = 4096
+LAUNCHES = 2000
+ROUNDS = 7
+
+
+@triton.jit
+def triton_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def per_launch_us(fn) -> float:
+    """Host µs per call of ``fn`` over ``LAUNCHES`` back-to-back calls (after 100 warm calls)."""
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(LAUNCHES):
+        fn()
+    elapsed = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return elapsed / LAUNCHES * 1e6
+
+
+def _ctypes_launch(entry):
+    """A closure calling libcuda's ``cuLaunchKernel`` through ctypes with ``entry``'s packed block."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    fn = lib.cuLaunchKernel
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    handle = int(entry.kernel.handle)
+    params = entry.packer.pack([x, y, out, N], entry.device).kernel_params
+    stream = torch.cuda.current_stream().cuda_stream
+    threads = entry.block[0]
+    return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
+
+
+def _ctypes_prebuilt_launch(entry):
+    """Like :func:`_ctypes_launch` without ``argtypes``: handles as prebuilt ``c_void_p``
+    objects and the small ints passed as C ints, so ctypes converts nothing per call."""
+    fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    fn.restype = ctypes.c_int
+    handle = ctypes.c_void_p(int(entry.kernel.handle))
+    params = ctypes.c_void_p(entry.packer.pack([x, y, out, N], entry.device).kernel_params)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    threads = entry.block[0]
+    return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
+
+
+def _cuda_python_launch(entry, stream_object=False):
+    """cuda-python's ``cuLaunchKernel`` with the stream as an int (what gluonkit passes) or,
+    with ``stream_object``, as a prebuilt ``CUstream``."""
+    cu = driver._cu
+    handle = entry.kernel.handle
+    params = entry.packer.pack([x, y, out, N], entry.device).kernel_params
+    stream = torch.cuda.current_stream().cuda_stream
+    if stream_object:
+        stream = cu.CUstream(stream)
+    threads = entry.block[0]
+    return lambda: cu.cuLaunchKernel(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, 0)
+
+
+x, y, out = (torch.randn(N, device="cuda") for _ in range(3))
+
+
+def main() -> None:
+    layout = vector_add_layout(4)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
+    rows = {
+        "gluonkit kernel[grid]": lambda: add_kernel[(1,)](x, y, out, N, BLOCK=N, layout=layout, num_warps=4),
+        "triton kernel[grid]": lambda: triton_add[(1,)](x, y, out, N, BLOCK=N),
+        "torch.add(out=)": lambda: torch.add(x, y, out=out),
+    }
+    rows["gluonkit kernel[grid]"]()
+    torch.cuda.synchronize()
+    entry = next(iter(gpu._launches[add_kernel].values()))
+    if hasattr(add_kernel, "warmup"):
+        handle = add_kernel.warmup(x, y, out, N, BLOCK=N, layout=layout, num_warps=4, grid=(1,))
+        launcher = handle[(1,)]
+        rows["gluonkit warmup handle[grid](...)"] = lambda: handle[(1,)](x, y, out, N)
+        rows["gluonkit warmup handle, launcher kept"] = lambda: launcher(x, y, out, N)
+    rows["cuLaunchKernel (cuda-python)"] = _cuda_python_launch(entry)
+    rows["cuLaunchKernel (cuda-python, CUstream)"] = _cuda_python_launch(entry, stream_object=True)
+    rows["cuLaunchKernel (ctypes)"] = _ctypes_launch(entry)
+    rows["cuLaunchKernel (ctypes, prebuilt)"] = _ctypes_prebuilt_launch(entry)
+    expected = x + y
+    for fn in rows.values():  # every path computes the sum
+        out.zero_()
+        fn()
+        torch.cuda.synchronize()
+        assert torch.equal(out, expected)
+    times = {name: [] for name in rows}
+    for _ in range(ROUNDS):  # interleaved rounds: drifts of the host hit every row alike
+        for name, fn in rows.items():
+            times[name].append(per_launch_us(fn))
+    triton_us = statistics.median(times["triton kernel[grid]"])
+    print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches")
+    print(f"{'path':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:40s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {median / triton_us:9.2f}x")
+
+
+if __name__ == "__main__":
+    main()

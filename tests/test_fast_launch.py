@@ -1,0 +1,234 @@
+"""The GPU launch path without a GPU: ``kernel.warmup`` handles, argument selection and
+checks, stream selection and the CUDA-graph-capture guard, with the driver replaced by a
+recorder (compiling and loading are faked; what reaches ``cuLaunchKernel`` is checked).
+The interpreter's warmed-up handle runs for real on numpy arrays."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from fakes import DLPackOnly, FakeCAI, FakeTorch
+from gluonkit.lang.errors import ArgumentError
+from gluonkit.lower.compiler import CompiledKernel
+from gluonkit.runtime import gpu, launch
+from gluonkit.runtime.args import ArgPacker
+from gluonkit.runtime.precompiled import PrecompiledKernel
+
+
+@gluonkit.jit
+def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, gl.BlockedLayout([1], [32], [4], [0]))
+    mask = offs < n
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+class RecordingKernel:
+    """Stands for a loaded ``driver.Kernel``: records each launch's grid, stream and the
+    argument block's values (unpacked with the packer's own format)."""
+
+    def __init__(self, packer):
+        self.packer = packer
+        self.launches = []
+
+    def launch(self, grid, block, shared_bytes, stream, packed):
+        values = self.packer._format.unpack_from(packed.buffer, packed.offset)
+        self.launches.append((tuple(grid), stream, values))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log."""
+    monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
+    monkeypatch.setattr(launch, "_GPU_FOUND", True)
+    compiled = []
+
+    def compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg):
+        packer = ArgPacker([ty for ty, _ in keys], names)
+        compiled.append((dict(constexprs), [div for _, div in keys]))
+        return gpu.CompiledLaunch(CompiledKernel(kernel.__name__, "sm_90a"), RecordingKernel(packer), packer,
+                                  (num_warps * 32, 1, 1), 0, 0)
+
+    monkeypatch.setattr(gpu, "_compile_and_load", compile_and_load)
+    capturing = {"status": 0}
+    monkeypatch.setattr(gpu.driver, "ensure_context", lambda: None)
+    monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
+    monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
+    monkeypatch.setattr(launch, "_PATTERNS", {})
+    yield types.SimpleNamespace(compiled=compiled, capturing=capturing)
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    """``sys.modules['torch']`` with initialized CUDA whose current raw stream is settable."""
+    state = {"stream": 0xABC0}
+    c = types.SimpleNamespace(_cuda_getDevice=lambda: 0, _cuda_getCurrentRawStream=lambda device: state["stream"])
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True), _C=c)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(gpu, "_torch_cuda", None)
+    return state
+
+
+def _launches_of(handle):
+    return handle._entry.kernel.launches
+
+
+def test_warmup_compiles_without_launching_and_the_handle_launches(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    handle = scale_kernel.warmup(x, out, 100, 2.5, BLOCK=128, grid=(1,))
+    assert isinstance(handle, PrecompiledKernel)
+    assert fake_gpu.compiled == [({"BLOCK": 128}, [True, True, False, False])]
+    assert _launches_of(handle) == []
+    y = FakeTorch(0x30000, dtype="float32")
+    handle[(4,)](y, out, 200, 0.5)  # runtime arguments only
+    handle[(2, 3)](x, out, 300, 1.5, 128)  # every parameter; the constexpr's value is ignored
+    assert _launches_of(handle) == [((4, 1, 1), 0, (0x30000, 0x20000, 200, 0.5)),
+                                    ((2, 3, 1), 0, (0x10000, 0x20000, 300, 1.5))]
+    assert len(fake_gpu.compiled) == 1
+
+
+def test_after_warmup_the_ordinary_launch_finds_the_kernel_loaded(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    handle = scale_kernel.warmup(x, out, 100, 2.5, BLOCK=128, grid=(1,))
+    scale_kernel[(3,)](x, out, 100, 2.5, BLOCK=128)
+    assert len(fake_gpu.compiled) == 1
+    assert _launches_of(handle) == [((3, 1, 1), 0, (0x10000, 0x20000, 100, 2.5))]
+
+
+def test_run_with_warmup_true_is_warmup(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    handle = scale_kernel.run(x, out, 100, 2.5, grid=(1,), warmup=True, BLOCK=64)
+    assert isinstance(handle, PrecompiledKernel) and _launches_of(handle) == []
+    assert fake_gpu.compiled == [({"BLOCK": 64}, [True, True, False, False])]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((FakeTorch(0x10000, dtype="float16"), FakeTorch(0x20000, dtype="float32"), 100, 2.5), "'x_ptr'"),
+    ((FakeTorch(0x10004, dtype="float32"), FakeTorch(0x20000, dtype="float32"), 100, 2.5), "'x_ptr'"),
+    ((FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32"), 2**40, 2.5), "'n'"),
+    ((FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32"), 100, 2), "'factor'"),
+    ((FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32"), 100), "positionally; got 3"),
+])
+def test_the_handle_refuses_arguments_of_another_specialization(fake_gpu, args, message):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    handle = scale_kernel.warmup(x, out, 100, 2.5, BLOCK=128, grid=(1,))
+    with pytest.raises(ArgumentError, match=message) as info:
+        handle[(1,)](*args)
+    assert "def scale_kernel(" in str(info.value)  # the kernel's def line
+    assert _launches_of(handle) == []
+
+
+@pytest.mark.parametrize("grid", [(), (1, 2, 3, 4), (-1,), (1.0,), [1], 4])
+def test_the_handle_checks_its_grid_once(fake_gpu, grid):
+    handle = scale_kernel.warmup(FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32, grid=(1,))
+    with pytest.raises(ArgumentError, match="grid of 1 to 3 non-negative ints"):
+        handle[grid]
+
+
+def test_the_handle_takes_numpy_integers_in_its_grid(fake_gpu):
+    x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
+    handle = scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(np.int64(3), np.int32(2))](x, out, 8, 1.0)
+    assert _launches_of(handle)[0][0] == (3, 2, 1)
+
+
+def test_an_empty_grid_checks_the_arguments_and_launches_nothing(fake_gpu):
+    x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
+    handle = scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(0, 4)](x, out, 8, 1.0)
+    assert _launches_of(handle) == []
+    with pytest.raises(ArgumentError):
+        handle[(0,)](x, out, 8, 1)
+
+
+def test_launches_go_on_torchs_current_stream_or_the_given_one(fake_gpu, fake_torch):
+    x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    fake_torch["stream"] = 0xDEF0
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)  # the fast path asks again
+    handle = scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(1,)](x, out, 8, 1.0)
+    handle[(1,)](x, out, 8, 1.0, stream=0x1230)
+    handle[(1,)](x, out, 8, 1.0, stream=types.SimpleNamespace(cuda_stream=0x4560))  # a torch.cuda.Stream
+    handle[(1,)](x, out, 8, 1.0, stream=types.SimpleNamespace(ptr=0x7890))  # a CuPy stream
+    assert [stream for _, stream, _ in _launches_of(handle)] == [0xABC0, 0xDEF0, 0xDEF0, 0x1230, 0x4560, 0x7890]
+    with pytest.raises(TypeError, match="stream must be a CUDA stream"):
+        handle[(1,)](x, out, 8, 1.0, stream="default")
+
+
+def test_without_torch_launches_use_the_legacy_default_stream(fake_gpu, monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(gpu, "_torch_cuda", None)
+    assert gpu.current_stream() == 0
+
+
+def test_a_first_compile_during_graph_capture_says_to_warm_up(fake_gpu, fake_torch):
+    x, out = FakeTorch(dtype="float32"), FakeTorch(dtype="float32")
+    fake_gpu.capturing["status"] = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
+    with pytest.raises(gpu.GraphCaptureError, match=r"scale_kernel.warmup\(") as info:
+        scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    assert "before capturing" in str(info.value)
+    assert fake_gpu.compiled == []
+    fake_gpu.capturing["status"] = 0
+    scale_kernel.warmup(x, out, 8, 1.0, BLOCK=32, grid=(1,))
+    fake_gpu.capturing["status"] = 1
+    scale_kernel[(2,)](x, out, 8, 1.0, BLOCK=32)  # loaded before the capture: recorded like any launch
+    assert len(fake_gpu.compiled) == 1
+
+
+def test_the_interpreters_handle_runs_the_kernel(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(100).astype(np.float32)
+    out = np.full(100, np.nan, dtype=np.float32)
+    handle = scale_kernel.warmup(x, out, 100, 3.0, BLOCK=32, grid=(4,))
+    assert np.isnan(out).all()  # warming up runs nothing
+    handle[(4,)](x, out, 100, -0.5)
+    np.testing.assert_array_equal(out, (x.astype(np.float64) * -0.5).astype(np.float32))
+
+
+def test_the_ordinary_launch_switches_specializations_correctly(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    unaligned = FakeTorch(0x10004, dtype="float32")
+    calls = [(x, 32), (x, 64), (x, 32), (unaligned, 32), (x, 32), (unaligned, 32)]
+    for source, block in calls:
+        scale_kernel[(1,)](source, out, 8, 1.0, BLOCK=block)
+    assert fake_gpu.compiled == [({"BLOCK": 32}, [True, True, False, False]),
+                                 ({"BLOCK": 64}, [True, True, False, False]),
+                                 ({"BLOCK": 32}, [False, True, False, False])]
+    entries = list(gpu._launches[scale_kernel].values())
+    launched = [(i, values[0]) for i, entry in enumerate(entries) for _, _, values in entry.kernel.launches]
+    assert sorted(launched) == [(0, 0x10000), (0, 0x10000), (0, 0x10000), (1, 0x10000), (2, 0x10004), (2, 0x10004)]
+
+
+def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
+    import gc
+
+    kernel = gluonkit.jit(scale_kernel.fn)
+    kernel[(1,)](FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32)
+    key = id(kernel)
+    assert key in launch._PATTERNS
+    del kernel
+    gc.collect()
+    assert key not in launch._PATTERNS
+
+
+@pytest.mark.parametrize("wrap", [lambda a: FakeCAI(a.ctypes.data), lambda a: DLPackOnly(a)])
+def test_cuda_array_interface_and_dlpack_arguments_specialize_on_their_alignment(fake_gpu, wrap):
+    base = np.zeros(64, dtype=np.float32)  # numpy's allocations are 16-byte aligned
+    aligned, unaligned = base[4:], base[1:]
+    out = FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](wrap(aligned), out, 8, 1.0, BLOCK=32)
+    scale_kernel[(1,)](wrap(unaligned), out, 8, 1.0, BLOCK=32)
+    assert [divisible for _, divisible in fake_gpu.compiled] == [[True, True, False, False],
+                                                                 [False, True, False, False]]
+    handle = scale_kernel.warmup(wrap(aligned), out, 8, 1.0, BLOCK=32, grid=(1,))
+    handle[(2,)](wrap(aligned), out, 8, 2.0)
+    with pytest.raises(ArgumentError, match="'x_ptr'"):
+        handle[(2,)](wrap(unaligned), out, 8, 2.0)
+    assert _launches_of(handle)[-1] == ((2, 1, 1), 0, (aligned.ctypes.data, 0x20000, 8, 2.0))
