@@ -11,10 +11,12 @@ calls that alternate between the kernels call by call, each after an L2 flush
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_ws_gemm.py``
 (``--shapes 8192x8192x8192`` to pick shapes, ``--dtypes bfloat16,float16``, ``--sweep`` to time
-the WS configurations of ``SWEEP`` on each shape instead).
+the WS configurations of ``SWEEP`` on each shape instead, ``--configs "[dict(SPLIT_K=2), …]"`` to
+sweep those instead of ``SWEEP``).
 """
 
 import argparse
+import ast
 import math
 import os
 import sys
@@ -65,15 +67,24 @@ def bench(M, N, K, dtype, sm_count):
     return tf[pick] / tf['cublas'], max(tf['coop'], tf['pingpong']) / tf['cublas']
 
 
-def sweep(shapes, dtype):
-    """Every WS configuration of ``SWEEP`` on ``shapes``: TFLOP/s and the ratio to cuBLAS."""
+def _parse_configs(text: str) -> list:
+    """``[dict(…), …]`` or ``[{…}, …]`` from the command line, as a list of dicts."""
+    node = ast.parse(text, mode="eval").body
+    if isinstance(node, ast.List):
+        return [dict(ast.literal_eval(e)) if isinstance(e, ast.Dict)
+                else {kw.arg: ast.literal_eval(kw.value) for kw in e.keywords} for e in node.elts]
+    raise ValueError(f"--configs: expected a list of dicts, got {text!r}")
+
+
+def sweep(shapes, dtype, configs=SWEEP):
+    """Every WS configuration of ``configs`` on ``shapes``: TFLOP/s and the ratio to cuBLAS."""
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda", dtype=dtype)
         b = torch.randn(K, N, device="cuda", dtype=dtype)
         ref = a.float() @ b.float()
         c = torch.empty(M, N, device="cuda", dtype=dtype)
         fns = {}
-        for cfg in SWEEP:
+        for cfg in configs:
             fns[_config_name(cfg)] = ws_gemm.prepare(a, b, c, **cfg)
             _checked(fns[_config_name(cfg)], c, ref, _config_name(cfg))
         fns["cublas"] = lambda: torch.matmul(a, b)
@@ -89,14 +100,16 @@ def main():
     parser.add_argument("--shapes", help="comma-separated MxNxK (default: the issue's sweep)")
     parser.add_argument("--dtypes", default="bfloat16")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--configs", help="the configurations --sweep times (prepare()'s keyword arguments)")
     args = parser.parse_args()
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else SHAPES
     dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     if args.sweep:
+        configs = _parse_configs(args.configs) if args.configs else SWEEP
         for dtype in dtypes:
-            sweep(shapes, dtype)
+            sweep(shapes, dtype, configs)
         return
     print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call with an L2 flush "
           "(benchmarks/timing.py)")

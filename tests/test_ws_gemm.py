@@ -54,6 +54,30 @@ def test_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, inp, out, split, stage
     assert len(seen) == 3 * programs  # every program under forward, reverse and one random schedule: no hazard
 
 
+@pytest.mark.parametrize("M, N, K, pingpong, split_k, split_tiles, programs", [
+    (200, 136, 200, False, 2, None, 4),   # every tile split in two, ragged M, N and K
+    (200, 136, 200, True, 3, 2, 3),       # the last two tiles split in three (a wave's tail), ping-pong
+    (130, 72, 96, False, 2, 1, 2),        # one split tile after a whole one
+    (128, 64, 224, True, 4, None, 4),     # 7 K-slices in 4 splits of 2: the last one loads past K (zeros)
+])
+def test_split_k_in_the_interpreter(monkeypatch, M, N, K, pingpong, split_k, split_tiles, programs):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, PINGPONG=pingpong, num_programs=programs,
+                 SPLIT_K=split_k, SPLIT_TILES=split_tiles)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-6
+
+
+def test_split_k_that_leaves_a_split_empty_is_refused():
+    a, b, c = np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((128, 64), np.float32)
+    with pytest.raises(ValueError, match="every split needs at least one slice"):
+        ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, SPLIT_K=3)  # 2 K-slices in 3 splits
+
+
 @pytest.mark.parametrize("M, N, K, variant", [
     (8192, 8192, 8192, (False, 256, 4, 16)),   # deep K, many tiles: cooperative 128 x 256
     (3000, 5000, 2000, (False, 256, 4, 16)),
@@ -68,7 +92,7 @@ def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant):
     assert ws_gemm.choose_config(M, N, K, 4, 132)["STAGES"] == variant[2] - 1  # fp32 C: a larger C buffer
 
 
-def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False):
+def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False, split_k=1):
     BM, BK = 128, 64
     warps = 4 if pingpong else 8
     nvmma = gl.NVMMASharedLayout.get_default_for
@@ -78,15 +102,16 @@ def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16
                      (ws_gemm.ws_gemm_kernel, {}))
     return kernel.compile(
         TensorDescType((BM, BK), inp, nvmma([BM, BK], inp)), TensorDescType((BK, BN), inp, nvmma([BK, BN], inp)),
-        TensorDescType(c_block, out, nvmma(list(c_block), out)), "i32", "i32", "i32",
+        TensorDescType(c_block, out, nvmma(list(c_block), out)), "*fp32", "i32", "i32", "i32", "i32",
         STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=split, acc_layout=acc, PRODUCER_REGS=24, num_warps=warps,
-        target=target, **extra)
+        target=target, SPLIT_K=split_k, **extra)
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-@pytest.mark.parametrize("BN, stages, out", [(256, 4, ir.bfloat16), (128, 6, ir.float16), (256, 3, ir.float32)])
-def test_ws_gemm_compiles_for_hopper_without_spills(BN, stages, out):
-    compiled = _compile("sm_90a", BN=BN, stages=stages, out=out)
+@pytest.mark.parametrize("BN, stages, out, split_k", [(256, 4, ir.bfloat16, 1), (128, 6, ir.float16, 1),
+                                                     (256, 3, ir.float32, 1), (256, 4, ir.bfloat16, 2)])
+def test_ws_gemm_compiles_for_hopper_without_spills(BN, stages, out, split_k):
+    compiled = _compile("sm_90a", BN=BN, stages=stages, out=out, split_k=split_k)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
     assert f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24;" in ptx and "setmaxnreg.inc.sync.aligned.u32 240;" in ptx
@@ -134,6 +159,26 @@ def test_ws_gemm_on_the_gpu_matches_torch(M, N, K, out, dtype, pingpong):
     c = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, out))
     BN, stages = (128, 6 if out != "float32" else 4) if pingpong else (256, 4 if out != "float32" else 3)
     ws_gemm.gemm(a, b, c, BN=BN, STAGES=stages, PINGPONG=pingpong)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[out]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+@pytest.mark.parametrize("M, N, K, out, config", [
+    (8192, 256, 8192, "bfloat16", dict(SPLIT_K=2)),
+    (1000, 296, 776, "float32", dict(SPLIT_K=3)),
+    (1500, 6000, 2504, "bfloat16", dict(SPLIT_K=5, SPLIT_TILES=24)),
+    (3000, 5000, 2000, "float16", dict(BN=128, STAGES=6, SPLIT_K=3, SPLIT_TILES=36)),
+    (520, 1000, 3000, "bfloat16", dict(BN=128, STAGES=6, PINGPONG=True, GROUP_M=8, SPLIT_K=2)),
+])
+def test_split_k_on_the_gpu_matches_torch(M, N, K, out, config):
+    torch = pytest.importorskip("torch")
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, out))
+    ws_gemm.gemm(a, b, c, **config)
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[out]

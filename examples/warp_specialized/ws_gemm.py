@@ -53,8 +53,86 @@ from persistent_gemm import default_num_programs, element_dtype, gemm_layouts, g
 
 
 @gluonkit.jit
-def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr):
+def work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles, GROUP_M: gl.constexpr, SPLIT_K: gl.constexpr):
+    """The program's ``i``-th work unit: ``(pid_m, pid_n, first k-slice, k-slices, first step, slot)``.
+
+    Units ``0 … split_from - 1`` are whole tiles; each tile from ``split_from`` on is
+    ``SPLIT_K`` units of ``cdiv(k_tiles, SPLIT_K)`` slices (slices past K load as zeros).  The
+    program takes units ``program_id, program_id + grid, …``; ``first step`` numbers its ring
+    steps across units (both partitions compute it alike) and ``slot`` is the unit's partial
+    buffer in the workspace (negative for a whole tile).
+    """
+    u = gl.program_id(0) + i * gl.num_programs(0)
+    if SPLIT_K == 1:
+        tile = u
+        k_first = 0
+        k_count = k_tiles
+        first_step = i * k_tiles
+        slot = -1
+    else:
+        per_split = gl.cdiv(k_tiles, SPLIT_K)
+        whole = gl.minimum(i, gl.cdiv(split_from - gl.program_id(0), gl.num_programs(0)))  # whole tiles before
+        first_step = whole * k_tiles + (i - whole) * per_split
+        slot = u - split_from
+        if slot < 0:
+            tile = u
+            k_first = 0
+            k_count = k_tiles
+        else:
+            tile = split_from + slot // SPLIT_K
+            k_first = (slot % SPLIT_K) * per_split
+            k_count = per_split
+    pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+    return pid_m, pid_n, k_first, k_count, first_step, slot
+
+
+@gluonkit.jit
+def unit_count(M, N, split_from, BM: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr):
+    """How many work units this program takes (see :func:`work_unit`)."""
+    tiles = gl.cdiv(M, BM) * gl.cdiv(N, BN)
+    units = split_from + (tiles - split_from) * SPLIT_K
+    return gl.cdiv(units - gl.program_id(0), gl.num_programs(0))
+
+
+@gluonkit.jit
+def finish_unit(acc, c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT: gl.constexpr,
+                SPLIT_K: gl.constexpr):
+    """The epilogue: a whole tile goes to C (TMA store), a split unit's fp32 partial to its workspace slot."""
+    BM: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    if SPLIT_K == 1:
+        store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+    else:
+        if slot < 0:
+            store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        else:
+            rows = slot * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, acc.type.layout))
+            cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
+            gl.store(ws_ptr + rows[:, None] * BN + cols[None, :], acc)
+
+
+@gluonkit.jit
+def splitk_reduce_kernel(ws_ptr, c_ptr, M, N, stride_cm, split_from, GROUP_M: gl.constexpr,
+                         SPLIT_K: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, ROWS: gl.constexpr,
+                         layout: gl.constexpr):
+    """C for the split tiles: program ``(i, r)`` sums the ``SPLIT_K`` fp32 partials of rows
+    ``r·ROWS …`` of split tile ``i`` and writes them to C in its dtype (masked at ragged edges)."""
+    i = gl.program_id(0)
+    pid_m, pid_n = grouped_tile(split_from + i, gl.cdiv(M, BM), gl.cdiv(N, BN), GROUP_M)
+    rows = gl.program_id(1) * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    acc = gl.zeros([ROWS, BN], gl.float32, layout)
+    for s in gl.static_range(SPLIT_K):
+        acc += gl.load(ws_ptr + ((i * SPLIT_K + s) * BM + rows)[:, None] * BN + cols[None, :])
+    m = pid_m * BM + rows
+    n = pid_n * BN + cols
+    mask = (m < M)[:, None] & (n < N)[None, :]
+    gl.store(c_ptr + m[:, None] * stride_cm + n[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@gluonkit.jit
+def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, SPLIT_K: gl.constexpr):
     """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
@@ -62,21 +140,38 @@ def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for t in range(my_tiles):
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
+    for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
+                                                                     GROUP_M, SPLIT_K)
+        for k in range(k_count):
+            step = first_step + k
             stage = step % STAGES
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_load(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage))
-            tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+            tma.async_load(a_desc, [pid_m * BM, (k_first + k) * BK], ready.index(stage), a_smem.index(stage))
+            tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
 
 
 @gluonkit.jit
-def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr):
+def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.constexpr, acc_layout: gl.constexpr):
+    """One work unit's K loop in the consumers: wgmma over the ring, each stage handed back once read."""
+    BM: gl.constexpr = a_smem.shape[1]
+    BN: gl.constexpr = b_smem.shape[2]
+    acc = gl.zeros([BM, BN], gl.float32, acc_layout)
+    for k in range(k_count):
+        step = first_step + k
+        stage = step % STAGES
+        mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
+        acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
+        gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+    return acc
+
+
+@gluonkit.jit
+def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, SPLIT_K: gl.constexpr):
     """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile."""
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
@@ -84,28 +179,21 @@ def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for t in range(my_tiles):
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        acc = gl.zeros([BM, BN], gl.float32, acc_layout)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
-            stage = step % STAGES
-            mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
-            gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+    for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
+                                                                     GROUP_M, SPLIT_K)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        finish_unit(acc, c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
-def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                   SPLIT_K: gl.constexpr = 1):
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -122,9 +210,9 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
         mbarrier.init(empty.index(s), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M, STAGES, EPILOGUE_SPLIT,
-                     acc_layout)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+        (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M, STAGES,
+                     EPILOGUE_SPLIT, acc_layout, SPLIT_K)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
     ], [1], [PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -132,45 +220,36 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
 
 
 @gluonkit.jit
-def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M: gl.constexpr,
-                       STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
-                       WHICH: gl.constexpr):
-    """One ping-pong consumer warpgroup: the program's tiles ``WHICH, WHICH + 2, …``, MMAs in turns."""
+def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                       GROUP_M: gl.constexpr, STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr,
+                       acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr):
+    """One ping-pong consumer warpgroup: the program's units ``WHICH, WHICH + 2, …``, MMAs in turns."""
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
     BN: gl.constexpr = b_smem.shape[2]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for j in range((my_tiles - WHICH + 1) // 2):
-        t = 2 * j + WHICH
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        # Our turn: the other warpgroup has issued all MMAs of its tile (the previous one).
+    for j in range((unit_count(M, N, split_from, BM, BN, SPLIT_K) - WHICH + 1) // 2):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(2 * j + WHICH, split_from, num_pid_m, num_pid_n,
+                                                                     k_tiles, GROUP_M, SPLIT_K)
+        # Our turn: the other warpgroup has issued all MMAs of its unit (the previous one).
         mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
-        acc = gl.zeros([BM, BN], gl.float32, acc_layout)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
-            stage = step % STAGES
-            mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
-            gl.thread_barrier()  # thread 0 arrives for the warpgroup
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
         mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem.index(WHICH), acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        finish_unit(acc, c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
-def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                            EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr):
+def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr,
+                            GROUP_M: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
+                            PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, SPLIT_K: gl.constexpr = 1):
     """Ping-pong: two one-warpgroup consumers (the kernel's 4 warps and a 4-warp worker) on
-    alternate tiles; ``turn`` mbarriers make their main loops take turns, so one's epilogue
+    alternate units; ``turn`` mbarriers make their main loops take turns, so one's epilogue
     runs under the other's MMAs."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
@@ -191,11 +270,11 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexp
     mbarrier.init(turn.index(1), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 0)),
-        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 1)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K)),
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -225,36 +304,70 @@ def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict
 
 
 DEFAULT_GROUP_M = 16
+REDUCE_ROWS = 32  # rows of a split tile one program of splitk_reduce_kernel sums
+
+
+def _workspace(like, rows: int, cols: int):
+    """An fp32 ``rows × cols`` array where ``like`` lives (a torch tensor's device, else numpy)."""
+    if hasattr(like, "new_empty"):
+        import torch
+        return like.new_empty((rows, cols), dtype=torch.float32)
+    return np.empty((rows, cols), np.float32)
 
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
-            num_programs: int = None):
+            num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
     ``PINGPONG=True``: two one-warpgroup consumers take alternate tiles (the kernel's 4 warps
     and a 4-warp worker at ``consumer_regs``).  The producer's warp comes on top, so the CTA
-    has 12 warps either way.  Descriptors, layouts and grid are built once here.
+    has 12 warps either way.  Descriptors, layouts, grid and workspace are built once here.
+
+    ``SPLIT_K > 1`` splits the last ``SPLIT_TILES`` tiles of the raster order (all of them by
+    default) along K into ``SPLIT_K`` units each: the GEMM kernel writes their fp32 partials to
+    a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
+    shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
+    TMA boxes).
     """
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
     N = b.shape[1]
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
+    if B_SWIZZLE is not None:
+        b_layout = gl.NVMMASharedLayout(B_SWIZZLE, element_dtype(b).primitive_bitwidth, rank=2)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    grid = (min(tiles, num_programs or default_num_programs()),)
+    split_tiles = (tiles if SPLIT_TILES is None else SPLIT_TILES) if SPLIT_K > 1 else 0
+    k_tiles = gluonkit.cdiv(K, BK)
+    if split_tiles and not (0 < split_tiles <= tiles and (SPLIT_K - 1) * gluonkit.cdiv(k_tiles, SPLIT_K) < k_tiles):
+        raise ValueError(f"ws_gemm.prepare: SPLIT_K={SPLIT_K}, SPLIT_TILES={SPLIT_TILES} do not fit {tiles} tiles "
+                         f"of {k_tiles} K-slices (every split needs at least one slice)")
+    split_from = tiles - split_tiles
+    units = split_from + split_tiles * SPLIT_K
+    grid = (min(units, num_programs or default_num_programs()),)
+    ws = _workspace(c, split_tiles * SPLIT_K * BM, BN) if split_tiles else c
     if PINGPONG:
         launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
     else:
         launch, extra = ws_gemm_kernel[grid], {}
+    if split_tiles:
+        extra["SPLIT_K"] = SPLIT_K
+        reduce = splitk_reduce_kernel[(split_tiles, BM // REDUCE_ROWS)]
+        reduce_layout = gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0])
+        stride_cm = c.stride(0) if callable(getattr(c, "stride", None)) else c.strides[0] // c.itemsize
 
     def run():
-        launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
-               acc_layout=acc_layout, PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra)
+        launch(a_desc, b_desc, c_desc, ws, M, N, K, split_from, STAGES=STAGES, GROUP_M=GROUP_M,
+               EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout, PRODUCER_REGS=producer_regs,
+               num_warps=num_warps, **extra)
+        if split_tiles:
+            reduce(ws, c, M, N, stride_cm, split_from, GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, BM=BM, BN=BN,
+                   ROWS=REDUCE_ROWS, layout=reduce_layout, num_warps=4)
         return c
     return run
 
