@@ -43,7 +43,7 @@ SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=8), dict(BN=256, STAGES=3, EPILO
 
 def _config_name(cfg: dict) -> str:
     """``key=value,…`` of a configuration, for the sweep's lines."""
-    return ",".join(f"{k}={v}" for k, v in cfg.items())
+    return ",".join(f"{k}={v}" for k, v in cfg.items()) or "prepare() defaults"
 
 
 def bench(M, N, K, dtype, sm_count):

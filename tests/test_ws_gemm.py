@@ -78,18 +78,47 @@ def test_split_k_that_leaves_a_split_empty_is_refused():
         ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, SPLIT_K=3)  # 2 K-slices in 3 splits
 
 
-@pytest.mark.parametrize("M, N, K, variant", [
-    (8192, 8192, 8192, (False, 256, 4, 16)),   # deep K, many tiles: cooperative 128 x 256
-    (3000, 5000, 2000, (False, 256, 4, 16)),
-    (8192, 8192, 1024, (True, 128, 6, 8)),     # shallow K: ping-pong hides the epilogues
-    (8192, 256, 8192, (True, 128, 6, 8)),      # 64 tiles of 128 x 256 on 132 SMs: ping-pong 128 x 128
+@pytest.mark.parametrize("M, N, K, variant, split", [
+    (8192, 8192, 8192, (False, 256, 4, 16), None),        # deep K, 2048 tiles: the last wave 68/132 full
+    (3000, 5000, 2000, (False, 256, 4, 16), None),
+    (8192, 8192, 1024, (True, 128, 6, 8), None),          # shallow K: ping-pong hides the epilogues
+    (8192, 256, 8192, (False, 256, 4, 16), (2, None)),    # 64 tiles on 132 SMs: every tile split in two
+    (1500, 6000, 2504, (False, 256, 4, 16), (5, 24)),     # 288 tiles: the last wave's 24 split in five
+    (4999, 4104, 3000, (False, 256, 4, 16), (6, 20)),     # 680 tiles: 20 left for the sixth wave
 ])
-def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant):
+def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant, split):
     cfg = ws_gemm.choose_config(M, N, K, 2, 132)
     assert (cfg["PINGPONG"], cfg["BN"], cfg["STAGES"], cfg["GROUP_M"]) == variant
+    assert (cfg.get("SPLIT_K"), cfg.get("SPLIT_TILES")) == (split or (None, None))
     c_buffers = (2 if cfg["PINGPONG"] else 1) * 128 * cfg["BN"] // 2 * 2
     assert cfg["STAGES"] * (128 * 64 + 64 * cfg["BN"]) * 2 + c_buffers <= 232448 - 1024
     assert ws_gemm.choose_config(M, N, K, 4, 132)["STAGES"] == variant[2] - 1  # fp32 C: a larger C buffer
+
+
+def test_candidate_configs_hold_the_pick_and_both_variants_once():
+    space = ws_gemm.candidate_configs(8192, 256, 8192, 2, 132)
+    assert space[0] == ws_gemm.choose_config(8192, 256, 8192, 2, 132)
+    assert {(c["PINGPONG"], c.get("SPLIT_K", 1)) for c in space} == {(False, 1), (True, 1), (False, 2), (False, 4)}
+    assert len(space) == len({tuple(sorted(c.items())) for c in space})
+    assert all(c.get("SPLIT_K", 1) == 1 for c in ws_gemm.candidate_configs(256, 256, 384, 2, 132))  # 6 slices
+
+
+def test_gemm_reuses_its_prepared_launch(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    prepared = []
+    original = ws_gemm.prepare
+    monkeypatch.setattr(ws_gemm, "prepare", lambda *args, **kw: prepared.append(kw) or original(*args, **kw))
+    rng = np.random.default_rng()
+    a = rng.standard_normal((130, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 72)).astype(np.float16)
+    c = np.full((130, 72), np.nan, np.float32)
+    config = dict(BM=128, BN=64, BK=32, STAGES=2, num_programs=2)
+    for _ in range(2):
+        ws_gemm.gemm(a, b, c, **config)
+        np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4)
+    ws_gemm.gemm(a, b, c[:, :64], **config)  # another view of C: another launch
+    assert len(prepared) == 2
+    assert ws_gemm.tune(a, b, c) == ws_gemm.candidate_configs(130, 72, 64, 4, 4)[0]  # interpreter: the pick
 
 
 def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False, split_k=1):

@@ -37,6 +37,7 @@ Run: ``python examples/warp_specialized/ws_gemm.py`` (GPU if present, else the C
 interpreter at a small ragged size, which also explores interleavings of the partitions).
 """
 
+import json
 import os
 import sys
 
@@ -45,11 +46,18 @@ import numpy as np
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.nvidia.arrays import address_of, element_strides
 from gluonkit.nvidia.hopper import TensorDescriptor
+from gluonkit.runtime.bench import do_bench
+from gluonkit.runtime.cache import KernelCache, cache_key, toolchain_versions
+from gluonkit.runtime.driver import device_properties
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "persistent_gemm"))
 
 from persistent_gemm import default_num_programs, element_dtype, gemm_layouts, grouped_tile, store_tile  # noqa: E402
+
+with open(__file__, encoding="utf-8") as _file:
+    _SOURCE = _file.read()  # part of tune()'s disk-cache key: an edited kernel is timed afresh
 
 
 @gluonkit.jit
@@ -283,24 +291,64 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from,
     mbarrier.invalidate(turn.index(1))
 
 
-def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
-    """Cooperative or ping-pong, tile shape, ring depth and raster group for a shape (from
-    ``bench_ws_gemm.py`` on the H100, see docs/benchmarks.rst).
+MIN_SLICES_PER_SPLIT = 4  # K-slices a split unit runs at least: fewer leave its ring fill and epilogue exposed
 
-    Ping-pong (128 × 128 per warpgroup, ``GROUP_M=8``) when the K loop is shallow (K ≤ 1024:
-    the epilogue is a large share, and ping-pong hides one warpgroup's epilogue under the
-    other's MMAs) or when 128 × 256 tiles would leave half the SMs idle; otherwise
-    cooperative 128 × 256 (``GROUP_M=16``).  As many stages as fit in 227 KB beside C's
-    half-tile buffer(s).
+
+def _split_for(tiles: int, programs: int, k_tiles: int):
+    """``(SPLIT_K, SPLIT_TILES)`` that fill the GPU's last wave of 128 × 256 tiles, or ``(1, None)``.
+
+    A last wave at most half full (or a single, narrow one) has its tiles split along K so
+    that the split units fill the programs; every split keeps at least
+    ``MIN_SLICES_PER_SPLIT`` K-slices and the splits of a tile are at most 8.
     """
-    big_tiles = gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256)
-    pingpong = K <= 1024 or 2 * big_tiles <= sm_count
+    tail = tiles % programs
+    if tail == 0 or tail > programs // 2:
+        return 1, None
+    split = min(programs // tail, 8, k_tiles // MIN_SLICES_PER_SPLIT)
+    if split < 2:
+        return 1, None
+    return split, (None if tiles == tail else tail)
+
+
+def _variant(pingpong: bool, out_bytes: int) -> dict:
+    """Ping-pong 128 × 128 (``GROUP_M=8``) or cooperative 128 × 256 (``GROUP_M=16``), with as
+    many stages (at most 6) as fit in 227 KB beside C's half-tile buffer(s)."""
     BN = 128 if pingpong else 256
     stage_bytes = (128 * 64 + 64 * BN) * 2
     c_bytes = (2 if pingpong else 1) * 128 * (BN // 2) * out_bytes
     stages = min(6, (232448 - 1024 - c_bytes) // stage_bytes)
     return dict(BM=128, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
                 GROUP_M=8 if pingpong else 16)
+
+
+def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
+    """Cooperative or ping-pong, tile shape, ring depth, raster group and split-K for a shape
+    (the heuristic of the first call, from ``bench_ws_gemm.py`` on the H100, see docs/ws_gemm.rst).
+
+    Ping-pong when the K loop is shallow (K ≤ 1024: the epilogue is a large share, and
+    ping-pong hides one warpgroup's epilogue under the other's MMAs); otherwise cooperative,
+    with the tiles of a last wave that is at most half full split along K
+    (:func:`_split_for`: narrow shapes such as 8192 × 256 × 8192 split every tile).
+    """
+    config = _variant(K <= 1024, out_bytes)
+    if not config["PINGPONG"]:
+        split, split_tiles = _split_for(gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256), sm_count, gluonkit.cdiv(K, 64))
+        if split > 1:
+            config.update(SPLIT_K=split, SPLIT_TILES=split_tiles)
+    return config
+
+
+def candidate_configs(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> list:
+    """The small space :func:`tune` times: the heuristic's pick, cooperative and ping-pong
+    without split-K, and cooperative with split-K into 2 and 4 when every split keeps
+    ``MIN_SLICES_PER_SPLIT`` K-slices."""
+    pick = choose_config(M, N, K, out_bytes, sm_count)
+    coop = _variant(False, out_bytes)
+    space = [pick, coop, _variant(True, out_bytes)]
+    for split in (2, 4):
+        if gluonkit.cdiv(K, 64) >= split * MIN_SLICES_PER_SPLIT:
+            space.append(dict(coop, SPLIT_K=split))
+    return [c for i, c in enumerate(space) if c not in space[:i]]
 
 
 DEFAULT_GROUP_M = 16
@@ -359,7 +407,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
         extra["SPLIT_K"] = SPLIT_K
         reduce = splitk_reduce_kernel[(split_tiles, BM // REDUCE_ROWS)]
         reduce_layout = gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0])
-        stride_cm = c.stride(0) if callable(getattr(c, "stride", None)) else c.strides[0] // c.itemsize
+        stride_cm = _row_stride(c)
 
     def run():
         launch(a_desc, b_desc, c_desc, ws, M, N, K, split_from, STAGES=STAGES, GROUP_M=GROUP_M,
@@ -372,12 +420,71 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     return run
 
 
-def gemm(a, b, c, **config):
-    """``c = a @ b`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32).  Without ``config``,
-    :func:`choose_config` picks the tiles for the shape."""
+_RUNNERS: dict = {}  # (arrays, configuration) -> prepare()'s function, for gemm()
+_RUNNERS_LIMIT = 64
+_TUNED: dict = {}  # tuning key -> configuration, for tune()
+
+
+def _row_stride(array) -> int:
+    """The row stride of a 2-D array, in elements."""
+    return element_strides(array, element_dtype(array).itemsize)[0]
+
+
+def _identity(array) -> tuple:
+    """What a prepared launch depends on: address, shape, row stride and dtype of an array."""
+    return address_of(array)[0], tuple(array.shape), _row_stride(array), str(array.dtype)
+
+
+def _config_key(config: dict) -> tuple:
+    return tuple(sorted(config.items()))
+
+
+def tune(a, b, c) -> dict:
+    """The fastest of :func:`candidate_configs` for these arrays' shape, dtypes and stride
+    alignment, timed with ``gluonkit.runtime.bench.do_bench`` once per process and kept in
+    gluonkit's on-disk cache (``GLUONKIT_CACHE_DIR``) beside ``@autotune``'s results, keyed
+    by the key, the candidates, this file's source, the GPU and the toolchain.  In the
+    interpreter nothing is timed: the heuristic's pick."""
+    M, K = a.shape
+    N = b.shape[1]
+    out_bytes = element_dtype(c).itemsize
+    space = candidate_configs(M, N, K, out_bytes, default_num_programs())
+    if os.environ.get("GLUONKIT_INTERPRET") == "1" or len(space) == 1:
+        return space[0]
+    aligned = tuple(_row_stride(x) * element_dtype(x).itemsize % 32 == 0 for x in (a, b, c))
+    key = (M, N, K, str(a.dtype), str(b.dtype), str(c.dtype), aligned)
+    if key not in _TUNED:
+        disk_key = cache_key(kind="ws_gemm.tune", key=repr(key), configs=repr(space), source=_SOURCE,
+                             device=f"{device_properties().name} {device_properties().arch}",
+                             toolchain=toolchain_versions())
+        files = KernelCache().get(disk_key)
+        if files is None:
+            times = [do_bench(prepare(a, b, c, **cfg)) for cfg in space]
+            KernelCache().put(disk_key, {"tune.json": json.dumps(times)})
+        else:
+            times = json.loads(files["tune.json"])
+        _TUNED[key] = space[min(range(len(space)), key=times.__getitem__)]
+    return _TUNED[key]
+
+
+def gemm(a, b, c, autotune: bool = False, **config):
+    """``c = a @ b`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32).
+
+    Without ``config``, :func:`choose_config` picks the configuration for the shape, or with
+    ``autotune=True`` :func:`tune` times the candidates (first call per shape; cached on disk).
+    The prepared launch (descriptors, grid, workspace) is kept per arrays and configuration,
+    so a repeated call costs a dictionary look-up and the launch.
+    """
     if not config:
-        config = choose_config(a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
-    return prepare(a, b, c, **config)()
+        config = tune(a, b, c) if autotune else choose_config(
+            a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
+    key = (_identity(a), _identity(b), _identity(c), _config_key(config))
+    run = _RUNNERS.get(key)
+    if run is None:
+        if len(_RUNNERS) >= _RUNNERS_LIMIT:
+            _RUNNERS.clear()
+        run = _RUNNERS[key] = prepare(a, b, c, **config)
+    return run()
 
 
 def main() -> None:
