@@ -431,12 +431,11 @@ def _row_stride(array) -> int:
 
 
 def _identity(array) -> tuple:
-    """What a prepared launch depends on: address, shape, row stride and dtype of an array."""
-    return address_of(array)[0], tuple(array.shape), _row_stride(array), str(array.dtype)
-
-
-def _config_key(config: dict) -> tuple:
-    return tuple(sorted(config.items()))
+    """What a prepared launch depends on: address, shape, strides and dtype of an array (torch's
+    own hashable objects when it is a tensor: the look-up runs on every call)."""
+    if hasattr(array, "data_ptr"):
+        return array.data_ptr(), array.shape, array.stride(), array.dtype
+    return address_of(array)[0], array.shape, array.strides, array.dtype
 
 
 def tune(a, b, c) -> dict:
@@ -475,12 +474,12 @@ def gemm(a, b, c, autotune: bool = False, **config):
     The prepared launch (descriptors, grid, workspace) is kept per arrays and configuration,
     so a repeated call costs a dictionary look-up and the launch.
     """
-    if not config:
-        config = tune(a, b, c) if autotune else choose_config(
-            a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
-    key = (_identity(a), _identity(b), _identity(c), _config_key(config))
+    key = (_identity(a), _identity(b), _identity(c), autotune, tuple(config.items()))
     run = _RUNNERS.get(key)
     if run is None:
+        if not config:
+            config = tune(a, b, c) if autotune else choose_config(
+                a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
         if len(_RUNNERS) >= _RUNNERS_LIMIT:
             _RUNNERS.clear()
         run = _RUNNERS[key] = prepare(a, b, c, **config)
