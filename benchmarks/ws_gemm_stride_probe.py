@@ -5,8 +5,9 @@ Part 1 (``--which``): A, B or C gets such a stride, one at a time, on an otherwi
 3072 × 5120 × 2048 bf16 product (each operand is a column slice of a tensor 8 elements wider,
 so only its row stride changes).  Part 2 (``--fixes``): with B's stride odd, the candidate
 fixes beside the cooperative kernel and cuBLAS: B's block issued as narrower TMA boxes
-(``B_SWIZZLE`` 64 or 32 bytes), 256 × 128 tiles (half the B bytes per K-slice), and a padded
-copy of B to a 32-byte-multiple stride made on every call (timed with the GEMM).  Timing as
+(``B_SWIZZLE`` 64 or 32 bytes), 256 × 128 tiles (half the B bytes per K-slice), a padded
+copy of B to a 32-byte-multiple stride made on every call (timed with the GEMM), and the
+tensor maps' L2 promotion (``gluonkit.runtime.tma.L2_PROMOTION``; 128 bytes by default).  Timing as
 in ``bench_ws_gemm.py`` (alternating calls, L2 flush, medians).
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/ws_gemm_stride_probe.py [--which] [--fixes]``
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "wa
 sys.path.insert(0, os.path.dirname(__file__))
 
 import ws_gemm  # noqa: E402
+from gluonkit.runtime import tma  # noqa: E402
 from bench_gemm import _checked  # noqa: E402
 from bench_ws_gemm import COOPERATIVE  # noqa: E402
 from timing import alternating  # noqa: E402
@@ -80,6 +82,11 @@ def fixes(M: int, N: int, K: int, pad_b: bool) -> None:
            "coop B_SWIZZLE=32": ws_gemm.prepare(a, b, c, **COOPERATIVE, B_SWIZZLE=32),
            "coop 256x128": ws_gemm.prepare(a, b, c, BM=256, BN=128, STAGES=4, GROUP_M=8),
            "padded copy+coop": _padded_copy_gemm(a, b, c, **COOPERATIVE)}
+    for promotion in ("L2_256B", "L2_64B", "NONE"):  # encoded at the first call, which _checked makes
+        tma.L2_PROMOTION = promotion
+        fns[f"coop {promotion}"] = ws_gemm.prepare(a, b, c, **COOPERATIVE)
+        _checked(fns[f"coop {promotion}"], c, ref, promotion)
+    tma.L2_PROMOTION = "L2_128B"
     for name, fn in fns.items():
         _checked(fn, c, ref, name)
     fns["cublas"] = lambda: torch.matmul(a, b)
