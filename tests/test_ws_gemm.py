@@ -10,10 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.interpret import partitions as interpret_partitions
-from gluonkit.ir import TensorDescType
 from gluonkit.lang import CompilationError
 from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
@@ -122,18 +120,8 @@ def test_gemm_reuses_its_prepared_launch(monkeypatch):
 
 
 def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False, split_k=1):
-    BM, BK = 128, 64
-    warps = 4 if pingpong else 8
-    nvmma = gl.NVMMASharedLayout.get_default_for
-    c_block = (BM, BN // split)
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[warps, 1], instr_shape=[16, BN, 16])
-    kernel, extra = ((ws_gemm.ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if pingpong else
-                     (ws_gemm.ws_gemm_kernel, {}))
-    return kernel.compile(
-        TensorDescType((BM, BK), inp, nvmma([BM, BK], inp)), TensorDescType((BK, BN), inp, nvmma([BK, BN], inp)),
-        TensorDescType(c_block, out, nvmma(list(c_block), out)), "*fp32", "i32", "i32", "i32", "i32",
-        STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=split, acc_layout=acc, PRODUCER_REGS=24, num_warps=warps,
-        target=target, SPLIT_K=split_k, **extra)
+    return ws_gemm.compile_ahead(target, BN=BN, STAGES=stages, EPILOGUE_SPLIT=split, PINGPONG=pingpong,
+                                 SPLIT_K=split_k, in_dtype=inp, out_dtype=out)
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")

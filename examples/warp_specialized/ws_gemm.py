@@ -46,6 +46,7 @@ import numpy as np
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.ir import TensorDescType
 from gluonkit.nvidia.arrays import address_of, element_strides
 from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.bench import do_bench
@@ -418,6 +419,21 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
                    ROWS=REDUCE_ROWS, layout=reduce_layout, num_warps=4)
         return c
     return run
+
+
+def compile_ahead(target: str, BN: int = 256, STAGES: int = 4, EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False,
+                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16):
+    """Compile the kernel of a configuration for ``target`` ("sm_90a") without arrays or a GPU
+    (128 × BN × 64 tiles, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
+    BM, BK = 128, 64
+    warps = 4 if PINGPONG else 8
+    a_layout, b_layout, c_layout, c_block, acc = gemm_layouts(BM, BN, BK, in_dtype, out_dtype, EPILOGUE_SPLIT, warps)
+    kernel, extra = ((ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if PINGPONG else (ws_gemm_kernel, {}))
+    return kernel.compile(
+        TensorDescType((BM, BK), in_dtype, a_layout), TensorDescType((BK, BN), in_dtype, b_layout),
+        TensorDescType(tuple(c_block), out_dtype, c_layout), "*fp32", "i32", "i32", "i32", "i32",
+        STAGES=STAGES, GROUP_M=16, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc, PRODUCER_REGS=24,
+        num_warps=warps, target=target, SPLIT_K=SPLIT_K, **extra)
 
 
 _RUNNERS: dict = {}  # (arrays, configuration) -> prepare()'s function, for gemm()
