@@ -59,18 +59,6 @@ def which_operand(M: int = 3072, N: int = 5120, K: int = 2048) -> None:
         _report(f"padded {which}", 2 * M * N * K, alternating(fns)[0])
 
 
-def _padded_copy_gemm(a, b, c, **config):
-    """``c = a @ b`` through a copy of ``b`` whose row stride is a multiple of 32 bytes, made per call."""
-    K, N = b.shape
-    b_copy = torch.empty(K, (N + 15) // 16 * 16, device=b.device, dtype=b.dtype)[:, :N]
-    run = ws_gemm.prepare(a, b_copy, c, **config)
-
-    def call():
-        b_copy.copy_(b)
-        return run()
-    return call
-
-
 def fixes(M: int, N: int, K: int, pad_b: bool) -> None:
     a = _matrix(M, K, False, True)
     b = _matrix(K, N, pad_b, True)
@@ -81,7 +69,7 @@ def fixes(M: int, N: int, K: int, pad_b: bool) -> None:
            "coop B_SWIZZLE=64": ws_gemm.prepare(a, b, c, **COOPERATIVE, B_SWIZZLE=64),
            "coop B_SWIZZLE=32": ws_gemm.prepare(a, b, c, **COOPERATIVE, B_SWIZZLE=32),
            "coop 256x128": ws_gemm.prepare(a, b, c, BM=256, BN=128, STAGES=4, GROUP_M=8),
-           "padded copy+coop": _padded_copy_gemm(a, b, c, **COOPERATIVE)}
+           "coop PAD_B": ws_gemm.prepare(a, b, c, **COOPERATIVE, PAD_B=True)}
     for promotion in ("L2_256B", "L2_64B", "NONE"):  # encoded at the first call, which _checked makes
         tma.L2_PROMOTION = promotion
         fns[f"coop {promotion}"] = ws_gemm.prepare(a, b, c, **COOPERATIVE)

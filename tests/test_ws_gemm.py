@@ -70,6 +70,20 @@ def test_split_k_in_the_interpreter(monkeypatch, M, N, K, pingpong, split_k, spl
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-6
 
 
+def test_padded_copy_of_b_with_an_odd_16_byte_row_stride(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((130, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 72)).astype(np.float16)  # rows of 144 bytes = 16 mod 32
+    c = np.full((130, 72), np.nan, np.float32)
+    run = ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, STAGES=2, num_programs=2, PAD_B=True)
+    run()
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4)
+    b[:] = rng.standard_normal((96, 72))  # the copy is refreshed on every call
+    run()
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4)
+
+
 def test_split_k_that_leaves_a_split_empty_is_refused():
     a, b, c = np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((128, 64), np.float32)
     with pytest.raises(ValueError, match="every split needs at least one slice"):

@@ -356,6 +356,18 @@ DEFAULT_GROUP_M = 16
 REDUCE_ROWS = 32  # rows of a split tile one program of splitk_reduce_kernel sums
 
 
+def _aligned_copy(b):
+    """``(view, refresh)``: an uninitialized ``K × N`` view whose row stride is a multiple of 32
+    bytes, where ``b`` lives, and a function that copies ``b`` into it."""
+    K, N = b.shape
+    padded = gluonkit.cdiv(N * element_dtype(b).itemsize, 32) * 32 // element_dtype(b).itemsize
+    if hasattr(b, "new_empty"):
+        view = b.new_empty((K, padded))[:, :N]
+        return view, lambda: view.copy_(b)
+    view = np.empty((K, padded), b.dtype)[:, :N]
+    return view, lambda: np.copyto(view, b)
+
+
 def _workspace(like, rows: int, cols: int):
     """An fp32 ``rows × cols`` array where ``like`` lives (a torch tensor's device, else numpy)."""
     if hasattr(like, "new_empty"):
@@ -366,7 +378,8 @@ def _workspace(like, rows: int, cols: int):
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
-            num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None):
+            num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None,
+            PAD_B: bool = False):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
@@ -378,11 +391,15 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     default) along K into ``SPLIT_K`` units each: the GEMM kernel writes their fp32 partials to
     a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
     shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
-    TMA boxes).
+    TMA boxes).  ``PAD_B`` copies B on every call into a buffer whose row stride is a
+    multiple of 32 bytes (allocated here) and multiplies that copy.
     """
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
     N = b.shape[1]
+    refresh_b = None
+    if PAD_B:
+        b, refresh_b = _aligned_copy(b)
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
     if B_SWIZZLE is not None:
@@ -411,6 +428,8 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
         stride_cm = _row_stride(c)
 
     def run():
+        if refresh_b is not None:
+            refresh_b()
         launch(a_desc, b_desc, c_desc, ws, M, N, K, split_from, STAGES=STAGES, GROUP_M=GROUP_M,
                EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout, PRODUCER_REGS=producer_regs,
                num_warps=num_warps, **extra)
