@@ -91,28 +91,38 @@ def test_split_k_that_leaves_a_split_empty_is_refused():
 
 
 @pytest.mark.parametrize("M, N, K, variant, split", [
-    (8192, 8192, 8192, (False, 256, 4, 16), None),        # deep K, 2048 tiles: the last wave 68/132 full
-    (3000, 5000, 2000, (False, 256, 4, 16), None),
-    (8192, 8192, 1024, (True, 128, 6, 8), None),          # shallow K: ping-pong hides the epilogues
-    (8192, 256, 8192, (False, 256, 4, 16), (2, None)),    # 64 tiles on 132 SMs: every tile split in two
-    (1500, 6000, 2504, (False, 256, 4, 16), (5, 24)),     # 288 tiles: the last wave's 24 split in five
-    (4999, 4104, 3000, (False, 256, 4, 16), (6, 20)),     # 680 tiles: 20 left for the sixth wave
+    (8192, 8192, 8192, (False, 128, 256, 4, 16), None),   # deep K, 2048 tiles: the last wave 68/132 full
+    (8192, 8192, 1024, (True, 128, 128, 6, 8), None),     # shallow K: ping-pong hides the epilogues
+    (8192, 256, 8192, (True, 128, 128, 6, 8), None),      # 64 tiles of 128 x 256 on 132 SMs: ping-pong
+    (1500, 6000, 2504, (False, 128, 256, 4, 16), (5, 24)),  # 288 tiles: the last wave's 24 split in five
+    (3000, 5000, 2000, (False, 256, 128, 4, 16), None),   # B's rows 10000 bytes (16 mod 32): 256 x 128 tiles
+    (4999, 4104, 3000, (False, 256, 128, 4, 16), None),   # 660 tiles of 256 x 128: five full waves
 ])
 def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant, split):
     cfg = ws_gemm.choose_config(M, N, K, 2, 132)
-    assert (cfg["PINGPONG"], cfg["BN"], cfg["STAGES"], cfg["GROUP_M"]) == variant
+    assert (cfg["PINGPONG"], cfg["BM"], cfg["BN"], cfg["STAGES"], cfg["GROUP_M"]) == variant
     assert (cfg.get("SPLIT_K"), cfg.get("SPLIT_TILES")) == (split or (None, None))
-    c_buffers = (2 if cfg["PINGPONG"] else 1) * 128 * cfg["BN"] // 2 * 2
-    assert cfg["STAGES"] * (128 * 64 + 64 * cfg["BN"]) * 2 + c_buffers <= 232448 - 1024
-    assert ws_gemm.choose_config(M, N, K, 4, 132)["STAGES"] == variant[2] - 1  # fp32 C: a larger C buffer
+    c_buffers = (2 if cfg["PINGPONG"] else 1) * cfg["BM"] * cfg["BN"] // 2 * 2
+    assert cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 64 * 2 + c_buffers <= 232448 - 1024
+    assert ws_gemm.choose_config(M, N, K, 4, 132)["STAGES"] == variant[3] - 1  # fp32 C: a larger C buffer
 
 
-def test_candidate_configs_hold_the_pick_and_both_variants_once():
+def test_choose_config_follows_b_row_stride():
+    assert ws_gemm.choose_config(3072, 5120, 2048, 2, 132)["BM"] == 128  # rows of 10240 bytes
+    assert ws_gemm.choose_config(3072, 5120, 2048, 2, 132, b_row_bytes=10256)["BM"] == 256  # a padded view
+
+
+def test_candidate_configs_hold_the_pick_and_each_shape_once():
+    def shapes(space):
+        return {(c["PINGPONG"], c["BM"], c["BN"], c.get("SPLIT_K", 1), c.get("SPLIT_TILES")) for c in space}
+
     space = ws_gemm.candidate_configs(8192, 256, 8192, 2, 132)
     assert space[0] == ws_gemm.choose_config(8192, 256, 8192, 2, 132)
-    assert {(c["PINGPONG"], c.get("SPLIT_K", 1)) for c in space} == {(False, 1), (True, 1), (False, 2), (False, 4)}
+    assert shapes(space) == {(True, 128, 128, 1, None), (False, 128, 256, 1, None), (False, 256, 128, 1, None)}
+    space = ws_gemm.candidate_configs(1500, 6000, 2504, 2, 132)
+    assert shapes(space) == {(True, 128, 128, 1, None), (False, 128, 256, 1, None), (False, 128, 256, 5, 24),
+                             (False, 256, 128, 1, None), (False, 256, 128, 7, 18)}
     assert len(space) == len({tuple(sorted(c.items())) for c in space})
-    assert all(c.get("SPLIT_K", 1) == 1 for c in ws_gemm.candidate_configs(256, 256, 384, 2, 132))  # 6 slices
 
 
 def test_gemm_reuses_its_prepared_launch(monkeypatch):
@@ -133,16 +143,18 @@ def test_gemm_reuses_its_prepared_launch(monkeypatch):
     assert ws_gemm.tune(a, b, c) == ws_gemm.candidate_configs(130, 72, 64, 4, 4)[0]  # interpreter: the pick
 
 
-def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False, split_k=1):
+def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16, pingpong=False, split_k=1,
+             BM=128):
     return ws_gemm.compile_ahead(target, BN=BN, STAGES=stages, EPILOGUE_SPLIT=split, PINGPONG=pingpong,
-                                 SPLIT_K=split_k, in_dtype=inp, out_dtype=out)
+                                 SPLIT_K=split_k, in_dtype=inp, out_dtype=out, BM=BM)
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-@pytest.mark.parametrize("BN, stages, out, split_k", [(256, 4, ir.bfloat16, 1), (128, 6, ir.float16, 1),
-                                                     (256, 3, ir.float32, 1), (256, 4, ir.bfloat16, 2)])
-def test_ws_gemm_compiles_for_hopper_without_spills(BN, stages, out, split_k):
-    compiled = _compile("sm_90a", BN=BN, stages=stages, out=out, split_k=split_k)
+@pytest.mark.parametrize("BM, BN, stages, out, split_k", [
+    (128, 256, 4, ir.bfloat16, 1), (128, 128, 6, ir.float16, 1), (128, 256, 3, ir.float32, 1),
+    (128, 256, 4, ir.bfloat16, 2), (256, 128, 4, ir.bfloat16, 1), (256, 128, 4, ir.bfloat16, 7)])
+def test_ws_gemm_compiles_for_hopper_without_spills(BM, BN, stages, out, split_k):
+    compiled = _compile("sm_90a", BN=BN, stages=stages, out=out, split_k=split_k, BM=BM)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
     assert f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24;" in ptx and "setmaxnreg.inc.sync.aligned.u32 240;" in ptx
@@ -199,8 +211,9 @@ def test_ws_gemm_on_the_gpu_matches_torch(M, N, K, out, dtype, pingpong):
 @pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
 @pytest.mark.parametrize("M, N, K, out, config", [
     (8192, 256, 8192, "bfloat16", dict(SPLIT_K=2)),
-    (1000, 296, 776, "float32", dict(SPLIT_K=3)),
+    (1000, 296, 776, "float32", dict(SPLIT_K=3, STAGES=3)),  # fp32 C: a 64 KB buffer, one stage fewer
     (1500, 6000, 2504, "bfloat16", dict(SPLIT_K=5, SPLIT_TILES=24)),
+    (1500, 6000, 2504, "bfloat16", dict(BM=256, BN=128, SPLIT_K=7, SPLIT_TILES=18)),
     (3000, 5000, 2000, "float16", dict(BN=128, STAGES=6, SPLIT_K=3, SPLIT_TILES=36)),
     (520, 1000, 3000, "bfloat16", dict(BN=128, STAGES=6, PINGPONG=True, GROUP_M=8, SPLIT_K=2)),
 ])

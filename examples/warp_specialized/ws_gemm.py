@@ -52,6 +52,7 @@ from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.bench import do_bench
 from gluonkit.runtime.cache import KernelCache, cache_key, toolchain_versions
 from gluonkit.runtime.driver import device_properties
+from gluonkit.runtime.launch import bind
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "persistent_gemm"))
 
@@ -296,59 +297,68 @@ MIN_SLICES_PER_SPLIT = 4  # K-slices a split unit runs at least: fewer leave its
 
 
 def _split_for(tiles: int, programs: int, k_tiles: int):
-    """``(SPLIT_K, SPLIT_TILES)`` that fill the GPU's last wave of 128 × 256 tiles, or ``(1, None)``.
+    """``(SPLIT_K, SPLIT_TILES)`` that fill the GPU's last wave of tiles, or ``(1, None)``.
 
-    A last wave at most half full (or a single, narrow one) has its tiles split along K so
-    that the split units fill the programs; every split keeps at least
-    ``MIN_SLICES_PER_SPLIT`` K-slices and the splits of a tile are at most 8.
+    After at least one full wave, a last wave at most half full has its tiles split along K
+    so that the split units fill the programs; every split keeps at least
+    ``MIN_SLICES_PER_SPLIT`` K-slices and the splits of a tile are at most 8.  (Splitting a
+    single, narrow wave measured slower than ping-pong on the H100: the partials' round
+    trip and the reduction launch cost more than the idle SMs.)
     """
     tail = tiles % programs
-    if tail == 0 or tail > programs // 2:
+    if tiles < programs or tail == 0 or tail > programs // 2:
         return 1, None
     split = min(programs // tail, 8, k_tiles // MIN_SLICES_PER_SPLIT)
     if split < 2:
         return 1, None
-    return split, (None if tiles == tail else tail)
+    return split, tail
 
 
-def _variant(pingpong: bool, out_bytes: int) -> dict:
-    """Ping-pong 128 × 128 (``GROUP_M=8``) or cooperative 128 × 256 (``GROUP_M=16``), with as
-    many stages (at most 6) as fit in 227 KB beside C's half-tile buffer(s)."""
-    BN = 128 if pingpong else 256
-    stage_bytes = (128 * 64 + 64 * BN) * 2
-    c_bytes = (2 if pingpong else 1) * 128 * (BN // 2) * out_bytes
+def _variant(kind: str, out_bytes: int) -> dict:
+    """``"pingpong"`` 128 × 128 (``GROUP_M=8``), ``"coop"`` 128 × 256 or ``"tall"`` 256 × 128
+    cooperative (``GROUP_M=16``), with as many stages (at most 6) as fit in 227 KB beside C's
+    half-tile buffer(s)."""
+    pingpong = kind == "pingpong"
+    BM, BN = {"pingpong": (128, 128), "coop": (128, 256), "tall": (256, 128)}[kind]
+    stage_bytes = (BM * 64 + 64 * BN) * 2
+    c_bytes = (2 if pingpong else 1) * BM * (BN // 2) * out_bytes
     stages = min(6, (232448 - 1024 - c_bytes) // stage_bytes)
-    return dict(BM=128, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
+    return dict(BM=BM, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
                 GROUP_M=8 if pingpong else 16)
 
 
-def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
+def _with_tail_split(config: dict, M: int, N: int, K: int, sm_count: int) -> dict:
+    """``config`` with its last wave split along K where :func:`_split_for` says so."""
+    tiles = gluonkit.cdiv(M, config["BM"]) * gluonkit.cdiv(N, config["BN"])
+    split, split_tiles = _split_for(tiles, sm_count, gluonkit.cdiv(K, config["BK"]))
+    return dict(config, SPLIT_K=split, SPLIT_TILES=split_tiles) if split > 1 else config
+
+
+def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_bytes: int = None) -> dict:
     """Cooperative or ping-pong, tile shape, ring depth, raster group and split-K for a shape
     (the heuristic of the first call, from ``bench_ws_gemm.py`` on the H100, see docs/ws_gemm.rst).
 
     Ping-pong when the K loop is shallow (K ≤ 1024: the epilogue is a large share, and
-    ping-pong hides one warpgroup's epilogue under the other's MMAs); otherwise cooperative,
-    with the tiles of a last wave that is at most half full split along K
-    (:func:`_split_for`: narrow shapes such as 8192 × 256 × 8192 split every tile).
+    ping-pong hides one warpgroup's epilogue under the other's MMAs) or when 128 × 256 tiles
+    would fill at most half the SMs (8192 × 256 × 8192).  Otherwise cooperative: 256 × 128
+    tiles when B's row stride ``b_row_bytes`` (default ``2 N``) is not a multiple of 32 bytes
+    (B's TMA loads then cost far more L2 requests; taller tiles load half the B bytes per
+    FLOP), else 128 × 256; and a last wave at most half full is split along K
+    (:func:`_split_for`).
     """
-    config = _variant(K <= 1024, out_bytes)
-    if not config["PINGPONG"]:
-        split, split_tiles = _split_for(gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256), sm_count, gluonkit.cdiv(K, 64))
-        if split > 1:
-            config.update(SPLIT_K=split, SPLIT_TILES=split_tiles)
-    return config
+    b_row_bytes = 2 * N if b_row_bytes is None else b_row_bytes
+    if K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count:
+        return _variant("pingpong", out_bytes)
+    return _with_tail_split(_variant("tall" if b_row_bytes % 32 else "coop", out_bytes), M, N, K, sm_count)
 
 
-def candidate_configs(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> list:
-    """The small space :func:`tune` times: the heuristic's pick, cooperative and ping-pong
-    without split-K, and cooperative with split-K into 2 and 4 when every split keeps
-    ``MIN_SLICES_PER_SPLIT`` K-slices."""
-    pick = choose_config(M, N, K, out_bytes, sm_count)
-    coop = _variant(False, out_bytes)
-    space = [pick, coop, _variant(True, out_bytes)]
-    for split in (2, 4):
-        if gluonkit.cdiv(K, 64) >= split * MIN_SLICES_PER_SPLIT:
-            space.append(dict(coop, SPLIT_K=split))
+def candidate_configs(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_bytes: int = None) -> list:
+    """The small space :func:`tune` times: the heuristic's pick, then ping-pong and both
+    cooperative tile shapes, each cooperative one with and without its last wave split."""
+    space = [choose_config(M, N, K, out_bytes, sm_count, b_row_bytes), _variant("pingpong", out_bytes)]
+    for kind in ("coop", "tall"):
+        plain = _variant(kind, out_bytes)
+        space += [plain, _with_tail_split(plain, M, N, K, sm_count)]
     return [c for i, c in enumerate(space) if c not in space[:i]]
 
 
@@ -417,34 +427,35 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     units = split_from + split_tiles * SPLIT_K
     grid = (min(units, num_programs or default_num_programs()),)
     ws = _workspace(c, split_tiles * SPLIT_K * BM, BN) if split_tiles else c
-    if PINGPONG:
-        launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
-    else:
-        launch, extra = ws_gemm_kernel[grid], {}
+    kernel, extra = (ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=consumer_regs)) if PINGPONG else (ws_gemm_kernel, {})
     if split_tiles:
         extra["SPLIT_K"] = SPLIT_K
-        reduce = splitk_reduce_kernel[(split_tiles, BM // REDUCE_ROWS)]
-        reduce_layout = gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0])
-        stride_cm = _row_stride(c)
+    # bind: the arguments never change, so later calls skip the launch's per-call work.
+    launch = bind(kernel, grid, (a_desc, b_desc, c_desc, ws, M, N, K, split_from),
+                  dict(STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout,
+                       PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra))
+    reduce = None
+    if split_tiles:
+        reduce = bind(splitk_reduce_kernel, (split_tiles, BM // REDUCE_ROWS),
+                      (ws, c, M, N, _row_stride(c), split_from),
+                      dict(GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, BM=BM, BN=BN, ROWS=REDUCE_ROWS,
+                           layout=gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0]), num_warps=4))
 
     def run():
         if refresh_b is not None:
             refresh_b()
-        launch(a_desc, b_desc, c_desc, ws, M, N, K, split_from, STAGES=STAGES, GROUP_M=GROUP_M,
-               EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout, PRODUCER_REGS=producer_regs,
-               num_warps=num_warps, **extra)
-        if split_tiles:
-            reduce(ws, c, M, N, stride_cm, split_from, GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, BM=BM, BN=BN,
-                   ROWS=REDUCE_ROWS, layout=reduce_layout, num_warps=4)
+        launch()
+        if reduce is not None:
+            reduce()
         return c
     return run
 
 
 def compile_ahead(target: str, BN: int = 256, STAGES: int = 4, EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False,
-                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16):
+                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16, BM: int = 128):
     """Compile the kernel of a configuration for ``target`` ("sm_90a") without arrays or a GPU
-    (128 × BN × 64 tiles, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
-    BM, BK = 128, 64
+    (BM × BN × 64 tiles, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
+    BK = 64
     warps = 4 if PINGPONG else 8
     a_layout, b_layout, c_layout, c_block, acc = gemm_layouts(BM, BN, BK, in_dtype, out_dtype, EPILOGUE_SPLIT, warps)
     kernel, extra = ((ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if PINGPONG else (ws_gemm_kernel, {}))
@@ -482,7 +493,7 @@ def tune(a, b, c) -> dict:
     M, K = a.shape
     N = b.shape[1]
     out_bytes = element_dtype(c).itemsize
-    space = candidate_configs(M, N, K, out_bytes, default_num_programs())
+    space = candidate_configs(M, N, K, out_bytes, default_num_programs(), _row_stride(b) * element_dtype(b).itemsize)
     if os.environ.get("GLUONKIT_INTERPRET") == "1" or len(space) == 1:
         return space[0]
     aligned = tuple(_row_stride(x) * element_dtype(x).itemsize % 32 == 0 for x in (a, b, c))
@@ -514,7 +525,8 @@ def gemm(a, b, c, autotune: bool = False, **config):
     if run is None:
         if not config:
             config = tune(a, b, c) if autotune else choose_config(
-                a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
+                a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs(),
+                _row_stride(b) * element_dtype(b).itemsize)
         if len(_RUNNERS) >= _RUNNERS_LIMIT:
             _RUNNERS.clear()
         run = _RUNNERS[key] = prepare(a, b, c, **config)
