@@ -52,7 +52,7 @@ def _config_name(cfg: dict) -> str:
 
 def _describe(cfg: dict) -> str:
     """A short name of a configuration: variant, tile width and split-K."""
-    name = ("pp" if cfg.get("PINGPONG") else "co") + str(cfg.get("BN", 256))
+    name = ("pp" if cfg.get("PINGPONG") else "co") + f"{cfg.get('BM', 128)}x{cfg.get('BN', 256)}"
     if cfg.get("SPLIT_K", 1) > 1:
         name += f"/k{cfg['SPLIT_K']}" + (f"t{cfg['SPLIT_TILES']}" if cfg.get("SPLIT_TILES") else "")
     return name
@@ -75,7 +75,7 @@ def bench(M, N, K, dtype, sm_count):
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
     ratios = [cublas / ours for cublas, ours in zip(rounds["cublas"], rounds["ws"])]
     print(f"{M:>5}x{N:<5}x{K:<5} {str(dtype)[6:]:8} {tf['coop']:5.0f} {tf['pp']:5.0f} {tf['ws']:5.0f} "
-          f"{_describe(pick):10} {tf['pers']:5.0f} {tf['cublas']:6.0f} {tf['triton']:6.0f}  "
+          f"{_describe(pick):16} {tf['pers']:5.0f} {tf['cublas']:6.0f} {tf['triton']:6.0f}  "
           f"{tf['ws'] / tf['cublas']:6.3f} {tf['ws'] / tf['triton']:6.3f}  "
           f"{percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  {err:.1e}", flush=True)
     return tf["ws"] / tf["cublas"], max(tf["coop"], tf["pp"], tf["ws"]) / tf["cublas"]
@@ -157,9 +157,9 @@ def main():
     print(f"TFLOP/s, median of {SAMPLES} calls per kernel, alternating call by call with an L2 flush "
           "(benchmarks/timing.py)")
     print("coop = cooperative 128x256 (4 stages, GROUP_M=16), pp = ping-pong 128x128 (6 stages, GROUP_M=8), "
-          "ws = ws_gemm.choose_config's pick (co/pp, tile width, /kS[tT]: split-K in S for the last T tiles), "
+          "ws = ws_gemm.choose_config's pick (co/pp, tile, /kS[tT]: split-K in S for the last T tiles), "
           "pers = persistent GEMM, triton = bench_gemm's autotuned tl.dot kernel")
-    print("  M    x N    x K     dtype     coop    pp    ws pick        pers cublas triton  ws/cuB ws/tri  "
+    print("  M    x N    x K     dtype     coop    pp    ws pick              pers cublas triton  ws/cuB ws/tri  "
           "ws/cuB 10-90%  rel.err")
     ratios = [bench(*shape, dtype, sm_count) for shape in shapes for dtype in dtypes]
     for i, what in enumerate(("ws (picked)", "best of coop/pp/ws")):
