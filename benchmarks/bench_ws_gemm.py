@@ -6,7 +6,8 @@ warpgroup per 128 × 128 tile, two tiles at once) — and in the configuration
 ``ws_gemm.choose_config`` picks (which may split K), descriptors built once with ``prepare``,
 ``examples/persistent_gemm/persistent_gemm.py`` (the configuration ``bench_gemm.choose_config``
 picks), Triton (``bench_gemm``'s ``tl.dot`` kernel, autotuned over its standard configurations
-on the first call) and cuBLAS (``torch.matmul``).  ``--host`` measures host time per call instead.  Every result is first checked against torch (fp32
+on the first call) and cuBLAS (``torch.matmul``); ``--host`` measures host time per call instead.
+Every result is first checked against torch (fp32
 matmul of the same random inputs) with the output poisoned (NaN); the columns are medians over
 calls that alternate between the kernels call by call, each after an L2 flush
 (``timing.alternating``, as in ``bench_gemm.py``).
