@@ -243,3 +243,26 @@ def test_prepared_launch_reads_the_arrays_anew_on_every_call():
         torch.cuda.synchronize()
         ref = a.double() @ b.double()
         assert ((c.double() - ref).norm() / ref.norm()).item() < 8e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+def test_tune_times_the_candidates_once_and_keeps_them_on_disk(monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("GLUONKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ws_gemm, "_TUNED", {})
+    timed = []
+    original = ws_gemm.do_bench
+    monkeypatch.setattr(ws_gemm, "do_bench", lambda fn: timed.append(fn) or original(fn))
+    a = torch.randn(1500, 2504, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(2504, 1000, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((1500, 1000), float("nan"), device="cuda", dtype=torch.bfloat16)
+    ws_gemm.gemm(a, b, c, autotune=True)
+    space = ws_gemm.candidate_configs(1500, 1000, 2504, 2, torch.cuda.get_device_properties(0).multi_processor_count,
+                                      2000)
+    assert len(timed) == len(space) and ws_gemm.tune(a, b, c) in space
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 8e-3
+    monkeypatch.setattr(ws_gemm, "_TUNED", {})  # a new process: the timings come from the disk
+    assert ws_gemm.tune(a, b, c) in space and len(timed) == len(space)
