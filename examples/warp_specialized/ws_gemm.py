@@ -31,6 +31,12 @@ loops alternate (a consumer waits for its turn before its first MMA and hands it
 its last), so one warpgroup's epilogue runs under the other's MMAs.  ``choose_config`` picks
 the variant per shape.
 
+**Split-K** (``SPLIT_K``, ``SPLIT_TILES``): the last tiles of the raster order can be split
+along K into work units that fill a half-empty last wave; their fp32 partials go to a
+workspace and ``splitk_reduce_kernel`` sums them into C.  Programs walk *work units* (a
+whole tile or a K-range of one), numbered so that both partitions compute every unit's
+first ring step without communicating (``work_unit``).
+
 Ragged M, N and K are handled by TMA: loads zero-fill outside the tensors and stores clip.
 
 Run: ``python examples/warp_specialized/ws_gemm.py`` (GPU if present, else the CPU
