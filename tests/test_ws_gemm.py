@@ -91,12 +91,13 @@ def test_split_k_that_leaves_a_split_empty_is_refused():
 
 
 @pytest.mark.parametrize("M, N, K, variant, split", [
-    (8192, 8192, 8192, (False, 128, 256, 4, 16), None),   # deep K, 2048 tiles: the last wave 68/132 full
+    (8192, 8192, 8192, (True, 128, 128, 6, 8), None),     # 4096 tiles of 128 x 128: 31 waves, ping-pong
+    (6144, 6144, 6144, (False, 128, 256, 4, 16), None),   # 1152 tiles of 128 x 256, the last wave 96/132 full
     (8192, 8192, 1024, (True, 128, 128, 6, 8), None),     # shallow K: ping-pong hides the epilogues
     (8192, 256, 8192, (True, 128, 128, 6, 8), None),      # 64 tiles of 128 x 256 on 132 SMs: ping-pong
     (1500, 6000, 2504, (False, 128, 256, 4, 16), (5, 24)),  # 288 tiles: the last wave's 24 split in five
-    (3000, 5000, 2000, (False, 256, 128, 4, 16), None),   # B's rows 10000 bytes (16 mod 32): 256 x 128 tiles
-    (4999, 4104, 3000, (False, 256, 128, 4, 16), None),   # 660 tiles of 256 x 128: five full waves
+    (3000, 5000, 2000, (False, 256, 128, 4, 4), None),    # B's rows 10000 bytes (16 mod 32): 256 x 128 tiles
+    (4999, 4104, 3000, (False, 256, 128, 4, 4), None),    # 660 tiles of 256 x 128: five full waves
 ])
 def test_choose_config_picks_the_variant_for_the_shape(M, N, K, variant, split):
     cfg = ws_gemm.choose_config(M, N, K, 2, 132)

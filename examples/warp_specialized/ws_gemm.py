@@ -300,6 +300,7 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from,
 
 
 MIN_SLICES_PER_SPLIT = 4  # K-slices a split unit runs at least: fewer leave its ring fill and epilogue exposed
+PINGPONG_WAVES = 24  # waves of 128 x 128 tiles from which ping-pong beats cooperative at deep K
 
 
 def _split_for(tiles: int, programs: int, k_tiles: int):
@@ -321,8 +322,9 @@ def _split_for(tiles: int, programs: int, k_tiles: int):
 
 
 def _variant(kind: str, out_bytes: int) -> dict:
-    """``"pingpong"`` 128 × 128 (``GROUP_M=8``), ``"coop"`` 128 × 256 or ``"tall"`` 256 × 128
-    cooperative (``GROUP_M=16``), with as many stages (at most 6) as fit in 227 KB beside C's
+    """``"pingpong"`` 128 × 128 (``GROUP_M=8``), ``"coop"`` 128 × 256 (``GROUP_M=16``) or
+    ``"tall"`` 256 × 128 cooperative (``GROUP_M=4``: 2–7% faster than 16 on the H100 on the
+    odd-stride shapes it serves), with as many stages (at most 6) as fit in 227 KB beside C's
     half-tile buffer(s)."""
     pingpong = kind == "pingpong"
     BM, BN = {"pingpong": (128, 128), "coop": (128, 256), "tall": (256, 128)}[kind]
@@ -330,7 +332,7 @@ def _variant(kind: str, out_bytes: int) -> dict:
     c_bytes = (2 if pingpong else 1) * BM * (BN // 2) * out_bytes
     stages = min(6, (232448 - 1024 - c_bytes) // stage_bytes)
     return dict(BM=BM, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
-                GROUP_M=8 if pingpong else 16)
+                GROUP_M={"pingpong": 8, "coop": 16, "tall": 4}[kind])
 
 
 def _with_tail_split(config: dict, M: int, N: int, K: int, sm_count: int) -> dict:
@@ -345,15 +347,18 @@ def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_b
     (the heuristic of the first call, from ``bench_ws_gemm.py`` on the H100, see docs/ws_gemm.rst).
 
     Ping-pong when the K loop is shallow (K ≤ 1024: the epilogue is a large share, and
-    ping-pong hides one warpgroup's epilogue under the other's MMAs) or when 128 × 256 tiles
-    would fill at most half the SMs (8192 × 256 × 8192).  Otherwise cooperative: 256 × 128
+    ping-pong hides one warpgroup's epilogue under the other's MMAs), when 128 × 256 tiles
+    would fill at most half the SMs (8192 × 256 × 8192), or when its 128 × 128 tiles make
+    ``PINGPONG_WAVES`` waves or more (8192³: 1–2% ahead of cooperative in three runs, behind
+    it at 6144³ and 4096³).  Otherwise cooperative: 256 × 128
     tiles when B's row stride ``b_row_bytes`` (default ``2 N``) is not a multiple of 32 bytes
     (B's TMA loads then cost far more L2 requests; taller tiles load half the B bytes per
     FLOP), else 128 × 256; and a last wave at most half full is split along K
     (:func:`_split_for`).
     """
     b_row_bytes = 2 * N if b_row_bytes is None else b_row_bytes
-    if K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count:
+    if (K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count
+            or gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 128) >= PINGPONG_WAVES * sm_count):
         return _variant("pingpong", out_bytes)
     return _with_tail_split(_variant("tall" if b_row_bytes % 32 else "coop", out_bytes), M, N, K, sm_count)
 
