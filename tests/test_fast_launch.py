@@ -48,7 +48,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
     compiled = []
 
-    def compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg):
+    def compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg, num_ctas=1, instrument=0):
         packer = ArgPacker([ty for ty, _ in keys], names)
         compiled.append((dict(constexprs), [div for _, div in keys]))
         return gpu.CompiledLaunch(CompiledKernel(kernel.__name__, "sm_90a"), RecordingKernel(packer), packer,

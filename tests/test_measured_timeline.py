@@ -26,13 +26,13 @@ needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 
 def _ws_gemm(target: str, instrument):
+    """The cooperative WS GEMM (128 x 256 tiles) compiled with or without the timeline records."""
     BM, BN, BK = 128, 256, 64
-    nvmma = gl.NVMMASharedLayout.get_default_for
-    bf16 = ir.bfloat16
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1], instr_shape=[16, BN, 16])
+    bf16 = gl.bfloat16
+    a_layout, b_layout, c_layout, c_block, acc = ws_gemm.gemm_layouts(BM, BN, BK, bf16, bf16, 2, 8)
     return ws_gemm.ws_gemm_kernel.compile(
-        TensorDescType((BM, BK), bf16, nvmma([BM, BK], bf16)), TensorDescType((BK, BN), bf16, nvmma([BK, BN], bf16)),
-        TensorDescType((BM, BN // 2), bf16, nvmma([BM, BN // 2], bf16)), "i32", "i32", "i32",
+        TensorDescType((BM, BK), bf16, a_layout), TensorDescType((BK, BN), bf16, b_layout),
+        TensorDescType(tuple(c_block), bf16, c_layout), "*fp32", "i32", "i32", "i32", "i32",
         STAGES=4, GROUP_M=16, EPILOGUE_SPLIT=2, acc_layout=acc, PRODUCER_REGS=24, num_warps=8, target=target,
         instrument=instrument)
 

@@ -512,3 +512,35 @@ def test_do_bench_times_a_launch():
     assert 0 < ms < 10
     low, mid, high = do_bench(run, warmup=5, rep=20, quantiles=[0.2, 0.5, 0.8])
     assert 0 < low <= mid <= high
+
+
+def test_bind_packs_once_and_launches_directly_after_the_first_call(monkeypatch):
+    """``launch.bind``: the first call goes through the general launch (here a stand-in for the
+    GPU path), later ones reuse one packed block and call the loaded kernel directly."""
+    import gluonkit
+    import gluonkit.language as gl
+    from gluonkit.runtime import launch as rt_launch
+
+    @gluonkit.jit
+    def kernel(x_ptr, n, BLOCK: gl.constexpr):
+        pass
+
+    launched = []
+    loaded = types.SimpleNamespace(launch=lambda grid, block, shared, stream, packed: launched.append(
+        (grid, block, shared, packed, bytes(packed.buffer))))
+    packer = ArgPacker([ir.PointerType(ir.float16), ir.int32], ["x_ptr", "n"])
+    general = []
+    entry = types.SimpleNamespace(kernel=loaded, packer=packer, block=(128, 1, 1), shared_bytes=64, tuple_args=False,
+                                  num_ctas=1, converters=(), run=lambda grid, values, *rest: general.append(grid))
+    monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
+    monkeypatch.setattr(rt_launch, "has_gpu", lambda: True)
+    monkeypatch.setattr(rt_launch, "_GPU_FOUND", False)
+    monkeypatch.setattr(rt_launch, "load_for_launch", lambda *args: entry)
+    x = FakeTorch(0x7F0000001000)
+    run = rt_launch.bind(kernel, (4,), (x, 10), dict(BLOCK=64, num_warps=4))
+    for _ in range(3):
+        run()
+    assert len(general) == 1 and len(launched) == 2
+    (grid, block, shared, packed, data), second = launched
+    assert (grid, block, shared) == ((4, 1, 1), (128, 1, 1), 64) and second[3] is packed and second[4] == data
+    assert struct.pack("<Qi", 0x7F0000001000, 10) in data

@@ -118,7 +118,7 @@ def blackwell_ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constex
     fence_async_shared()
     gl.warp_specialize([
         (_epilogue, (accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M, EPILOGUE_SPLIT, ACTIVATION)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, 0, GROUP_M, STAGES, 1)),  # no split-K
         (_mma_warp, (a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, M, N, K, STAGES)),
     ], [1, 1], [24, 24])
     for s in gl.static_range(STAGES):

@@ -31,12 +31,19 @@ loops alternate (a consumer waits for its turn before its first MMA and hands it
 its last), so one warpgroup's epilogue runs under the other's MMAs.  ``choose_config`` picks
 the variant per shape.
 
+**Split-K** (``SPLIT_K``, ``SPLIT_TILES``): the last tiles of the raster order can be split
+along K into work units that fill a half-empty last wave; their fp32 partials go to a
+workspace and ``splitk_reduce_kernel`` sums them into C.  Programs walk *work units* (a
+whole tile or a K-range of one), numbered so that both partitions compute every unit's
+first ring step without communicating (``work_unit``).
+
 Ragged M, N and K are handled by TMA: loads zero-fill outside the tensors and stores clip.
 
 Run: ``python examples/warp_specialized/ws_gemm.py`` (GPU if present, else the CPU
 interpreter at a small ragged size, which also explores interleavings of the partitions).
 """
 
+import json
 import os
 import sys
 
@@ -45,16 +52,103 @@ import numpy as np
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.ir import TensorDescType
+from gluonkit.nvidia.arrays import address_of, element_strides
 from gluonkit.nvidia.hopper import TensorDescriptor
+from gluonkit.runtime.bench import do_bench
+from gluonkit.runtime.cache import KernelCache, cache_key, toolchain_versions
+from gluonkit.runtime.driver import device_properties
+from gluonkit.runtime.launch import bind
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "persistent_gemm"))
 
 from persistent_gemm import default_num_programs, element_dtype, gemm_layouts, grouped_tile, store_tile  # noqa: E402
 
+with open(__file__, encoding="utf-8") as _file:
+    _SOURCE = _file.read()  # part of tune()'s disk-cache key: an edited kernel is timed afresh
+
 
 @gluonkit.jit
-def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr):
+def work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles, GROUP_M: gl.constexpr, SPLIT_K: gl.constexpr):
+    """The program's ``i``-th work unit: ``(pid_m, pid_n, first k-slice, k-slices, first step, slot)``.
+
+    Units ``0 … split_from - 1`` are whole tiles; each tile from ``split_from`` on is
+    ``SPLIT_K`` units of ``cdiv(k_tiles, SPLIT_K)`` slices (slices past K load as zeros).  The
+    program takes units ``program_id, program_id + grid, …``; ``first step`` numbers its ring
+    steps across units (both partitions compute it alike) and ``slot`` is the unit's partial
+    buffer in the workspace (negative for a whole tile).
+    """
+    u = gl.program_id(0) + i * gl.num_programs(0)
+    if SPLIT_K == 1:
+        tile = u
+        k_first = 0
+        k_count = k_tiles
+        first_step = i * k_tiles
+        slot = -1
+    else:
+        per_split = gl.cdiv(k_tiles, SPLIT_K)
+        whole = gl.minimum(i, gl.cdiv(split_from - gl.program_id(0), gl.num_programs(0)))  # whole tiles before
+        first_step = whole * k_tiles + (i - whole) * per_split
+        slot = u - split_from
+        if slot < 0:
+            tile = u
+            k_first = 0
+            k_count = k_tiles
+        else:
+            tile = split_from + slot // SPLIT_K
+            k_first = (slot % SPLIT_K) * per_split
+            k_count = per_split
+    pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+    return pid_m, pid_n, k_first, k_count, first_step, slot
+
+
+@gluonkit.jit
+def unit_count(M, N, split_from, BM: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr):
+    """How many work units this program takes (see :func:`work_unit`)."""
+    tiles = gl.cdiv(M, BM) * gl.cdiv(N, BN)
+    units = split_from + (tiles - split_from) * SPLIT_K
+    return gl.cdiv(units - gl.program_id(0), gl.num_programs(0))
+
+
+@gluonkit.jit
+def finish_unit(acc, c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT: gl.constexpr,
+                SPLIT_K: gl.constexpr):
+    """The epilogue: a whole tile goes to C (TMA store), a split unit's fp32 partial to its workspace slot."""
+    BM: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    if SPLIT_K == 1:
+        store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+    else:
+        if slot < 0:
+            store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        else:
+            rows = slot * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, acc.type.layout))
+            cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
+            gl.store(ws_ptr + rows[:, None] * BN + cols[None, :], acc)
+
+
+@gluonkit.jit
+def splitk_reduce_kernel(ws_ptr, c_ptr, M, N, stride_cm, split_from, GROUP_M: gl.constexpr,
+                         SPLIT_K: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, ROWS: gl.constexpr,
+                         layout: gl.constexpr):
+    """C for the split tiles: program ``(i, r)`` sums the ``SPLIT_K`` fp32 partials of rows
+    ``r·ROWS …`` of split tile ``i`` and writes them to C in its dtype (masked at ragged edges)."""
+    i = gl.program_id(0)
+    pid_m, pid_n = grouped_tile(split_from + i, gl.cdiv(M, BM), gl.cdiv(N, BN), GROUP_M)
+    rows = gl.program_id(1) * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    acc = gl.zeros([ROWS, BN], gl.float32, layout)
+    for s in gl.static_range(SPLIT_K):
+        acc += gl.load(ws_ptr + ((i * SPLIT_K + s) * BM + rows)[:, None] * BN + cols[None, :])
+    m = pid_m * BM + rows
+    n = pid_n * BN + cols
+    mask = (m < M)[:, None] & (n < N)[None, :]
+    gl.store(c_ptr + m[:, None] * stride_cm + n[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@gluonkit.jit
+def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, SPLIT_K: gl.constexpr):
     """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
@@ -62,21 +156,38 @@ def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for t in range(my_tiles):
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
+    for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
+                                                                     GROUP_M, SPLIT_K)
+        for k in range(k_count):
+            step = first_step + k
             stage = step % STAGES
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_load(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage))
-            tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+            tma.async_load(a_desc, [pid_m * BM, (k_first + k) * BK], ready.index(stage), a_smem.index(stage))
+            tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
 
 
 @gluonkit.jit
-def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr):
+def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.constexpr, acc_layout: gl.constexpr):
+    """One work unit's K loop in the consumers: wgmma over the ring, each stage handed back once read."""
+    BM: gl.constexpr = a_smem.shape[1]
+    BN: gl.constexpr = b_smem.shape[2]
+    acc = gl.zeros([BM, BN], gl.float32, acc_layout)
+    for k in range(k_count):
+        step = first_step + k
+        stage = step % STAGES
+        mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
+        acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
+        gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
+        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+    return acc
+
+
+@gluonkit.jit
+def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, SPLIT_K: gl.constexpr):
     """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile."""
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
@@ -84,28 +195,21 @@ def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for t in range(my_tiles):
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        acc = gl.zeros([BM, BN], gl.float32, acc_layout)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
-            stage = step % STAGES
-            mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
-            gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+    for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
+                                                                     GROUP_M, SPLIT_K)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        finish_unit(acc, c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
-def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                   SPLIT_K: gl.constexpr = 1):
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -122,9 +226,9 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
         mbarrier.init(empty.index(s), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M, STAGES, EPILOGUE_SPLIT,
-                     acc_layout)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+        (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M, STAGES,
+                     EPILOGUE_SPLIT, acc_layout, SPLIT_K)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
     ], [1], [PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -132,45 +236,36 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
 
 
 @gluonkit.jit
-def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M: gl.constexpr,
-                       STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
-                       WHICH: gl.constexpr):
-    """One ping-pong consumer warpgroup: the program's tiles ``WHICH, WHICH + 2, …``, MMAs in turns."""
+def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                       GROUP_M: gl.constexpr, STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr,
+                       acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr):
+    """One ping-pong consumer warpgroup: the program's units ``WHICH, WHICH + 2, …``, MMAs in turns."""
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
     BN: gl.constexpr = b_smem.shape[2]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
-    my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
-    for j in range((my_tiles - WHICH + 1) // 2):
-        t = 2 * j + WHICH
-        pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        # Our turn: the other warpgroup has issued all MMAs of its tile (the previous one).
+    for j in range((unit_count(M, N, split_from, BM, BN, SPLIT_K) - WHICH + 1) // 2):
+        pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(2 * j + WHICH, split_from, num_pid_m, num_pid_n,
+                                                                     k_tiles, GROUP_M, SPLIT_K)
+        # Our turn: the other warpgroup has issued all MMAs of its unit (the previous one).
         mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
-        acc = gl.zeros([BM, BN], gl.float32, acc_layout)
-        for k in range(k_tiles):
-            step = t * k_tiles + k
-            stage = step % STAGES
-            mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
-            gl.thread_barrier()  # thread 0 arrives for the warpgroup
-            mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
         mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem.index(WHICH), acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        finish_unit(acc, c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
-def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                            EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr):
+def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr,
+                            GROUP_M: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
+                            PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, SPLIT_K: gl.constexpr = 1):
     """Ping-pong: two one-warpgroup consumers (the kernel's 4 warps and a 4-warp worker) on
-    alternate tiles; ``turn`` mbarriers make their main loops take turns, so one's epilogue
+    alternate units; ``turn`` mbarriers make their main loops take turns, so one's epilogue
     runs under the other's MMAs."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
@@ -191,11 +286,11 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexp
     mbarrier.init(turn.index(1), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 0)),
-        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 1)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K)),
+        (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -204,67 +299,249 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexp
     mbarrier.invalidate(turn.index(1))
 
 
-def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int) -> dict:
-    """Cooperative or ping-pong, tile shape, ring depth and raster group for a shape (from
-    ``bench_ws_gemm.py`` on the H100, see docs/benchmarks.rst).
+MIN_SLICES_PER_SPLIT = 4  # K-slices a split unit runs at least: fewer leave its ring fill and epilogue exposed
+PINGPONG_WAVES = 24  # waves of 128 x 128 tiles from which ping-pong beats cooperative at deep K
 
-    Ping-pong (128 × 128 per warpgroup, ``GROUP_M=8``) when the K loop is shallow (K ≤ 1024:
-    the epilogue is a large share, and ping-pong hides one warpgroup's epilogue under the
-    other's MMAs) or when 128 × 256 tiles would leave half the SMs idle; otherwise
-    cooperative 128 × 256 (``GROUP_M=16``).  As many stages as fit in 227 KB beside C's
-    half-tile buffer(s).
+
+def _split_for(tiles: int, programs: int, k_tiles: int):
+    """``(SPLIT_K, SPLIT_TILES)`` that fill the GPU's last wave of tiles, or ``(1, None)``.
+
+    After at least one full wave, a last wave at most half full has its tiles split along K
+    so that the split units fill the programs; every split keeps at least
+    ``MIN_SLICES_PER_SPLIT`` K-slices and the splits of a tile are at most 8.  (Splitting a
+    single, narrow wave measured slower than ping-pong on the H100: the partials' round
+    trip and the reduction launch cost more than the idle SMs.)
     """
-    big_tiles = gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256)
-    pingpong = K <= 1024 or 2 * big_tiles <= sm_count
-    BN = 128 if pingpong else 256
-    stage_bytes = (128 * 64 + 64 * BN) * 2
-    c_bytes = (2 if pingpong else 1) * 128 * (BN // 2) * out_bytes
+    tail = tiles % programs
+    if tiles < programs or tail == 0 or tail > programs // 2:
+        return 1, None
+    split = min(programs // tail, 8, k_tiles // MIN_SLICES_PER_SPLIT)
+    if split < 2:
+        return 1, None
+    return split, tail
+
+
+def _variant(kind: str, out_bytes: int) -> dict:
+    """``"pingpong"`` 128 × 128 (``GROUP_M=8``), ``"coop"`` 128 × 256 (``GROUP_M=16``) or
+    ``"tall"`` 256 × 128 cooperative (``GROUP_M=4``: 2–7% faster than 16 on the H100 on the
+    odd-stride shapes it serves), with as many stages (at most 6) as fit in 227 KB beside C's
+    half-tile buffer(s)."""
+    pingpong = kind == "pingpong"
+    BM, BN = {"pingpong": (128, 128), "coop": (128, 256), "tall": (256, 128)}[kind]
+    stage_bytes = (BM * 64 + 64 * BN) * 2
+    c_bytes = (2 if pingpong else 1) * BM * (BN // 2) * out_bytes
     stages = min(6, (232448 - 1024 - c_bytes) // stage_bytes)
-    return dict(BM=128, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
-                GROUP_M=8 if pingpong else 16)
+    return dict(BM=BM, BN=BN, BK=64, STAGES=stages, EPILOGUE_SPLIT=2, PINGPONG=pingpong,
+                GROUP_M={"pingpong": 8, "coop": 16, "tall": 4}[kind])
+
+
+def _with_tail_split(config: dict, M: int, N: int, K: int, sm_count: int) -> dict:
+    """``config`` with its last wave split along K where :func:`_split_for` says so."""
+    tiles = gluonkit.cdiv(M, config["BM"]) * gluonkit.cdiv(N, config["BN"])
+    split, split_tiles = _split_for(tiles, sm_count, gluonkit.cdiv(K, config["BK"]))
+    return dict(config, SPLIT_K=split, SPLIT_TILES=split_tiles) if split > 1 else config
+
+
+def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_bytes: int = None) -> dict:
+    """Cooperative or ping-pong, tile shape, ring depth, raster group and split-K for a shape
+    (the heuristic of the first call, from ``bench_ws_gemm.py`` on the H100, see docs/ws_gemm.rst).
+
+    Ping-pong when the K loop is shallow (K ≤ 1024: the epilogue is a large share, and
+    ping-pong hides one warpgroup's epilogue under the other's MMAs), when 128 × 256 tiles
+    would fill at most half the SMs (8192 × 256 × 8192), or when its 128 × 128 tiles make
+    ``PINGPONG_WAVES`` waves or more (8192³: 1–2% ahead of cooperative in three runs, behind
+    it at 6144³ and 4096³).  Otherwise cooperative: 256 × 128
+    tiles when B's row stride ``b_row_bytes`` (default ``2 N``) is not a multiple of 32 bytes
+    (B's TMA loads then cost far more L2 requests; taller tiles load half the B bytes per
+    FLOP), else 128 × 256; and a last wave at most half full is split along K
+    (:func:`_split_for`).
+    """
+    b_row_bytes = 2 * N if b_row_bytes is None else b_row_bytes
+    if (K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count
+            or gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 128) >= PINGPONG_WAVES * sm_count):
+        return _variant("pingpong", out_bytes)
+    return _with_tail_split(_variant("tall" if b_row_bytes % 32 else "coop", out_bytes), M, N, K, sm_count)
+
+
+def candidate_configs(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_bytes: int = None) -> list:
+    """The small space :func:`tune` times: the heuristic's pick, then ping-pong and both
+    cooperative tile shapes, each cooperative one with and without its last wave split."""
+    space = [choose_config(M, N, K, out_bytes, sm_count, b_row_bytes), _variant("pingpong", out_bytes)]
+    for kind in ("coop", "tall"):
+        plain = _variant(kind, out_bytes)
+        space += [plain, _with_tail_split(plain, M, N, K, sm_count)]
+    return [c for i, c in enumerate(space) if c not in space[:i]]
 
 
 DEFAULT_GROUP_M = 16
+REDUCE_ROWS = 32  # rows of a split tile one program of splitk_reduce_kernel sums
+
+
+def _aligned_copy(b):
+    """``(view, refresh)``: an uninitialized ``K × N`` view whose row stride is a multiple of 32
+    bytes, where ``b`` lives, and a function that copies ``b`` into it."""
+    K, N = b.shape
+    padded = gluonkit.cdiv(N * element_dtype(b).itemsize, 32) * 32 // element_dtype(b).itemsize
+    if hasattr(b, "new_empty"):
+        view = b.new_empty((K, padded))[:, :N]
+        return view, lambda: view.copy_(b)
+    view = np.empty((K, padded), b.dtype)[:, :N]
+    return view, lambda: np.copyto(view, b)
+
+
+def _workspace(like, rows: int, cols: int):
+    """An fp32 ``rows × cols`` array where ``like`` lives (a torch tensor's device, else numpy)."""
+    if hasattr(like, "new_empty"):
+        import torch
+        return like.new_empty((rows, cols), dtype=torch.float32)
+    return np.empty((rows, cols), np.float32)
 
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
-            num_programs: int = None):
+            num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None,
+            PAD_B: bool = False):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
     ``PINGPONG=True``: two one-warpgroup consumers take alternate tiles (the kernel's 4 warps
     and a 4-warp worker at ``consumer_regs``).  The producer's warp comes on top, so the CTA
-    has 12 warps either way.  Descriptors, layouts and grid are built once here.
+    has 12 warps either way.  Descriptors, layouts, grid and workspace are built once here.
+
+    ``SPLIT_K > 1`` splits the last ``SPLIT_TILES`` tiles of the raster order (all of them by
+    default) along K into ``SPLIT_K`` units each: the GEMM kernel writes their fp32 partials to
+    a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
+    shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
+    TMA boxes).  ``PAD_B`` copies B on every call into a buffer whose row stride is a
+    multiple of 32 bytes (allocated here) and multiplies that copy.
     """
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
     N = b.shape[1]
+    refresh_b = None
+    if PAD_B:
+        b, refresh_b = _aligned_copy(b)
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
+    if B_SWIZZLE is not None:
+        b_layout = gl.NVMMASharedLayout(B_SWIZZLE, element_dtype(b).primitive_bitwidth, rank=2)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    grid = (min(tiles, num_programs or default_num_programs()),)
-    if PINGPONG:
-        launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
-    else:
-        launch, extra = ws_gemm_kernel[grid], {}
+    split_tiles = (tiles if SPLIT_TILES is None else SPLIT_TILES) if SPLIT_K > 1 else 0
+    k_tiles = gluonkit.cdiv(K, BK)
+    if split_tiles and not (0 < split_tiles <= tiles and (SPLIT_K - 1) * gluonkit.cdiv(k_tiles, SPLIT_K) < k_tiles):
+        raise ValueError(f"ws_gemm.prepare: SPLIT_K={SPLIT_K}, SPLIT_TILES={SPLIT_TILES} do not fit {tiles} tiles "
+                         f"of {k_tiles} K-slices (every split needs at least one slice)")
+    split_from = tiles - split_tiles
+    units = split_from + split_tiles * SPLIT_K
+    grid = (min(units, num_programs or default_num_programs()),)
+    ws = _workspace(c, split_tiles * SPLIT_K * BM, BN) if split_tiles else c
+    kernel, extra = (ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=consumer_regs)) if PINGPONG else (ws_gemm_kernel, {})
+    if split_tiles:
+        extra["SPLIT_K"] = SPLIT_K
+    # bind: the arguments never change, so later calls skip the launch's per-call work.
+    launch = bind(kernel, grid, (a_desc, b_desc, c_desc, ws, M, N, K, split_from),
+                  dict(STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout,
+                       PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra))
+    reduce = None
+    if split_tiles:
+        reduce = bind(splitk_reduce_kernel, (split_tiles, BM // REDUCE_ROWS),
+                      (ws, c, M, N, _row_stride(c), split_from),
+                      dict(GROUP_M=GROUP_M, SPLIT_K=SPLIT_K, BM=BM, BN=BN, ROWS=REDUCE_ROWS,
+                           layout=gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0]), num_warps=4))
 
     def run():
-        launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
-               acc_layout=acc_layout, PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra)
+        if refresh_b is not None:
+            refresh_b()
+        launch()
+        if reduce is not None:
+            reduce()
         return c
     return run
 
 
-def gemm(a, b, c, **config):
-    """``c = a @ b`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32).  Without ``config``,
-    :func:`choose_config` picks the tiles for the shape."""
-    if not config:
-        config = choose_config(a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs())
-    return prepare(a, b, c, **config)()
+def compile_ahead(target: str, BN: int = 256, STAGES: int = 4, EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False,
+                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16, BM: int = 128):
+    """Compile the kernel of a configuration for ``target`` ("sm_90a") without arrays or a GPU
+    (BM × BN × 64 tiles, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
+    BK = 64
+    warps = 4 if PINGPONG else 8
+    a_layout, b_layout, c_layout, c_block, acc = gemm_layouts(BM, BN, BK, in_dtype, out_dtype, EPILOGUE_SPLIT, warps)
+    kernel, extra = ((ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if PINGPONG else (ws_gemm_kernel, {}))
+    return kernel.compile(
+        TensorDescType((BM, BK), in_dtype, a_layout), TensorDescType((BK, BN), in_dtype, b_layout),
+        TensorDescType(tuple(c_block), out_dtype, c_layout), "*fp32", "i32", "i32", "i32", "i32",
+        STAGES=STAGES, GROUP_M=16, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc, PRODUCER_REGS=24,
+        num_warps=warps, target=target, SPLIT_K=SPLIT_K, **extra)
+
+
+_RUNNERS: dict = {}  # (arrays, configuration) -> prepare()'s function, for gemm()
+_RUNNERS_LIMIT = 64
+_TUNED: dict = {}  # tuning key -> configuration, for tune()
+
+
+def _row_stride(array) -> int:
+    """The row stride of a 2-D array, in elements."""
+    return element_strides(array, element_dtype(array).itemsize)[0]
+
+
+def _identity(array) -> tuple:
+    """What a prepared launch depends on: address, shape, strides and dtype of an array (torch's
+    own hashable objects when it is a tensor: the look-up runs on every call)."""
+    if hasattr(array, "data_ptr"):
+        return array.data_ptr(), array.shape, array.stride(), array.dtype
+    return address_of(array)[0], array.shape, array.strides, array.dtype
+
+
+def tune(a, b, c) -> dict:
+    """The fastest of :func:`candidate_configs` for these arrays' shape, dtypes and stride
+    alignment, timed with ``gluonkit.runtime.bench.do_bench`` once per process and kept in
+    gluonkit's on-disk cache (``GLUONKIT_CACHE_DIR``) beside ``@autotune``'s results, keyed
+    by the key, the candidates, this file's source, the GPU and the toolchain.  In the
+    interpreter nothing is timed: the heuristic's pick."""
+    M, K = a.shape
+    N = b.shape[1]
+    out_bytes = element_dtype(c).itemsize
+    space = candidate_configs(M, N, K, out_bytes, default_num_programs(), _row_stride(b) * element_dtype(b).itemsize)
+    if os.environ.get("GLUONKIT_INTERPRET") == "1" or len(space) == 1:
+        return space[0]
+    aligned = tuple(_row_stride(x) * element_dtype(x).itemsize % 32 == 0 for x in (a, b, c))
+    key = (M, N, K, str(a.dtype), str(b.dtype), str(c.dtype), aligned)
+    if key not in _TUNED:
+        disk_key = cache_key(kind="ws_gemm.tune", key=repr(key), configs=repr(space), source=_SOURCE,
+                             device=f"{device_properties().name} {device_properties().arch}",
+                             toolchain=toolchain_versions())
+        files = KernelCache().get(disk_key)
+        if files is None:
+            times = [do_bench(prepare(a, b, c, **cfg)) for cfg in space]
+            KernelCache().put(disk_key, {"tune.json": json.dumps(times)})
+        else:
+            times = json.loads(files["tune.json"])
+        _TUNED[key] = space[min(range(len(space)), key=times.__getitem__)]
+    return _TUNED[key]
+
+
+def gemm(a, b, c, autotune: bool = False, **config):
+    """``c = a @ b`` (arrays or tensors; a, b fp16/bf16; c fp16/bf16/fp32).
+
+    Without ``config``, :func:`choose_config` picks the configuration for the shape, or with
+    ``autotune=True`` :func:`tune` times the candidates (first call per shape; cached on disk).
+    The prepared launch (descriptors, grid, workspace) is kept per arrays and configuration,
+    so a repeated call costs a dictionary look-up and the launch.
+    """
+    key = (_identity(a), _identity(b), _identity(c), autotune, tuple(config.items()))
+    run = _RUNNERS.get(key)
+    if run is None:
+        if not config:
+            config = tune(a, b, c) if autotune else choose_config(
+                a.shape[0], b.shape[1], a.shape[1], element_dtype(c).itemsize, default_num_programs(),
+                _row_stride(b) * element_dtype(b).itemsize)
+        if len(_RUNNERS) >= _RUNNERS_LIMIT:
+            _RUNNERS.clear()
+        run = _RUNNERS[key] = prepare(a, b, c, **config)
+    return run()
 
 
 def main() -> None:

@@ -416,12 +416,16 @@ class ArgPacker:
         self._format.pack_into(block.buffer, block.offset, *values)
         return block
 
-    def pack_raw(self, values: Sequence) -> PackedArgs:
+    def pack_raw(self, values: Sequence, own: bool = False) -> PackedArgs:
         """Like :meth:`pack` for values already converted (device addresses, numbers whose
-        range the caller has checked): the launch fast path."""
-        block = getattr(self._local, "block", None)
+        range the caller has checked): the launch fast path.  The block is reused by the
+        next call in this thread, unless ``own`` asks for a block of the caller's own (kept
+        to launch with the same arguments again: :func:`gluonkit.runtime.launch.bind`)."""
+        block = None if own else getattr(self._local, "block", None)
         if block is None:
-            block = self._local.block = PackedArgs(self._format.size, self._offsets)
+            block = PackedArgs(self._format.size, self._offsets)
+            if not own:
+                self._local.block = block
         if self._flatten:  # a descriptor's raw value is the tuple (map, *shape, *strides)
             values = [x for v in values for x in (v if isinstance(v, tuple) else (v,))]
         self._format.pack_into(block.buffer, block.offset, *values)

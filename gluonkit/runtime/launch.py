@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -64,11 +64,11 @@ from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import SLOW, load_for_launch, signature_and_raw, signature_of
+from .gpu import SLOW, current_stream, load_for_launch, signature_and_raw, signature_of
 from .precompiled import PrecompiledKernel
 from .timeline import active_recorder
 
-__all__ = ["launch", "warmup", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
+__all__ = ["launch", "warmup", "bind", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
 
 _INTERPRET_VALUES = ("1", "true", "yes", "on")
 _inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
@@ -153,6 +153,67 @@ def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional
         raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
     _remember_call(kernel, call_key, all_values, runtime, entry)
     return None if launch else PrecompiledKernel(kernel, runtime, tuple(map(signature_of, values)), entry)
+
+
+def bind(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Callable[[], None]:
+    """A function of no arguments that launches ``kernel[grid](*args, **kwargs)``, for a
+    caller that launches the same arguments again and again (a prepared GEMM: descriptors,
+    sizes and meta-parameters fixed).
+
+    Its first call launches through :func:`launch` (compiling, checking, loading); later
+    calls on the GPU reuse that call's packed argument block and go straight to
+    ``cuLaunchKernel`` on torch's current stream, skipping the per-call signature, key and
+    packing work.  Tensor addresses are captured: the arrays must stay alive and in place.
+    In the interpreter, inside :func:`gluonkit.runtime.timeline.measuring`, or when the
+    arguments need the packer's full conversion, every call goes through :func:`launch`.
+    """
+    fast = None
+
+    def general() -> None:
+        launch(kernel, grid, args, kwargs)
+
+    def first() -> None:
+        nonlocal fast
+        general()
+        fast = _bound_launch(kernel, grid, args, kwargs) or general
+
+    def run() -> None:
+        if fast is None:
+            first()
+        elif active_recorder() is not None:  # measured: the instrumented build, through launch()
+            general()
+        else:
+            fast()
+
+    return run
+
+
+def _bound_launch(kernel: JITFunction, grid, args, kwargs) -> Optional[Callable[[], None]]:
+    """The direct launch of the loaded kernel the fast path keeps for this call, or None."""
+    if not (_GPU_FOUND and type(grid) is tuple) or interpreting():
+        return None
+    patterns = _PATTERNS.get(id(kernel))
+    pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
+    if pattern is None:
+        return None
+    try:
+        key, raw = pattern.key(args + tuple(kwargs.values()))
+        entry = pattern.launches.get(key) if key is not None else None
+    except TypeError:  # an unhashable compile-time value
+        return None
+    if entry is None or entry.tuple_args or None in raw:
+        return None
+    grid3 = tuple(grid) + (1,) * (3 - len(grid))
+    if 0 in grid3:
+        return lambda: None
+    grid3 = (grid3[0] * entry.num_ctas,) + grid3[1:]  # a cluster launch: num_ctas CTAs per program
+    packed = entry.packer.pack_raw(raw, own=True)
+    loaded, block, shared = entry.kernel, entry.block, entry.shared_bytes
+
+    def run() -> None:
+        loaded.launch(grid3, block, shared, current_stream(), packed)
+
+    return run
 
 
 # ------------------------------------------------------------------ the fast GPU path

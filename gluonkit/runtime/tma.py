@@ -16,7 +16,8 @@ driver until :func:`encode_tiled` is called, so CPU-only machines can build and 
 descriptors (the interpreter uses them unencoded).
 
 Fixed choices, the same as Triton's host descriptors: interleave ``NONE``, element strides
-all 1 (every element of the box is copied), L2 promotion ``128B``, and the
+all 1 (every element of the box is copied), L2 promotion ``128B`` (:data:`L2_PROMOTION`,
+a module setting for experiments: it is not part of Gluon's descriptor), and the
 out-of-bounds fill ``NONE`` (zeros; the hardware also clips out-of-bounds stores) unless
 the descriptor asks for ``padding="nan"``.
 """
@@ -29,7 +30,7 @@ from typing import NamedTuple, Sequence
 from gluonkit import ir
 
 __all__ = [
-    "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGNMENT", "MAX_RANK", "MAX_BOX_DIM", "MAX_GLOBAL_DIM",
+    "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGNMENT", "L2_PROMOTION", "MAX_RANK", "MAX_BOX_DIM", "MAX_GLOBAL_DIM",
     "MAX_GLOBAL_STRIDE", "GLOBAL_ALIGNMENT", "PADDING_MODES",
     "tma_data_type", "tma_swizzle", "TiledParams", "driver_order", "check_global",
     "check_box", "encode_tiled",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
+# The L2 promotion of tiled maps encoded from now on: "NONE", "L2_64B", "L2_128B" or "L2_256B"
+# (the driver's CU_TENSOR_MAP_L2_PROMOTION_* names).
+L2_PROMOTION = "L2_128B"
 TENSOR_MAP_ALIGNMENT = 64  # the kernel parameter's (and any stored map's) alignment
 MAX_RANK = 5
 MAX_BOX_DIM = 256  # elements along any box dimension
@@ -198,12 +202,13 @@ def encode_tiled(descriptor) -> bytes:
                          "only the interpreter (GLUONKIT_INTERPRET=1) can use it. Move the tensor to "
                          "the GPU to launch a compiled kernel")
     return _encode(descriptor.address, descriptor.dtype, descriptor.shape, descriptor.strides, descriptor.box_shape,
-                   descriptor.layout.swizzle_byte_width, descriptor.padding, descriptor.round_f32_to_tf32)
+                   descriptor.layout.swizzle_byte_width, descriptor.padding, descriptor.round_f32_to_tf32,
+                   L2_PROMOTION)
 
 
 @functools.lru_cache(maxsize=1024)
 def _encode(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tuple, swizzle_byte_width: int,
-            padding: str, round_f32_to_tf32: bool) -> bytes:
+            padding: str, round_f32_to_tf32: bool, promotion: str) -> bytes:
     import ctypes
 
     from . import driver
@@ -229,7 +234,7 @@ def _encode(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tu
         [cu.cuuint32_t(x) for x in params.element_strides],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(cu.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + swizzle),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        getattr(cu.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + promotion),
         getattr(cu.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + fill),
     )
     if result[0] != cu.CUresult.CUDA_SUCCESS:
