@@ -4,7 +4,8 @@ Each example runs on the GPU at its small (interpreter) size (``GLUONKIT_EXAMPLE
 once per tool: memcheck (out-of-bounds and misaligned accesses), racecheck (shared-memory
 hazards), synccheck (barrier misuse) and initcheck (reads of uninitialised global memory).
 A cell says ``clean`` or the error summary with the first reported lines.  Runs go in parallel
-(one GPU, several processes); exits 1 when any cell is not clean.
+(one GPU, several processes) and each prints a line as it ends, so a run cut short by
+``--budget`` still reports what finished; exits 1 when any cell is not clean.
 
 Run from the repository root on a GPU machine:
 ``PYTHONPATH=$PWD python scripts/sanitize_examples.py [--tools memcheck,racecheck] [--examples vector_add,...]``.
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 EXAMPLES = ("vector_add", "fused_softmax", "transpose", "cross_entropy", "persistent_gemm/pipelined_gemm",
@@ -38,6 +39,8 @@ def find_sanitizer() -> str:
 
 def run_one(sanitizer: str, tool: str, example: str, timeout: float) -> tuple[str, float, str]:
     """Run ``example`` under ``tool``; returns (verdict, seconds, first lines of findings)."""
+    if timeout <= 0:
+        return "not run", 0.0, "the --budget ran out before it started"
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "86"]
     if tool == "racecheck":
         cmd += ["--racecheck-report", "hazard"]
@@ -67,14 +70,25 @@ def main() -> int:
     parser.add_argument("--examples", default=",".join(EXAMPLES))
     parser.add_argument("--jobs", type=int, default=4, help="sanitizer processes at once")
     parser.add_argument("--timeout", type=float, default=100.0, help="seconds per run")
+    parser.add_argument("--budget", type=float, default=600.0, help="seconds for everything")
     args = parser.parse_args()
     tools, examples = args.tools.split(","), args.examples.split(",")
     sanitizer = find_sanitizer()
     version = subprocess.run([sanitizer, "--version"], capture_output=True, text=True).stdout.split("\n")
     print(f"{sanitizer}: {' '.join(line for line in version if 'Version' in line).strip()}")
     jobs = [(tool, example) for tool in tools for example in examples]
+    deadline = time.monotonic() + args.budget
+
+    def job(tool: str, example: str):
+        return run_one(sanitizer, tool, example, min(args.timeout, deadline - time.monotonic()))
+
+    results = {}
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = dict(zip(jobs, pool.map(lambda job: run_one(sanitizer, *job, args.timeout), jobs)))
+        futures = {pool.submit(job, *j): j for j in jobs}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            (tool, example), (verdict, seconds, _) = futures[future], future.result()
+            print(f"  {tool:<10} {example:<36} {verdict} ({seconds:.0f} s)", flush=True)
     width = max(len(e) for e in examples)
     print(f"\n{'example':<{width}}  " + "  ".join(f"{t:<16}" for t in tools))
     for example in examples:
