@@ -96,3 +96,14 @@ def test_the_setup_hook_applies_the_rule_to_marked_tests_only(monkeypatch):
     conftest.pytest_runtest_setup(_Item(pytest.mark.gpu.mark))  # not marked: runs
     with pytest.raises(pytest.fail.Exception, match="no ptxas found"):
         conftest.pytest_runtest_setup(_Item(kernel_checks.needs_ptxas.mark))
+
+
+def test_no_test_checks_for_ptxas_on_its_own():
+    """Every ptxas check in the tests goes through kernel_checks (needs_ptxas, require_ptxas,
+    have_ptxas), so that GLUONKIT_REQUIRE_PTXAS=1 reaches it: a private ``find_ptxas()`` skip
+    would let CI go green without assembling."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    offenders = [name for name in sorted(os.listdir(here)) if name.endswith(".py")
+                 and name not in ("kernel_checks.py", os.path.basename(__file__))
+                 and "find_ptxas" in open(os.path.join(here, name)).read()]
+    assert offenders == [], f"use kernel_checks.needs_ptxas / require_ptxas / have_ptxas in {offenders}"
