@@ -105,5 +105,5 @@ def test_no_test_checks_for_ptxas_on_its_own():
     here = os.path.dirname(os.path.abspath(__file__))
     offenders = [name for name in sorted(os.listdir(here)) if name.endswith(".py")
                  and name not in ("kernel_checks.py", os.path.basename(__file__))
-                 and "find_ptxas" in open(os.path.join(here, name)).read()]
+                 and "find_ptxas()" in open(os.path.join(here, name)).read()]
     assert offenders == [], f"use kernel_checks.needs_ptxas / require_ptxas / have_ptxas in {offenders}"
