@@ -27,10 +27,13 @@ def fake_wheels(tmp_path, monkeypatch):
     on_path = _executable(tmp_path / "path" / "ptxas")
     others = [p for p in sys.path if not os.path.isdir(os.path.join(p, "nvidia"))]  # real wheels hidden
     monkeypatch.setattr(sys, "path", [str(site), *others])
-    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "path"))
     monkeypatch.delenv("GLUONKIT_PTXAS", raising=False)
-    return {"cu12": cu12, "cu13": cu13, "path": on_path, "site": site}
+    real = sys.modules.pop("nvidia", None)  # the fake namespace must not outlive the test
+    yield {"cu12": cu12, "cu13": cu13, "path": on_path, "site": site}
+    sys.modules.pop("nvidia", None)
+    if real is not None:
+        sys.modules["nvidia"] = real
 
 
 def test_the_newest_cuda_wheel_comes_before_path(fake_wheels):
