@@ -19,6 +19,13 @@ def gpu_available() -> bool:
     return torch.cuda.is_available() and has_gpu()
 
 
+def full_size() -> bool:
+    """True when an example runs at its GPU size and configuration: on a GPU, unless
+    ``GLUONKIT_EXAMPLE_SMALL=1`` asks for the interpreter's small size and configuration there too
+    (``scripts/sanitize_examples.py`` does, since compute-sanitizer slows kernels down a hundredfold)."""
+    return gpu_available() and os.environ.get("GLUONKIT_EXAMPLE_SMALL") != "1"
+
+
 def arrays_for_device(*arrays):
     """The numpy ``arrays`` as CUDA tensors on a GPU, or as they are for the interpreter."""
     if gpu_available():

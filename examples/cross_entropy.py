@@ -63,15 +63,15 @@ def reference(logits: np.ndarray, targets: np.ndarray):
 
 
 def main() -> None:
-    from _device import arrays_for_device, gpu_available, to_numpy
+    from _device import arrays_for_device, full_size, to_numpy
 
-    rows, cols = (512, 50_000) if gpu_available() else (4, 5000)
+    rows, cols = (512, 50_000) if full_size() else (4, 5000)
     rng = np.random.default_rng(0)
     logits_np = (3 * rng.standard_normal((rows, cols))).astype(np.float32)
     targets_np = rng.integers(0, cols, rows).astype(np.int32)
     logits, targets, loss, grad = arrays_for_device(
         logits_np, targets_np, np.full(rows, np.nan, np.float32), np.full((rows, cols), np.nan, np.float32))
-    cross_entropy(logits, targets, loss, grad, BLOCK=1024 if not gpu_available() else 4096)
+    cross_entropy(logits, targets, loss, grad, BLOCK=4096 if full_size() else 1024)
     ref_loss, ref_grad = reference(logits_np, targets_np)
     loss_err = np.abs(to_numpy(loss) - ref_loss).max()
     grad_err = np.abs(to_numpy(grad) - ref_grad).max()

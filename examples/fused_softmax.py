@@ -76,9 +76,9 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    from _device import arrays_for_device, gpu_available, to_numpy
+    from _device import arrays_for_device, full_size, gpu_available, to_numpy
 
-    rows, cols = (4096, 1000) if gpu_available() else (16, 1000)
+    rows, cols = (4096, 1000) if full_size() else (16, 1000)
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((rows, cols), dtype=np.float32)
     x, out = arrays_for_device(x_np, np.full((rows, cols), np.nan, dtype=np.float32))

@@ -1,8 +1,16 @@
-"""Shared pytest configuration: hypothesis profiles and the ``gpu`` marker."""
+"""Shared pytest configuration: hypothesis profiles, and the ``needs_ptxas`` marker's check."""
 
 import os
 
 from hypothesis import HealthCheck, settings
+
+from kernel_checks import require_ptxas
+
+
+def pytest_runtest_setup(item):
+    """A ``needs_ptxas`` test skips without ptxas, or fails under ``GLUONKIT_REQUIRE_PTXAS=1``."""
+    if item.get_closest_marker("needs_ptxas") is not None:
+        require_ptxas()
 
 # `ci`: deterministic and bounded, so the suite's time and results do not vary per run.
 settings.register_profile(

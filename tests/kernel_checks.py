@@ -1,14 +1,36 @@
-"""Helpers the kernel tests share: the ptxas skip marker, and the source line of a statement
+"""Helpers the kernel tests share: the ptxas marker and check, and the source line of a statement
 that a test expects an error or a report to name."""
 
 import inspect
+import os
 import re
 
 import pytest
 
 from gluonkit.lower.backend.ptxas import find_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+# Tests that assemble PTX; without ptxas they skip, or fail when GLUONKIT_REQUIRE_PTXAS=1
+# (as in CI), through ``require_ptxas`` in conftest.py's setup hook.
+needs_ptxas = pytest.mark.needs_ptxas
+
+_MISSING = ("no ptxas found: install the toolchain extra (pip install -e '.[test]'), put ptxas on PATH "
+            "or set GLUONKIT_PTXAS")
+
+
+def have_ptxas() -> bool:
+    """True when ptxas is found.  When it is not: False, or the test fails if
+    ``GLUONKIT_REQUIRE_PTXAS=1`` (so that a CI run cannot go green without checking the PTX)."""
+    if find_ptxas() is not None:
+        return True
+    if os.environ.get("GLUONKIT_REQUIRE_PTXAS") == "1":
+        pytest.fail(f"{_MISSING} (GLUONKIT_REQUIRE_PTXAS=1 makes this a failure)", pytrace=False)
+    return False
+
+
+def require_ptxas() -> None:
+    """Skip the running test when ptxas is not found, or fail it under ``GLUONKIT_REQUIRE_PTXAS=1``."""
+    if not have_ptxas():
+        pytest.skip(_MISSING)
 
 
 def _source(fn):

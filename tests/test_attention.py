@@ -12,8 +12,8 @@ import pytest
 
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
+from kernel_checks import needs_ptxas
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "attention"))
 
@@ -49,7 +49,7 @@ def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2):
         num_warps=4, target="sm_90a")
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 # D=128 and D=256 need more than the 168 registers of .maxnreg: they spilled until each workers'
 # warpgroup got a dispatch chain of its own (ptxas then allocates by the setmaxnreg budgets).
 @pytest.mark.parametrize("D, BLOCK_N, causal", [(64, 128, False), (128, 128, True), (256, 64, False)])

@@ -15,10 +15,9 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.lang import ArgumentError, CompilationError, ShapeMismatchError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
-from kernel_checks import line_containing, needs_ptxas
+from kernel_checks import have_ptxas, line_containing, needs_ptxas
 
 P32, PI32 = "*fp32:16", "*i32:16"
 I32P = gl.pointer_type(gl.int32)
@@ -386,7 +385,7 @@ def test_histogram_of_narrow_and_wide_integers(dtype):
     _interpret(histogram_kernel, x, h, N=n, BINS=bins, layout=_B1D_HIST, out_layout=_B1D_HIST)
     kept = x[(np.arange(n) % 3 != 0) & (x >= 0) & (x < bins)].astype(np.int64)
     assert np.array_equal(h, np.bincount(kept, minlength=bins))
-    if find_ptxas() is not None:
+    if have_ptxas():
         ptr = {np.int8: "*i8", np.uint8: "*u8", np.int64: "*i64"}[dtype]
         for target in ("sm_90a", "sm_100a"):
             histogram_kernel.compile(ptr, PI32, target=target, num_warps=4, N=n, BINS=bins, layout=_B1D_HIST,

@@ -14,10 +14,9 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
-from kernel_checks import needs_ptxas
+from kernel_checks import have_ptxas, needs_ptxas
 
 BLOCKED = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
 NVMMA_128B = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
@@ -278,7 +277,7 @@ def test_fp4_to_fp_unpacks_low_nibble_first(axis, dtype):
     with interpreter_on():
         _fp4_kernel[(1,)](packed, out, M=16, N=32, AXIS=axis, DT=dtype, layout=BLOCKED, num_warps=4)
     assert np.array_equal(out, _e2m1_reference(packed, axis))
-    if find_ptxas() is not None:
+    if have_ptxas():
         for target in ("sm_90a", "sm_100a"):
             _fp4_kernel.compile("*u8:16", "*fp32:16", target=target, num_warps=4, M=16, N=32, AXIS=axis, DT=dtype,
                                 layout=BLOCKED)
@@ -341,7 +340,7 @@ def test_dot_fma_matches_numpy(dtype):
     with interpreter_on():
         _dot_fma_kernel[(1,)](a, b, out, M=m, N=n, K=k, num_warps=4, **layouts)
     np.testing.assert_allclose(out, c + a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
-    if find_ptxas() is not None:
+    if have_ptxas():
         ptr = "*fp32:16" if dtype == np.float32 else "*fp16:16"
         for target in ("sm_90a", "sm_100a"):
             ptx = _dot_fma_kernel.compile(ptr, ptr, "*fp32:16", target=target, num_warps=4, M=m, N=n, K=k,
@@ -394,7 +393,7 @@ def test_flip_and_sigmoid_tensor_methods(dim):
         _flip_kernel[(1,)](x, out, M=16, N=64, DIM=dim, layout=BLOCKED, num_warps=4)
     flipped = np.flip(x, 1 if dim is None else dim).astype(np.float64)
     np.testing.assert_allclose(out, 1 / (1 + np.exp(-flipped)), rtol=1e-6, atol=1e-7)
-    if find_ptxas() is not None:
+    if have_ptxas():
         for target in ("sm_90a", "sm_100a"):
             _flip_kernel.compile("*fp32:16", "*fp32:16", target=target, num_warps=4, M=16, N=64, DIM=dim,
                                  layout=BLOCKED)

@@ -22,7 +22,6 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit import ir
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime import cache as cache_module
 from gluonkit.runtime import gpu
 from gluonkit.runtime.cache import KernelCache, cache_dir, cache_key, kernel_key
@@ -31,8 +30,8 @@ from gluonkit.runtime.driver import has_gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import vector_add  # noqa: E402  (an example kernel, compiled below)
+from kernel_checks import needs_ptxas  # noqa: E402
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 PROCESSES = multiprocessing.get_context("fork")  # fast: the children need not import anything
 P32 = ir.PointerType(ir.float32)
 FILES = {"kernel.ptx": ".version 8.7\n.target sm_90a", "kernel.cubin": b"\x7fELF\x00\x01" * 50, "metadata.json": "{}"}

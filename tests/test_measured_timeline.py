@@ -13,16 +13,15 @@ import pytest
 import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.lower.instrument import SMID_SHIFT, VALID, timeline_capacity
 from gluonkit.runtime.driver import has_gpu
 from gluonkit.runtime.timeline import MeasuredTimeline, measure
+from kernel_checks import needs_ptxas
 from interpreting import interpreter_on
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from warp_specialized import producer_consumer, ws_gemm  # noqa: E402
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 
 def _ws_gemm(target: str, instrument):

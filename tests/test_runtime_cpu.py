@@ -22,6 +22,7 @@ from gluonkit.runtime.driver import (
     CudaError, DeviceBuffer, Kernel, OutOfResources, check, check_shared_memory, has_gpu,
     load_module,
 )
+from kernel_checks import require_ptxas
 from fakes import DLPackOnly, FakeCAI, FakeCuPy, FakeTorch
 
 gpu = pytest.mark.gpu
@@ -389,9 +390,8 @@ SMEM_TOP_PTX = """
 @pytest.mark.parametrize("ptx", [STORE_TID_PTX, SCALARS_PTX, SMEM_TOP_PTX])
 def test_ptx_fixtures_assemble(ptx):
     """The GPU tests' kernels are valid PTX (checked here with ptxas when one is installed)."""
-    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
-    if find_ptxas() is None:
-        pytest.skip("no ptxas")
+    from gluonkit.lower.backend.ptxas import assemble
+    require_ptxas()
     cubin, _ = assemble(ptx, "sm_90a")
     assert cubin[:4] == b"\x7fELF"
 
@@ -439,9 +439,8 @@ def test_unloadable_cubin_falls_back_to_ptx():
 @gpu
 @needs_gpu
 def test_load_cubin_from_ptxas():
-    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
-    if find_ptxas() is None:
-        pytest.skip("no ptxas")
+    from gluonkit.lower.backend.ptxas import assemble
+    require_ptxas()
     cubin, _ = assemble(STORE_TID_PTX, driver.device_properties().arch)
     module = load_module(cubin, STORE_TID_PTX)
     assert module.kind in ("cubin", "ptx")  # "ptx" when this ptxas is newer than the driver

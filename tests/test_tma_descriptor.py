@@ -20,6 +20,7 @@ from gluonkit.layouts import NVMMASharedLayout, SwizzledSharedLayout
 from gluonkit.nvidia.hopper import BlockType, TensorDescriptor
 from gluonkit.runtime import tma
 from gluonkit.runtime.driver import has_gpu
+from kernel_checks import require_ptxas
 from fakes import FakeTorch
 
 gpu = pytest.mark.gpu
@@ -331,9 +332,8 @@ DONE:
 
 
 def test_tma_load_ptx_assembles():
-    from gluonkit.lower.backend.ptxas import assemble, find_ptxas
-    if find_ptxas() is None:
-        pytest.skip("no ptxas")
+    from gluonkit.lower.backend.ptxas import assemble
+    require_ptxas()
     cubin, _ = assemble(TMA_LOAD_PTX, "sm_90a")
     assert cubin[:4] == b"\x7fELF"
 

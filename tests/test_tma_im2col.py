@@ -25,13 +25,12 @@ import gluonkit.language as gl
 from gluonkit import CompilationError, ir
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from gluonkit.runtime.args import ArgPacker, ir_type_of
 from gluonkit.runtime.driver import has_gpu
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")]
 REG = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
 

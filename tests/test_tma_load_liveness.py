@@ -20,11 +20,10 @@ import gluonkit.language as gl
 from gluonkit.interpret import InterpreterError
 from gluonkit.language.nvidia.hopper import mbarrier, tma
 from gluonkit.lower import context
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.nvidia.hopper import TensorDescriptor
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 L = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
 B = gl.constexpr(32)
 N = 32  # B on the host

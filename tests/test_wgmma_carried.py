@@ -18,10 +18,9 @@ import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.language.nvidia.hopper import (fence_async_shared, warpgroup_mma, warpgroup_mma_accumulator,
                                              warpgroup_mma_init, warpgroup_mma_wait)
-from gluonkit.lower.backend.ptxas import find_ptxas
 from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 M, N, BK = gl.constexpr(64), gl.constexpr(32), gl.constexpr(32)
 IO = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
 ACC = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 32, 16])

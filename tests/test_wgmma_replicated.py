@@ -16,14 +16,13 @@ import pytest
 
 import gluonkit.language as gl
 from gluonkit import CompilationError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import test_wgmma as wg  # noqa: E402
+from kernel_checks import needs_ptxas  # noqa: E402
 
-needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
 
 # (M, N, K, warps_per_cta, instr N, A mode)
 CASES = [

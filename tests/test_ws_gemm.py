@@ -13,12 +13,12 @@ import pytest
 from gluonkit import ir
 from gluonkit.interpret import partitions as interpret_partitions
 from gluonkit.lang import CompilationError
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
 
 import ws_gemm  # noqa: E402
+from kernel_checks import needs_ptxas  # noqa: E402
 
 _OUT_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 _TOLERANCE = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 8e-3}
@@ -150,7 +150,7 @@ def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16
                                  SPLIT_K=split_k, in_dtype=inp, out_dtype=out, BM=BM)
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("BM, BN, stages, out, split_k", [
     (128, 256, 4, ir.bfloat16, 1), (128, 128, 6, ir.float16, 1), (128, 256, 3, ir.float32, 1),
     (128, 256, 4, ir.bfloat16, 2), (256, 128, 4, ir.bfloat16, 1), (256, 128, 4, ir.bfloat16, 7)])
@@ -167,7 +167,7 @@ def test_ws_gemm_compiles_for_hopper_without_spills(BM, BN, stages, out, split_k
     assert "bar.sync 0, 256;" in consumer_loop and "bar.sync 2," not in ptx
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("stages, out", [(6, ir.bfloat16), (4, ir.float32)])
 def test_ws_gemm_pingpong_compiles_for_hopper_without_spills(stages, out):
     compiled = _compile("sm_90a", BN=128, stages=stages, out=out, pingpong=True)
@@ -183,7 +183,7 @@ def test_ws_gemm_pingpong_compiles_for_hopper_without_spills(stages, out):
     assert "bar.sync 0, 128;" in ptx and "bar.sync 2, 128;" in ptx and "bar.sync 0, 256;" not in ptx
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 def test_ws_gemm_on_sm100_says_wgmma_is_hopper_only():
     with pytest.raises(CompilationError, match="sm_100a has no wgmma"):
         _compile("sm_100a")

@@ -108,12 +108,13 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from _device import arrays_for_device, gpu_available, to_numpy
+    from _device import arrays_for_device, full_size, to_numpy
 
-    M, N = (8192, 128) if gpu_available() else (200, 32)
+    big = full_size()
+    M, N = (8192, 128) if big else (200, 32)
     x_np = np.random.default_rng(0).standard_normal((M, N)).astype(np.float16)
     x, y = arrays_for_device(x_np, np.full((M, N), np.nan, np.float32))
-    square_plus_one(x, y, programs=132 if gpu_available() else 2)
+    square_plus_one(x, y, programs=132 if big else 2)
     err = np.abs(to_numpy(y) - reference(x_np)).max()
     print(f"producer_consumer: {M}x{N}, max error {err:.2e}")
     assert err < 1e-5, err

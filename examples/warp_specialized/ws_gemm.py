@@ -546,7 +546,7 @@ def gemm(a, b, c, autotune: bool = False, **config):
 
 def main() -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from _device import arrays_for_device, gpu_available, to_numpy
+    from _device import arrays_for_device, full_size, gpu_available, to_numpy
 
     on_gpu = gpu_available()
     if on_gpu:
@@ -555,12 +555,13 @@ def main() -> None:
             print(f"ws_gemm: {torch.cuda.get_device_name()} is not a Hopper (sm_90) GPU: running in the interpreter")
             os.environ["GLUONKIT_INTERPRET"] = "1"
             on_gpu = False
-    M, N, K = (4096, 4096, 4096) if on_gpu else (200, 136, 96)
+    big = on_gpu and full_size()
+    M, N, K = (4096, 4096, 4096) if big else (200, 136, 96)
     rng = np.random.default_rng(0)
     a_np = rng.standard_normal((M, K)).astype(np.float16)
     b_np = rng.standard_normal((K, N)).astype(np.float16)
     a, b, c = arrays_for_device(a_np, b_np, np.full((M, N), np.nan, np.float32))
-    if on_gpu:
+    if big:
         gemm(a, b, c)
     else:
         gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, num_programs=2)

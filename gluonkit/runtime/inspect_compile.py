@@ -6,15 +6,11 @@ Triton-style type strings: ``"*fp32"`` (pointer), ``"i32"``, ``"fp16"``; a ``:16
 (``"*fp32:16"``, ``"i32:16"``) declares divisibility by 16.  A tuple argument is a tuple
 of these (``gl.constexpr`` values for its compile-time elements).  Example integers and array
 addresses divisible by 16 are specialized as a launch would.  ``asm["sass"]`` is added when
-``cuobjdump`` is on ``PATH``.
+``cuobjdump`` or ``nvdisasm`` is found (``gluonkit.lower.backend.cuda_tools``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 from typing import Any, Dict, Sequence
 
 from .. import ir
@@ -22,6 +18,7 @@ from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
 from ..lang.jit import JITFunction, set_compiler
 from ..lang.launch_options import check_launch_options
+from ..lower.backend.cuda_tools import disassemble, find_disassembler
 from ..lower.compiler import CompiledKernel, compile_function
 from .args import ir_type_of
 
@@ -96,18 +93,9 @@ def compile_kernel(kernel: JITFunction, args: Sequence[Any], target: str, option
     func = kernel.build_ir(arg_types, constexprs, options["num_warps"], specialization, options["num_ctas"],
                            options["maxnreg"])
     compiled = compile_function(func, target, instrument=instrument)
-    if "cubin" in compiled.asm and shutil.which("cuobjdump"):
-        compiled.asm["sass"] = _disassemble(compiled.asm["cubin"])
+    if "cubin" in compiled.asm and find_disassembler() is not None:
+        compiled.asm["sass"] = disassemble(compiled.asm["cubin"])
     return compiled
-
-
-def _disassemble(cubin: bytes) -> str:
-    with tempfile.TemporaryDirectory(prefix="gluonkit-sass-") as tmp:
-        path = os.path.join(tmp, "kernel.cubin")
-        with open(path, "wb") as f:
-            f.write(cubin)
-        proc = subprocess.run(["cuobjdump", "-sass", path], capture_output=True, text=True, check=False)
-    return proc.stdout if proc.returncode == 0 else f"cuobjdump failed: {proc.stderr.strip()}"
 
 
 set_compiler(compile_kernel)

@@ -1,20 +1,21 @@
 """Assembling PTX with ptxas, and the resource report it prints.
 
-ptxas is looked up in this order: the ``GLUONKIT_PTXAS`` environment variable, ``ptxas``
-on ``PATH``, the ``nvidia-cuda-nvcc`` wheel's bundled copy.  When none is found, compiling
-still produces PTX (the driver can JIT it); only the cubin and the resource report are
-missing.
+ptxas is looked up by :func:`~gluonkit.lower.backend.cuda_tools.find_tool`: the
+``GLUONKIT_PTXAS`` environment variable, the ``nvidia-cuda-nvcc`` wheel, ``PATH``.  When none
+is found, compiling still produces PTX (the driver can JIT it); only the cubin and the
+resource report are missing.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from typing import Optional
+
+from .cuda_tools import find_tool
 
 __all__ = ["find_ptxas", "assemble", "ResourceUsage", "PtxasError", "ptxas_version"]
 
@@ -36,23 +37,7 @@ class ResourceUsage:
 
 def find_ptxas() -> Optional[str]:
     """Path of a ptxas executable, or ``None``."""
-    explicit = os.environ.get("GLUONKIT_PTXAS")
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise FileNotFoundError(f"GLUONKIT_PTXAS={explicit!r} is not an executable file")
-        return explicit
-    on_path = shutil.which("ptxas")
-    if on_path:
-        return on_path
-    try:
-        import nvidia.cuda_nvcc  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    for base in getattr(nvidia.cuda_nvcc, "__path__", []):
-        candidate = os.path.join(base, "bin", "ptxas")
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return find_tool("ptxas")
 
 
 def ptxas_version(ptxas: str) -> str:
@@ -85,7 +70,8 @@ def assemble(ptx: str, arch: str, ptxas: Optional[str] = None, opt_level: int = 
     """Assemble ``ptx`` for ``arch`` into a cubin; returns it with the resource report."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
-        raise FileNotFoundError("no ptxas found: set GLUONKIT_PTXAS, put ptxas on PATH, or install nvidia-cuda-nvcc")
+        raise FileNotFoundError("no ptxas found: pip install 'gluonkit[toolchain]' (nvidia-cuda-nvcc), "
+                                "put ptxas on PATH, or set GLUONKIT_PTXAS")
     with tempfile.TemporaryDirectory(prefix="gluonkit-ptxas-") as tmp:
         src = os.path.join(tmp, "kernel.ptx")
         dst = os.path.join(tmp, "kernel.cubin")
