@@ -245,10 +245,6 @@ RUBIN = {  # gluonkit.language.nvidia.rubin, besides blackwell's
 }
 
 CLC = {  # gluonkit.language.nvidia.blackwell.clc
-    "try_cancel": ("fn", "clc"),
-    "load_result": ("fn", "clc"),
-    "clc_result": ("class", "clc"),
-    "clc_result_type": ("class", "clc"),
 }
 
 FPSAN = {  # gluonkit.language.fpsan
