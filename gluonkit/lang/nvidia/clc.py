@@ -59,8 +59,9 @@ class clc_result:
     gluonkit decodes the response when it is loaded (``load_result``), so the object holds
     the decoded scalars; it cannot be carried through a loop (load it where it is used)."""
 
-    def __init__(self, canceled: tensor, pids):
-        self._canceled, self._pids = canceled, pids
+    def __init__(self, handle):
+        self.handle = handle  # the decoded scalars: (is_canceled, program id x, y, z)
+        self._canceled, self._pids = handle[0], handle[1:]
         self.type = clc_result_type()
 
     @builtin
@@ -82,5 +83,4 @@ def load_result(src, _semantic=None):
     """Read the response that ``try_cancel`` wrote to ``src`` (wait on its barrier first)."""
     sem = _semantic
     op = sem.create("clc_load_result", [_response(sem, src, "load_result's src")], [int1, int32, int32, int32])
-    values = [tensor(r) for r in op.results]
-    return clc_result(values[0], values[1:])
+    return clc_result(tuple(tensor(r) for r in op.results))
