@@ -62,3 +62,24 @@ def test_sm100a_ptx_assembles():
     assert "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128" in ptx
     assert "clusterlaunchcontrol.query_cancel.is_canceled.pred.b128" in ptx
     assert "clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128" in ptx
+
+
+def test_a_cluster_is_cancelled_once_and_every_cta_gets_the_answer():
+    from cluster_kernels import replicated
+    tiles = 5
+    rng = np.random.default_rng(9)
+    x = rng.integers(-1000, 1000, tiles * BLOCK).astype(np.int32)
+    out = np.full_like(x, -7)
+    owner = np.zeros(tiles, np.int32)
+    with interpreter_on():
+        clc_tiles[(tiles,)](x, out, owner, BLOCK=BLOCK, layout=replicated(2), num_ctas=2)
+    np.testing.assert_array_equal(out, x.astype(np.int64) * 3 + np.repeat(np.arange(tiles), BLOCK))
+    np.testing.assert_array_equal(owner, np.ones(tiles, np.int32))  # one atomic per cluster, all by program 0
+
+
+@needs_ptxas
+def test_sm100a_cluster_ptx_multicasts_the_response():
+    from cluster_kernels import replicated
+    c = clc_tiles.compile("*i32", "*i32", "*i32", target="sm_100a", BLOCK=BLOCK, layout=replicated(2), num_ctas=2)
+    assert ("try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128"
+            in c.asm["ptx"])

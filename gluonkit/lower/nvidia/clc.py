@@ -44,7 +44,7 @@ def _try_cancel(ctx: KernelLowering, op: Operation) -> None:
     if ctx.func.num_ctas > 1:
         rank = b.call(ctx.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []), [])
         pred = b.and_(pred, b.icmp_unsigned("==", rank, I32(0)))
-        text = ("@$2 clusterlaunchcontrol.try_cancel.async.shared::cluster.mbarrier::complete_tx::bytes"
+        text = ("@$2 clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes"
                 ".multicast::cluster::all.b128 [$0], [$1];")
     else:
         text = "@$2 clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [$0], [$1];"
