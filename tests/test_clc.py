@@ -10,6 +10,7 @@ from gluonkit.interpret.errors import InterpreterError
 from gluonkit.ir.diagnostics import CompilationError
 
 from clc_kernels import clc_load_too_early, clc_tiles
+from cluster_kernels import replicated
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -65,7 +66,6 @@ def test_sm100a_ptx_assembles():
 
 
 def test_a_cluster_is_cancelled_once_and_every_cta_gets_the_answer():
-    from cluster_kernels import replicated
     tiles = 5
     rng = np.random.default_rng(9)
     x = rng.integers(-1000, 1000, tiles * BLOCK).astype(np.int32)
@@ -79,7 +79,6 @@ def test_a_cluster_is_cancelled_once_and_every_cta_gets_the_answer():
 
 @needs_ptxas
 def test_sm100a_cluster_ptx_multicasts_the_response():
-    from cluster_kernels import replicated
     c = clc_tiles.compile("*i32", "*i32", "*i32", target="sm_100a", BLOCK=BLOCK, layout=replicated(2), num_ctas=2)
     assert ("try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128"
             in c.asm["ptx"])
