@@ -188,6 +188,7 @@ def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace) -> 
     for i, schedule in enumerate(plans):
         last = i == len(plans) - 1
         saved = None if last else [a.data.copy() for a in memory.allocations]
+        started = memory.launch.next if memory.launch is not None else None
         try:
             lane = None if trace is None else trace.program_run(pid, None if schedule is None else str(schedule))
             Program(func, pid, grid, memory, schedule, lane).run_kernel(values)
@@ -200,6 +201,8 @@ def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace) -> 
         if saved is not None:
             for allocation, data in zip(memory.allocations, saved):
                 allocation.data[:] = data
+            if started is not None:  # the next schedule cancels the same programs again
+                memory.launch.next = started
 
 
 def run_grid(func: Function, grid, args: Sequence[object], memory: Memory, trace=None) -> None:
@@ -215,8 +218,23 @@ def run_grid(func: Function, grid, args: Sequence[object], memory: Memory, trace
     values = _bind_args(func, args)
     if trace is not None:
         trace.start_launch(func.name, grid)
-    for z in range(grid[2]):
-        for y in range(grid[1]):
-            for x in range(grid[0]):
-                _run_schedules(func, (x, y, z), grid, values, memory, trace)
+    launch = memory.launch = GridLaunch([(x, y, z) for z in range(grid[2]) for y in range(grid[1])
+                                         for x in range(grid[0])])
+    try:
+        while launch.next < len(launch.order):  # a cluster-launch-control try_cancel may take programs
+            launch.next += 1
+            _run_schedules(func, launch.order[launch.next - 1], grid, values, memory, trace)
+    finally:
+        memory.launch = None
+
+
+class GridLaunch:
+    """The programs of one launch, in the order the interpreter starts them (axis 0 fastest).
+
+    Programs before ``next`` have started or were cancelled by a cluster-launch-control
+    ``try_cancel`` (:mod:`.nvidia.clc`), which takes the program at ``next``."""
+
+    def __init__(self, order: List[Tuple[int, int, int]]):
+        self.order = order
+        self.next = 0
 

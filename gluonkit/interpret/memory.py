@@ -73,6 +73,7 @@ class Memory:
     def __init__(self):
         self.allocations: List[Allocation] = []
         self._next = _FIRST_ADDRESS
+        self.launch = None  # the running launch's engine.GridLaunch (None: none, or a single run_program)
 
     def register(self, array: np.ndarray, name: Optional[str] = None) -> int:
         """Place ``array`` in memory; return the address of its element 0.

@@ -26,4 +26,5 @@ from . import verify_inline_asm  # noqa: F401,E402  (registers the inline_asm_el
 from . import verify_async_copy  # noqa: F401,E402  (registers the cp.async rules)
 from . import warp_specialize  # noqa: F401,E402  (registers the warp_specialize rule)
 from . import verify_cluster  # noqa: F401,E402  (registers the cluster rules)
+from . import verify_clc  # noqa: F401,E402  (registers the cluster-launch-control rules)
 from . import verify_collective  # noqa: F401,E402  (registers scan, histogram, gather, map_elementwise)

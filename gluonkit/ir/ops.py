@@ -193,6 +193,11 @@ _CATALOGUE = [
     OpDef("cluster_barrier", "", ("relaxed",), "", "none",
           "Every thread of every CTA of the cluster arrives, then waits for all the others; without "
           "relaxed the arrival releases and the wait acquires memory at cluster scope."),
+    OpDef("clc_try_cancel", "result, bar", (), "", "none",
+          "Cluster launch control: asks to cancel a program (cluster) not started yet; its 16-byte response "
+          "lands in result (int64 x 2 shared memory) and completes 16 transaction bytes on bar."),
+    OpDef("clc_load_result", "result", (), "", "int1, int32, int32, int32",
+          "Reads a try_cancel response: whether a program was cancelled, and its program id along axes 0, 1, 2."),
     OpDef("warp_specialize", "", ("num_warps", "num_regs"),
           "default() -> yield v…; worker_i() -> yield", "v…",
           "Runs its regions at the same time on disjoint warps: region 0 (the default partition) on the "

@@ -32,7 +32,6 @@ __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_cl
 FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", 12),
     "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
-    "clc": ("Blackwell cluster launch control", 12),
     "tma_gather": ("TMA gather and scatter", 12),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
@@ -236,13 +235,6 @@ RUBIN = {  # gluonkit.language.nvidia.rubin, besides blackwell's
     "sub4": ("fn", "packed_arith"),
     "mul4": ("fn", "packed_arith"),
     "fma4": ("fn", "packed_arith"),
-}
-
-CLC = {  # gluonkit.language.nvidia.blackwell.clc
-    "try_cancel": ("fn", "clc"),
-    "load_result": ("fn", "clc"),
-    "clc_result": ("class", "clc"),
-    "clc_result_type": ("class", "clc"),
 }
 
 FPSAN = {  # gluonkit.language.fpsan

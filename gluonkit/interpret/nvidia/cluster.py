@@ -34,6 +34,7 @@ class Cluster:
 
     def __init__(self, num_ctas: int):
         self.arrivals: List[int] = [0] * num_ctas
+        self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
         self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it
 
@@ -56,6 +57,7 @@ def run_cluster(func, pid, grid, values, memory, trace) -> None:
     for i, schedule in enumerate(_SCHEDULES):
         last = i == len(_SCHEDULES) - 1
         saved = None if last else [a.data.copy() for a in memory.allocations]
+        started = memory.launch.next if memory.launch is not None else None
         try:
             _run_once(func, pid, grid, values, memory, trace, schedule)
         except InterpreterError as e:
@@ -66,6 +68,8 @@ def run_cluster(func, pid, grid, values, memory, trace) -> None:
         if saved is not None:
             for allocation, data in zip(memory.allocations, saved):
                 allocation.data[:] = data
+            if started is not None:  # the next schedule cancels the same programs again (nvidia/clc.py)
+                memory.launch.next = started
 
 
 def _run_once(func, pid, grid, values, memory, trace, schedule: Schedule) -> None:

@@ -49,7 +49,7 @@ def infer_rule(*names: str):
             "local_alloc", "local_load", "local_store", "memdesc_index", "memdesc_slice", "memdesc_permute",
             "memdesc_reshape", "memdesc_reinterpret", "mbarrier_init", "mbarrier_expect", "mbarrier_arrive",
             "mbarrier_wait", "mbarrier_invalidate", "fence_async_shared", "thread_barrier",
-            "cluster_barrier",
+            "cluster_barrier", "clc_try_cancel", "clc_load_result",
             "async_tma_copy_global_to_shared", "async_tma_copy_shared_to_global", "async_tma_store_wait",
             "tmem_alloc", "tmem_load", "tmem_store", "tmem_index", "tmem_slice", "tmem_reinterpret",
             "tcgen05_mma", "tcgen05_commit")

@@ -181,7 +181,9 @@ class _Analysis:
             return [(WRITE, self._bytes(op.results[0]))] if operands else []
         if name == "local_store" or name in ("mbarrier_init", "mbarrier_invalidate"):
             return [(WRITE, self._bytes(operands[0]))]
-        if name in ("local_load", "mbarrier_expect", "mbarrier_arrive", "mbarrier_wait", "async_copy_mbarrier_arrive"):
+        if name == "clc_try_cancel":  # the response lands later, like a TMA load
+            return [(ASYNC_WRITE, self._bytes(operands[0])), (READ, self._bytes(operands[1]))]
+        if name in ("local_load", "clc_load_result", "mbarrier_expect", "mbarrier_arrive", "mbarrier_wait", "async_copy_mbarrier_arrive"):
             return [(READ, self._bytes(operands[0]))]
         if name == "warpgroup_mma":
             shared = [v for v in operands[:2] if isinstance(v.type, SharedMemoryDescType)]

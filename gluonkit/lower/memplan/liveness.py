@@ -87,6 +87,8 @@ def _async_uses(op: Operation) -> List[Tuple[int, str]]:
         return [(1, _TMA_STORE)]
     if op.name == "async_tma_copy_global_to_shared":
         return [(1, _TMA_LOAD), (2, _TMA_LOAD)]
+    if op.name == "clc_try_cancel":  # its response lands like a TMA load: until a wait on the barrier
+        return [(0, _TMA_LOAD), (1, _TMA_LOAD)]
     if op.name == "warpgroup_mma" and op.attrs["is_async"]:
         return [(0, _WGMMA), (1, _WGMMA)]
     if op.name == "async_copy_global_to_shared":
@@ -219,9 +221,9 @@ class _Liveness:
         return self.end_of_function
 
     def _last_barrier_wait(self, load: Operation, alloc: Operation) -> int:
-        """The end of the last ``mbarrier_wait`` on the barrier of TMA load ``load`` that can run
+        """The end of the last ``mbarrier_wait`` on the barrier of TMA load (or try_cancel) ``load`` that can run
         after it, as a use of ``alloc`` there (the end of the function if there is none)."""
-        barriers = self._of(load.operands[2])
+        barriers = self._of(load.operands[1 if load.name == "clc_try_cancel" else 2])
         ends = [self._extent(wait, alloc) for wait in self.waits if self._of(wait.operands[0]) & barriers]
         ends = [e for e in ends if e > self.pos[id(load)]]
         return max(ends) if ends else self.end_of_function
