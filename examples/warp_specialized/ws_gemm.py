@@ -53,12 +53,38 @@ from persistent_gemm import default_num_programs, element_dtype, gemm_layouts, g
 
 
 @gluonkit.jit
+def _b_operand(b_stage, B_KMAJOR: gl.constexpr):
+    """B's ``[BK, BN]`` wgmma operand: the stage itself, or its ``[BN, BK]`` (K-major) block transposed."""
+    if B_KMAJOR:
+        return b_stage.permute((1, 0))
+    return b_stage
+
+
+@gluonkit.jit
+def _load_scale(scale_a, scale_b):
+    """The epilogue's factor ``scale_a[0] * scale_b[0]`` (fp32 device scalars), or ``None`` without scales."""
+    if scale_a is None:
+        return None
+    return gl.load(scale_a) * gl.load(scale_b)
+
+
+@gluonkit.jit
+def _scaled(acc, scale):
+    """``acc * scale``, or ``acc`` when there is no scale."""
+    if scale is None:
+        return acc
+    return acc * scale
+
+
+@gluonkit.jit
 def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr):
-    """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages."""
+              STAGES: gl.constexpr, B_KMAJOR: gl.constexpr):
+    """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages.
+
+    B's blocks are ``[BK, BN]``, or ``[BN, BK]`` slices of an ``[N, K]`` B with ``B_KMAJOR``."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -71,16 +97,22 @@ def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M: gl
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
             tma.async_load(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage))
-            tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+            if B_KMAJOR:
+                tma.async_load(b_desc, [pid_n * BN, k * BK], ready.index(stage), b_smem.index(stage))
+            else:
+                tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
 
 
 @gluonkit.jit
 def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr):
-    """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile."""
+              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
+              B_KMAJOR: gl.constexpr, scale_a, scale_b):
+    """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile
+    (times ``scale_a[0] * scale_b[0]`` unless the scale pointers are ``None``)."""
+    scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
-    BN: gl.constexpr = b_smem.shape[2]
+    BN: gl.constexpr = c_desc.block_type.shape[1] * EPILOGUE_SPLIT
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -92,28 +124,32 @@ def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M: gl
             step = t * k_tiles + k
             stage = step % STAGES
             mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+            acc = warpgroup_mma(a_smem.index(stage), _b_operand(b_smem.index(stage), B_KMAJOR), acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
             gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
         mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem, acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        store_tile(c_desc, c_smem, _scaled(acc, scale).to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
     tma.store_wait(0)
 
 
 @gluonkit.jit
 def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                   EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                   B_KMAJOR: gl.constexpr = False, scale_a=None, scale_b=None):
+    """Cooperative: the kernel's 8 warps (two warpgroups) share each tile.  ``B_KMAJOR``: B is
+    ``[N, K]`` (fp8); ``scale_a``/``scale_b``: fp32 scalars that multiply C (see ws_gemm_fp8.py)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     gl.static_assert(EPILOGUE_SPLIT == 1 or EPILOGUE_SPLIT == 2, "EPILOGUE_SPLIT must be 1 or 2")
     gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
                      "C's block must be BM x (BN // EPILOGUE_SPLIT)")
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], b_desc.block_type.shape[1]],
+                                       b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -123,8 +159,8 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
     fence_async_shared()
     gl.warp_specialize([
         (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, M, N, K, GROUP_M, STAGES, EPILOGUE_SPLIT,
-                     acc_layout)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+                     acc_layout, B_KMAJOR, scale_a, scale_b)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES, B_KMAJOR)),
     ], [1], [PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -134,11 +170,12 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_
 @gluonkit.jit
 def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M: gl.constexpr,
                        STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
-                       WHICH: gl.constexpr):
+                       WHICH: gl.constexpr, B_KMAJOR: gl.constexpr, scale_a, scale_b):
     """One ping-pong consumer warpgroup: the program's tiles ``WHICH, WHICH + 2, …``, MMAs in turns."""
+    scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
-    BN: gl.constexpr = b_smem.shape[2]
+    BN: gl.constexpr = c_desc.block_type.shape[1] * EPILOGUE_SPLIT
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -153,7 +190,7 @@ def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N,
             step = t * k_tiles + k
             stage = step % STAGES
             mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-            acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+            acc = warpgroup_mma(a_smem.index(stage), _b_operand(b_smem.index(stage), B_KMAJOR), acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
             gl.thread_barrier()  # thread 0 arrives for the warpgroup
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
@@ -161,25 +198,27 @@ def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N,
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
         mbarrier.arrive(empty.index((t * k_tiles + k_tiles - 1) % STAGES))
-        store_tile(c_desc, c_smem.index(WHICH), acc.to(c_desc.dtype), pid_m * BM, pid_n * BN, EPILOGUE_SPLIT)
+        store_tile(c_desc, c_smem.index(WHICH), _scaled(acc, scale).to(c_desc.dtype), pid_m * BM, pid_n * BN,
+                   EPILOGUE_SPLIT)
     tma.store_wait(0)
 
 
 @gluonkit.jit
 def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                             EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr):
+                            CONSUMER_REGS: gl.constexpr, B_KMAJOR: gl.constexpr = False, scale_a=None, scale_b=None):
     """Ping-pong: two one-warpgroup consumers (the kernel's 4 warps and a 4-warp worker) on
     alternate tiles; ``turn`` mbarriers make their main loops take turns, so one's epilogue
     runs under the other's MMAs."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     gl.static_assert(EPILOGUE_SPLIT == 1 or EPILOGUE_SPLIT == 2, "EPILOGUE_SPLIT must be 1 or 2")
     gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
                      "C's block must be BM x (BN // EPILOGUE_SPLIT)")
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], b_desc.block_type.shape[1]],
+                                       b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BM, c_desc.block_type.shape[1]], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -192,10 +231,10 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexp
     fence_async_shared()
     gl.warp_specialize([
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 0)),
+                              EPILOGUE_SPLIT, acc_layout, 0, B_KMAJOR, scale_a, scale_b)),
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, M, N, K, GROUP_M, STAGES,
-                              EPILOGUE_SPLIT, acc_layout, 1)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES)),
+                              EPILOGUE_SPLIT, acc_layout, 1, B_KMAJOR, scale_a, scale_b)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, GROUP_M, STAGES, B_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -229,21 +268,23 @@ DEFAULT_GROUP_M = 16
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
-            num_programs: int = None):
+            num_programs: int = None, b_kmajor: bool = False, scales=()):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
     ``PINGPONG=True``: two one-warpgroup consumers take alternate tiles (the kernel's 4 warps
     and a 4-warp worker at ``consumer_regs``).  The producer's warp comes on top, so the CTA
     has 12 warps either way.  Descriptors, layouts and grid are built once here.
+    ``b_kmajor``: B is given as ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element
+    fp32 arrays whose product multiplies C (``ws_gemm_fp8.prepare`` checks them).
     """
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
-    N = b.shape[1]
+    N = b.shape[0] if b_kmajor else b.shape[1]
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
-        BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
+        BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps, b_kmajor)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
-    b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
+    b_desc = TensorDescriptor.from_tensor(b, [BN, BK] if b_kmajor else [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
     grid = (min(tiles, num_programs or default_num_programs()),)
@@ -251,6 +292,10 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
         launch, extra = ws_gemm_pingpong_kernel[grid], dict(CONSUMER_REGS=consumer_regs)
     else:
         launch, extra = ws_gemm_kernel[grid], {}
+    if b_kmajor:
+        extra["B_KMAJOR"] = True
+    if scales:
+        extra["scale_a"], extra["scale_b"] = scales
 
     def run():
         launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
