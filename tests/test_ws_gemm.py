@@ -80,7 +80,7 @@ def _compile(target, BN=256, stages=4, split=2, out=ir.bfloat16, inp=ir.bfloat16
         TensorDescType((BM, BK), inp, nvmma([BM, BK], inp)), TensorDescType((BK, BN), inp, nvmma([BK, BN], inp)),
         TensorDescType(c_block, out, nvmma(list(c_block), out)), "i32", "i32", "i32",
         STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=split, acc_layout=acc, PRODUCER_REGS=24, num_warps=warps,
-        target=target, **extra)
+        target=target, scale_a=None, scale_b=None, **extra)  # no scales: the 16-bit GEMM
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")

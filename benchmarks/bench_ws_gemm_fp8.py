@@ -1,0 +1,177 @@
+"""fp8 GEMM TFLOP/s: ``ws_gemm_fp8`` beside ``torch._scaled_mm`` (cuBLASLt) and Triton's fp8 ``tl.dot``.
+
+``C = (A @ B^T) * scale_a * scale_b`` with A ``[M, K]``, B ``[N, K]`` row-major e4m3, fp32
+per-tensor scales, bf16 C.  For each shape: our kernel in both variants (cooperative 128 × 256,
+ping-pong 128 × 128; ``ws`` is the one ``ws_gemm_fp8.choose_config`` picks),
+``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)`` and a plain Triton
+fp8 matmul (the best of ``TRITON_CONFIGS`` on that shape, chosen with a short timing first).
+Every result is first checked against an fp32 matmul of the same inputs with C poisoned (NaN);
+the columns are medians of calls alternating kernel by kernel after an L2 flush
+(``timing.alternating``).
+
+Run on a Hopper GPU: ``PYTHONPATH=$PWD python benchmarks/bench_ws_gemm_fp8.py``
+(``--shapes 8192x8192x8192`` to pick shapes, ``--dtype float8_e5m2``, ``--sweep`` to time
+each configuration of ``SWEEP`` instead).
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import ws_gemm_fp8  # noqa: E402
+from timing import alternating, percentile  # noqa: E402
+
+SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024), (16384, 8192, 1024), (4999, 4104, 3000))
+COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=16)
+PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8)
+SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=8), dict(COOPERATIVE, EPILOGUE_SPLIT=1, STAGES=3),
+         dict(COOPERATIVE, STAGES=3), PINGPONG, dict(PINGPONG, GROUP_M=16), dict(PINGPONG, STAGES=5),
+         dict(PINGPONG, producer_regs=40, consumer_regs=232))
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps) of the Triton baseline.
+TRITON_CONFIGS = ((128, 256, 128, 8, 3, 8), (128, 256, 128, 8, 4, 8), (128, 128, 128, 8, 4, 8),
+                  (128, 128, 128, 8, 5, 4))
+
+
+@triton.jit
+def _triton_fp8_matmul(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """C = (A @ B^T) * sa * sb, A [M, K] and B [N, K] row-major: the textbook tiled ``tl.dot``."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_pid_n
+    first_m = (pid // group) * GROUP_M
+    rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % rows
+    pid_n = (pid % group) // rows
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_n[None, :] * K + offs_k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        mask = offs_k < K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=mask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=mask[:, None], other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    acc = acc * (tl.load(sa_ptr) * tl.load(sb_ptr))
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _triton_call(a, b, c, sa, sb, cfg):
+    BM, BN, BK, GM, stages, warps = cfg
+    M, K = a.shape
+    N = b.shape[0]
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    return lambda: _triton_fp8_matmul[grid](a, b, c, sa, sb, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                                            GROUP_M=GM, num_stages=stages, num_warps=warps)
+
+
+def _checked(fn, c, ref, name):
+    """Run ``fn`` once into a poisoned ``c`` and return its relative error (raises when wrong)."""
+    c.fill_(float("nan"))
+    out = fn()
+    torch.cuda.synchronize()
+    out = c if out is None else out
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    if not err < 1e-2:
+        raise AssertionError(f"{name}: relative error {err}")
+    return err
+
+
+def _inputs(M, N, K, dtype):
+    a = torch.randn(M, K, device="cuda").to(dtype)
+    b = torch.randn(N, K, device="cuda").to(dtype)
+    sa = torch.tensor(0.75, device="cuda")
+    sb = torch.tensor(1.25, device="cuda")
+    ref = (a.float() @ b.float().t()) * (0.75 * 1.25)
+    return a, b, sa, sb, ref
+
+
+def _best_triton(a, b, sa, sb, ref):
+    """The fastest of ``TRITON_CONFIGS`` on this shape (checked, then timed briefly)."""
+    c = torch.empty(a.shape[0], b.shape[0], device="cuda", dtype=torch.bfloat16)
+    fns = {}
+    for cfg in TRITON_CONFIGS:
+        try:
+            fns[cfg] = _triton_call(a, b, c, sa, sb, cfg)
+            _checked(fns[cfg], c, ref, f"triton {cfg}")
+        except (triton.OutOfResources, triton.CompilationError):
+            fns.pop(cfg)
+    ms, _ = alternating(fns, samples=10)
+    return min(ms, key=ms.get)
+
+
+def bench(M, N, K, dtype, sm_count):
+    a, b, sa, sb, ref = _inputs(M, N, K, dtype)
+    cs = {name: torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for name in ("coop", "pp", "triton")}
+    tcfg = _best_triton(a, b, sa, sb, ref)
+    fns = dict(coop=ws_gemm_fp8.prepare(a, b, cs["coop"], sa, sb, **COOPERATIVE),
+               pp=ws_gemm_fp8.prepare(a, b, cs["pp"], sa, sb, **PINGPONG),
+               scaled_mm=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
+               triton=_triton_call(a, b, cs["triton"], sa, sb, tcfg))
+    err = max(_checked(fns[name], cs[name], ref, name) for name in ("coop", "pp", "triton"))
+    err = max(err, _checked(fns["scaled_mm"], cs["coop"], ref, "scaled_mm"))
+    ms, rounds = alternating(fns)
+    tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
+    pick = "pp" if ws_gemm_fp8.choose_config(M, N, K, 2, sm_count)["PINGPONG"] else "coop"
+    ratios = [ref_ms / ours for ref_ms, ours in zip(rounds["scaled_mm"], rounds[pick])]
+    print(f"{M:>5}x{N:<5}x{K:<5} {tf['coop']:6.0f} {tf['pp']:6.0f} {tf['scaled_mm']:6.0f} {tf['triton']:6.0f}  "
+          f"{pick:4} {tf[pick] / tf['scaled_mm']:6.3f} {max(tf['coop'], tf['pp']) / tf['scaled_mm']:6.3f} "
+          f"{tf[pick] / tf['triton']:6.3f}  {percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
+          f"{err:.1e}  triton {tcfg}", flush=True)
+
+
+def sweep(shapes, dtype):
+    """Every configuration of ``SWEEP`` on ``shapes``: TFLOP/s and the ratio to ``torch._scaled_mm``."""
+    for M, N, K in shapes:
+        a, b, sa, sb, ref = _inputs(M, N, K, dtype)
+        c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        fns = {}
+        for cfg in SWEEP:
+            name = ",".join(f"{k}={v}" for k, v in cfg.items())
+            fns[name] = ws_gemm_fp8.prepare(a, b, c, sa, sb, **cfg)
+            _checked(fns[name], c, ref, name)
+        fns["scaled_mm"] = lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        ms, _ = alternating(fns, samples=30)
+        for name in fns:
+            if name != "scaled_mm":
+                print(f"sweep {M}x{N}x{K} {name}: {2 * M * N * K / ms[name] / 1e9:6.0f} TFLOP/s  "
+                      f"{ms['scaled_mm'] / ms[name]:.3f} x _scaled_mm", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", help="comma-separated MxNxK (default: SHAPES)")
+    parser.add_argument("--dtype", default="float8_e4m3fn")
+    parser.add_argument("--sweep", action="store_true")
+    args = parser.parse_args()
+    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    dtype = getattr(torch, args.dtype)
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
+          f"{args.dtype} inputs, bf16 output")
+    if args.sweep:
+        sweep(shapes, dtype)
+        return
+    print("TFLOP/s, medians of calls alternating kernel by kernel after an L2 flush (benchmarks/timing.py); "
+          "coop = cooperative 128x256, pp = ping-pong 128x128, ws = the one choose_config picks")
+    print("  M    x N    x K       coop     pp scl_mm triton  ws   ws/smm best/smm ws/tri  ws/smm 10-90%  rel.err")
+    for shape in shapes:
+        bench(*shape, dtype, sm_count)
+
+
+if __name__ == "__main__":
+    main()
