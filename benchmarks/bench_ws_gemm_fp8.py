@@ -121,16 +121,20 @@ def bench(M, N, K, dtype, sm_count):
     fns = dict(coop=ws_gemm_fp8.prepare(a, b, cs["coop"], sa, sb, **COOPERATIVE),
                pp=ws_gemm_fp8.prepare(a, b, cs["pp"], sa, sb, **PINGPONG),
                scaled_mm=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
+               fast=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                             use_fast_accum=True),
                triton=_triton_call(a, b, cs["triton"], sa, sb, tcfg))
     err = max(_checked(fns[name], cs[name], ref, name) for name in ("coop", "pp", "triton"))
-    err = max(err, _checked(fns["scaled_mm"], cs["coop"], ref, "scaled_mm"))
+    err = max([err] + [_checked(fns[name], cs["coop"], ref, name) for name in ("scaled_mm", "fast")])
     ms, rounds = alternating(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
     pick = "pp" if ws_gemm_fp8.choose_config(M, N, K, 2, sm_count)["PINGPONG"] else "coop"
     ratios = [ref_ms / ours for ref_ms, ours in zip(rounds["scaled_mm"], rounds[pick])]
-    print(f"{M:>5}x{N:<5}x{K:<5} {tf['coop']:6.0f} {tf['pp']:6.0f} {tf['scaled_mm']:6.0f} {tf['triton']:6.0f}  "
+    print(f"{M:>5}x{N:<5}x{K:<5} {tf['coop']:6.0f} {tf['pp']:6.0f} {tf['scaled_mm']:6.0f} {tf['fast']:6.0f} "
+          f"{tf['triton']:6.0f}  "
           f"{pick:4} {tf[pick] / tf['scaled_mm']:6.3f} {max(tf['coop'], tf['pp']) / tf['scaled_mm']:6.3f} "
-          f"{tf[pick] / tf['triton']:6.3f}  {percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
+          f"{tf[pick] / tf['fast']:6.3f} {tf[pick] / tf['triton']:6.3f}  "
+          f"{percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
           f"{err:.1e}  triton {tcfg}", flush=True)
 
 
@@ -168,7 +172,9 @@ def main():
         return
     print("TFLOP/s, medians of calls alternating kernel by kernel after an L2 flush (benchmarks/timing.py); "
           "coop = cooperative 128x256, pp = ping-pong 128x128, ws = the one choose_config picks")
-    print("  M    x N    x K       coop     pp scl_mm triton  ws   ws/smm best/smm ws/tri  ws/smm 10-90%  rel.err")
+    print("smm = torch._scaled_mm (default: use_fast_accum=False), fast = its use_fast_accum=True")
+    print("  M    x N    x K       coop     pp    smm   fast triton  ws   ws/smm best/smm ws/fast ws/tri  "
+          "ws/smm 10-90%  rel.err")
     for shape in shapes:
         bench(*shape, dtype, sm_count)
 
