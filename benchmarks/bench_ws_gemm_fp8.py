@@ -124,8 +124,8 @@ def bench(M, N, K, dtype, sm_count):
                fast=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                              use_fast_accum=True),
                triton=_triton_call(a, b, cs["triton"], sa, sb, tcfg))
-    err = max(_checked(fns[name], cs[name], ref, name) for name in ("coop", "pp", "triton"))
-    err = max([err] + [_checked(fns[name], cs["coop"], ref, name) for name in ("scaled_mm", "fast")])
+    err = {name: _checked(fns[name], cs[name], ref, name) for name in ("coop", "pp", "triton")}
+    err.update({name: _checked(fns[name], cs["coop"], ref, name) for name in ("scaled_mm", "fast")})
     ms, rounds = alternating(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
     pick = "pp" if ws_gemm_fp8.choose_config(M, N, K, 2, sm_count)["PINGPONG"] else "coop"
@@ -135,7 +135,7 @@ def bench(M, N, K, dtype, sm_count):
           f"{pick:4} {tf[pick] / tf['scaled_mm']:6.3f} {max(tf['coop'], tf['pp']) / tf['scaled_mm']:6.3f} "
           f"{tf[pick] / tf['fast']:6.3f} {tf[pick] / tf['triton']:6.3f}  "
           f"{percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
-          f"{err:.1e}  triton {tcfg}", flush=True)
+          f"{max(err['coop'], err['pp']):.1e} {err['scaled_mm']:.1e} {err['fast']:.1e}  triton {tcfg}", flush=True)
 
 
 def sweep(shapes, dtype):
@@ -174,7 +174,7 @@ def main():
           "coop = cooperative 128x256, pp = ping-pong 128x128, ws = the one choose_config picks")
     print("smm = torch._scaled_mm (default: use_fast_accum=False), fast = its use_fast_accum=True")
     print("  M    x N    x K       coop     pp    smm   fast triton  ws   ws/smm best/smm ws/fast ws/tri  "
-          "ws/smm 10-90%  rel.err")
+          "ws/smm 10-90%  rel.err: ws smm fast")
     for shape in shapes:
         bench(*shape, dtype, sm_count)
 
