@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import ws_gemm_fp8  # noqa: E402
 from timing import alternating, percentile  # noqa: E402
 
-SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024), (16384, 8192, 1024), (4999, 4112, 3008))  # _scaled_mm: K, N multiples of 16
+# The ragged shape's N and K are multiples of 16, as torch._scaled_mm requires.
+SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024), (16384, 8192, 1024), (4999, 4112, 3008))
 COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=16)
 PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8)
 SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=8), dict(COOPERATIVE, EPILOGUE_SPLIT=1, STAGES=3),
