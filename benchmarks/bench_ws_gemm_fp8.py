@@ -1,8 +1,8 @@
 """fp8 GEMM TFLOP/s: ``ws_gemm_fp8`` beside ``torch._scaled_mm`` (cuBLASLt) and Triton's fp8 ``tl.dot``.
 
 ``C = (A @ B^T) * scale_a * scale_b`` with A ``[M, K]``, B ``[N, K]`` row-major e4m3, fp32
-per-tensor scales, bf16 C.  For each shape: our kernel in both variants (cooperative 128 × 256,
-ping-pong 128 × 128; ``ws`` is the one ``ws_gemm_fp8.choose_config`` picks),
+per-tensor scales, bf16 C.  For each shape: our kernel as ``ws_gemm_fp8.choose_config`` configures
+it (``ws``) and in its two fixed variants (cooperative 128 × 256, ping-pong 128 × 128),
 ``torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)`` and a plain Triton
 fp8 matmul (the best of ``TRITON_CONFIGS`` on that shape, chosen with a short timing first).
 Every result is first checked against an fp32 matmul of the same inputs with C poisoned (NaN);
@@ -30,11 +30,11 @@ from timing import alternating, percentile  # noqa: E402
 
 # The ragged shape's N and K are multiples of 16, as torch._scaled_mm requires.
 SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024), (16384, 8192, 1024), (4999, 4112, 3008))
-COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=16)
+COOPERATIVE = dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=8)
 PINGPONG = dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8)
-SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=8), dict(COOPERATIVE, EPILOGUE_SPLIT=1, STAGES=3),
-         dict(COOPERATIVE, STAGES=3), dict(BM=256, BN=128, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=16),
-         PINGPONG, dict(PINGPONG, GROUP_M=16), dict(PINGPONG, STAGES=5))
+SWEEP = (COOPERATIVE, dict(COOPERATIVE, GROUP_M=16), dict(COOPERATIVE, EPILOGUE_SPLIT=1, STAGES=3),
+         dict(BM=256, BN=128, STAGES=4, EPILOGUE_SPLIT=2, GROUP_M=8), dict(BM=256, BN=128, STAGES=4, GROUP_M=16),
+         PINGPONG, dict(PINGPONG, STAGES=5))
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps) of the Triton baseline.
 TRITON_CONFIGS = ((128, 256, 128, 8, 3, 8), (128, 256, 128, 8, 4, 8), (128, 128, 128, 8, 4, 8),
                   (128, 128, 128, 8, 5, 4))
@@ -120,26 +120,27 @@ def _best_triton(a, b, sa, sb, ref):
 
 def bench(M, N, K, dtype, sm_count):
     a, b, sa, sb, ref = _inputs(M, N, K, dtype)
-    cs = {name: torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for name in ("coop", "pp", "triton")}
+    cs = {name: torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for name in ("ws", "coop", "pp", "triton")}
     tcfg = _best_triton(a, b, sa, sb, ref)
-    fns = dict(coop=ws_gemm_fp8.prepare(a, b, cs["coop"], sa, sb, **COOPERATIVE),
+    fns = dict(ws=ws_gemm_fp8.prepare(a, b, cs["ws"], sa, sb),
+               coop=ws_gemm_fp8.prepare(a, b, cs["coop"], sa, sb, **COOPERATIVE),
                pp=ws_gemm_fp8.prepare(a, b, cs["pp"], sa, sb, **PINGPONG),
                scaled_mm=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
                fast=lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
                                              use_fast_accum=True),
                triton=_triton_call(a, b, cs["triton"], sa, sb, tcfg))
-    err = {name: _checked(fns[name], cs[name], ref, name) for name in ("coop", "pp", "triton")}
+    err = {name: _checked(fns[name], cs[name], ref, name) for name in ("ws", "coop", "pp", "triton")}
     err.update({name: _checked(fns[name], cs["coop"], ref, name) for name in ("scaled_mm", "fast")})
     ms, rounds = alternating(fns)
     tf = {k: 2 * M * N * K / v / 1e9 for k, v in ms.items()}
-    pick = "pp" if ws_gemm_fp8.choose_config(M, N, K, 2, sm_count)["PINGPONG"] else "coop"
-    ratios = [ref_ms / ours for ref_ms, ours in zip(rounds["scaled_mm"], rounds[pick])]
-    print(f"{M:>5}x{N:<5}x{K:<5} {tf['coop']:6.0f} {tf['pp']:6.0f} {tf['scaled_mm']:6.0f} {tf['fast']:6.0f} "
-          f"{tf['triton']:6.0f}  "
-          f"{pick:4} {tf[pick] / tf['scaled_mm']:6.3f} {max(tf['coop'], tf['pp']) / tf['scaled_mm']:6.3f} "
-          f"{tf[pick] / tf['fast']:6.3f} {tf[pick] / tf['triton']:6.3f}  "
+    cfg = ws_gemm_fp8.choose_config(M, N, K, 2, sm_count)
+    pick = "pp" if cfg["PINGPONG"] else f"{cfg['BM']}x{cfg['BN']}"
+    ratios = [ref_ms / ours for ref_ms, ours in zip(rounds["scaled_mm"], rounds["ws"])]
+    print(f"{M:>5}x{N:<5}x{K:<5} {tf['ws']:6.0f} {tf['coop']:6.0f} {tf['pp']:6.0f} {tf['scaled_mm']:6.0f} "
+          f"{tf['fast']:6.0f} {tf['triton']:6.0f}  {pick:7} {tf['ws'] / tf['scaled_mm']:6.3f} "
+          f"{tf['ws'] / tf['fast']:6.3f} {tf['ws'] / tf['triton']:6.3f}  "
           f"{percentile(ratios, 0.1):5.3f}-{percentile(ratios, 0.9):5.3f}  "
-          f"{max(err['coop'], err['pp']):.1e} {err['scaled_mm']:.1e} {err['fast']:.1e}  triton {tcfg}", flush=True)
+          f"{err['ws']:.1e} {err['scaled_mm']:.1e} {err['fast']:.1e}  triton {tcfg}", flush=True)
 
 
 def sweep(shapes, dtype):
@@ -175,9 +176,9 @@ def main():
         sweep(shapes, dtype)
         return
     print("TFLOP/s, medians of calls alternating kernel by kernel after an L2 flush (benchmarks/timing.py); "
-          "coop = cooperative 128x256, pp = ping-pong 128x128, ws = the one choose_config picks")
+          "ws = choose_config's pick (named in 'pick'), coop = cooperative 128x256, pp = ping-pong 128x128")
     print("smm = torch._scaled_mm (default: use_fast_accum=False), fast = its use_fast_accum=True")
-    print("  M    x N    x K       coop     pp    smm   fast triton  ws   ws/smm best/smm ws/fast ws/tri  "
+    print("  M    x N    x K         ws   coop     pp    smm   fast triton  pick    ws/smm ws/fst ws/tri  "
           "ws/smm 10-90%  rel.err: ws smm fast")
     for shape in shapes:
         bench(*shape, dtype, sm_count)

@@ -52,26 +52,27 @@ def test_ws_gemm_fp8_in_the_interpreter(monkeypatch, M, N, K, a_type, b_type, ou
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
 
 
-@pytest.mark.parametrize("M, N, K, pingpong, BN, stages", [
-    (8192, 8192, 8192, False, 256, 4),   # deep K: cooperative 128 x 256, 48 KB per stage
-    (8192, 8192, 1024, True, 128, 6),    # shallow K: ping-pong 128 x 128, 32 KB per stage
+@pytest.mark.parametrize("M, N, K, pingpong, BM, BN, stages", [
+    (8192, 8192, 8192, False, 128, 256, 4),   # deep K: cooperative 128 x 256, 48 KB per stage
+    (4999, 4112, 3008, False, 256, 128, 4),   # N just above 16 x 256: 256 x 128 tiles take 5 waves, not 6
+    (8192, 8192, 1024, True, 128, 128, 6),    # shallow K: ping-pong 128 x 128, 32 KB per stage
 ])
-def test_choose_config_fills_shared_memory_with_fp8_stages(M, N, K, pingpong, BN, stages):
+def test_choose_config_fills_shared_memory_with_fp8_stages(M, N, K, pingpong, BM, BN, stages):
     cfg = ws_gemm_fp8.choose_config(M, N, K, 2, 132)
-    assert (cfg["PINGPONG"], cfg["BN"], cfg["BK"], cfg["STAGES"]) == (pingpong, BN, 128, stages)
-    c_bytes = (2 if pingpong else 1) * 128 * BN // 2 * 2
-    assert stages * (128 + BN) * 128 + c_bytes <= ws_gemm_fp8.SHARED_BYTES
+    assert (cfg["PINGPONG"], cfg["BM"], cfg["BN"], cfg["BK"], cfg["STAGES"]) == (pingpong, BM, BN, 128, stages)
+    c_bytes = (2 if pingpong else 1) * BM * BN // 2 * 2
+    assert stages * (BM + BN) * 128 + c_bytes <= ws_gemm_fp8.SHARED_BYTES
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
-@pytest.mark.parametrize("pingpong, BN, stages", [(False, 256, 4), (True, 128, 6)])
-def test_ws_gemm_fp8_compiles_for_hopper_without_spills(pingpong, BN, stages):
+@pytest.mark.parametrize("pingpong, BM, BN, stages", [(False, 128, 256, 4), (False, 256, 128, 4), (True, 128, 128, 6)])
+def test_ws_gemm_fp8_compiles_for_hopper_without_spills(pingpong, BM, BN, stages):
     warps = 4 if pingpong else 8
-    a_l, b_l, c_l, c_block, acc = gemm_layouts(128, BN, 128, ir.float8e4nv, ir.bfloat16, 2, warps, True)
+    a_l, b_l, c_l, c_block, acc = gemm_layouts(BM, BN, 128, ir.float8e4nv, ir.bfloat16, 2, warps, True)
     kernel, extra = ((ws_gemm.ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if pingpong else
                      (ws_gemm.ws_gemm_kernel, {}))
     compiled = kernel.compile(
-        TensorDescType((128, 128), ir.float8e4nv, a_l), TensorDescType((BN, 128), ir.float8e5, b_l),
+        TensorDescType((BM, 128), ir.float8e4nv, a_l), TensorDescType((BN, 128), ir.float8e5, b_l),
         TensorDescType(tuple(c_block), ir.bfloat16, c_l), "i32", "i32", "i32", "*fp32", "*fp32",
         STAGES=stages, GROUP_M=16, EPILOGUE_SPLIT=2, acc_layout=acc, PRODUCER_REGS=24, num_warps=warps,
         B_KMAJOR=True, target="sm_90a", **extra)
