@@ -52,6 +52,18 @@ def test_ws_gemm_fp8_in_the_interpreter(monkeypatch, M, N, K, a_type, b_type, ou
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
 
 
+@pytest.mark.parametrize("pingpong, split_k, split_tiles", [(False, 2, None), (True, 3, 2)])
+def test_ws_gemm_fp8_with_split_k_in_the_interpreter(monkeypatch, pingpong, split_k, split_tiles):
+    """K-major fp8 B and scales together with ws_gemm's split-K (partials scaled, then summed)."""
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    a, b, scales = _operands(200, 136, 384, "e4m3", "e5m2", np.random.default_rng())
+    c = np.full((200, 136), np.nan, np.float32)
+    ws_gemm_fp8.gemm(a, b, c, *scales, BN=64, STAGES=2, PINGPONG=pingpong, num_programs=3, SPLIT_K=split_k,
+                     SPLIT_TILES=split_tiles)
+    ref = _reference(a, b, scales)
+    assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE["float32"]
+
+
 @pytest.mark.parametrize("M, N, K, pingpong, BM, BN, stages", [
     (8192, 8192, 8192, False, 128, 256, 4),   # deep K: cooperative 128 x 256, 48 KB per stage
     (4999, 4112, 3008, False, 256, 128, 4),   # N just above 16 x 256: 256 x 128 tiles take 5 waves, not 6
