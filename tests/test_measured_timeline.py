@@ -33,7 +33,7 @@ def _ws_gemm(target: str, instrument):
         TensorDescType((BM, BK), bf16, a_layout), TensorDescType((BK, BN), bf16, b_layout),
         TensorDescType(tuple(c_block), bf16, c_layout), "*fp32", "i32", "i32", "i32", "i32",
         STAGES=4, GROUP_M=16, EPILOGUE_SPLIT=2, acc_layout=acc, PRODUCER_REGS=24, num_warps=8, target=target,
-        instrument=instrument)
+        scale_a=None, scale_b=None, instrument=instrument)
 
 
 @needs_ptxas

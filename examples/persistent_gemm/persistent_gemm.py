@@ -154,11 +154,12 @@ def relu(x):
     return gl.maximum(x, 0.0)
 
 
-_GL_DTYPES = {"float16": gl.float16, "bfloat16": gl.bfloat16, "float32": gl.float32}
+_GL_DTYPES = {"float16": gl.float16, "bfloat16": gl.bfloat16, "float32": gl.float32,
+              "float8_e4m3fn": gl.float8e4nv, "float8_e5m2": gl.float8e5}
 
 
 def element_dtype(array) -> gl.dtype:
-    """The gluonkit dtype of a numpy array's or torch tensor's elements (fp16, bf16 or fp32)."""
+    """The gluonkit dtype of a numpy array's or torch tensor's elements (fp16, bf16, fp32 or fp8)."""
     return _GL_DTYPES[str(array.dtype).replace("torch.", "")]
 
 
@@ -177,15 +178,20 @@ def default_num_programs() -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def gemm_layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_warps: int):
+def gemm_layouts(BM: int, BN: int, BK: int, in_dtype, out_dtype, split: int, num_warps: int,
+                 b_kmajor: bool = False):
     """A's, B's and C's shared layouts, C's block and the accumulator's layout.
 
-    Cached: the host wrapper runs on every call, and building layouts costs microseconds.
+    B's block is ``[BK, BN]``, or ``[BN, BK]`` with ``b_kmajor`` (B given as ``[N, K]``, which
+    fp8 wgmma needs).  The MMA instruction's K is 32 bytes of input: 16 elements of fp16/bf16,
+    32 of fp8.  Cached: the host wrapper runs on every call, and building layouts costs microseconds.
     """
     nvmma = gl.NVMMASharedLayout.get_default_for
     c_block = [BM, BN // split]
-    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
-    return nvmma([BM, BK], in_dtype), nvmma([BK, BN], in_dtype), nvmma(c_block, out_dtype), c_block, acc
+    instr_k = 256 // in_dtype.primitive_bitwidth
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, instr_k])
+    b_block = [BN, BK] if b_kmajor else [BK, BN]
+    return nvmma([BM, BK], in_dtype), nvmma(b_block, in_dtype), nvmma(c_block, out_dtype), c_block, acc
 
 
 DEFAULT_GROUP_M = 16

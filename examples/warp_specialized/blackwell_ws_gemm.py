@@ -118,7 +118,8 @@ def blackwell_ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constex
     fence_async_shared()
     gl.warp_specialize([
         (_epilogue, (accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M, EPILOGUE_SPLIT, ACTIVATION)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, 0, GROUP_M, STAGES, 1)),  # no split-K
+        # no split-K (split_from 0, SPLIT_K 1), B as [K, N] (B_KMAJOR False)
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, 0, GROUP_M, STAGES, 1, False)),
         (_mma_warp, (a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, M, N, K, STAGES)),
     ], [1, 1], [24, 24])
     for s in gl.static_range(STAGES):

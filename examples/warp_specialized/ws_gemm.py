@@ -147,12 +147,38 @@ def splitk_reduce_kernel(ws_ptr, c_ptr, M, N, stride_cm, split_from, GROUP_M: gl
 
 
 @gluonkit.jit
+def _b_operand(b_stage, B_KMAJOR: gl.constexpr):
+    """B's ``[BK, BN]`` wgmma operand: the stage itself, or its ``[BN, BK]`` (K-major) block transposed."""
+    if B_KMAJOR:
+        return b_stage.permute((1, 0))
+    return b_stage
+
+
+@gluonkit.jit
+def _load_scale(scale_a, scale_b):
+    """The epilogue's factor ``scale_a[0] * scale_b[0]`` (fp32 device scalars), or ``None`` without scales."""
+    if scale_a is None:
+        return None
+    return gl.load(scale_a) * gl.load(scale_b)
+
+
+@gluonkit.jit
+def _scaled(acc, scale):
+    """``acc * scale``, or ``acc`` when there is no scale."""
+    if scale is None:
+        return acc
+    return acc * scale
+
+
+@gluonkit.jit
 def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, SPLIT_K: gl.constexpr):
-    """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages."""
+              STAGES: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr):
+    """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages.
+
+    B's blocks are ``[BK, BN]``, or ``[BN, BK]`` slices of an ``[N, K]`` B with ``B_KMAJOR``."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -165,20 +191,24 @@ def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from,
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
             tma.async_load(a_desc, [pid_m * BM, (k_first + k) * BK], ready.index(stage), a_smem.index(stage))
-            tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+            if B_KMAJOR:
+                tma.async_load(b_desc, [pid_n * BN, (k_first + k) * BK], ready.index(stage), b_smem.index(stage))
+            else:
+                tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
 
 
 @gluonkit.jit
-def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.constexpr, acc_layout: gl.constexpr):
+def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.constexpr, acc_layout: gl.constexpr,
+              B_KMAJOR: gl.constexpr):
     """One work unit's K loop in the consumers: wgmma over the ring, each stage handed back once read."""
     BM: gl.constexpr = a_smem.shape[1]
-    BN: gl.constexpr = b_smem.shape[2]
+    BN: gl.constexpr = b_smem.shape[1] if B_KMAJOR else b_smem.shape[2]
     acc = gl.zeros([BM, BN], gl.float32, acc_layout)
     for k in range(k_count):
         step = first_step + k
         stage = step % STAGES
         mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
-        acc = warpgroup_mma(a_smem.index(stage), b_smem.index(stage), acc, is_async=True)
+        acc = warpgroup_mma(a_smem.index(stage), _b_operand(b_smem.index(stage), B_KMAJOR), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
         gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
@@ -187,37 +217,43 @@ def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.cons
 
 @gluonkit.jit
 def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, SPLIT_K: gl.constexpr):
-    """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile."""
+              STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, SPLIT_K: gl.constexpr,
+              B_KMAJOR: gl.constexpr, scale_a, scale_b):
+    """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile
+    (times ``scale_a[0] * scale_b[0]`` unless the scale pointers are ``None``)."""
+    scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
-    BN: gl.constexpr = b_smem.shape[2]
+    BN: gl.constexpr = c_desc.block_type.shape[1] * EPILOGUE_SPLIT
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
     for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
         pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
                                                                      GROUP_M, SPLIT_K)
-        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
         mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
-        finish_unit(acc, c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
+        finish_unit(_scaled(acc, scale), c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
 def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                    EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                   SPLIT_K: gl.constexpr = 1):
+                   SPLIT_K: gl.constexpr = 1, B_KMAJOR: gl.constexpr = False, scale_a=None, scale_b=None):
+    """Cooperative: the kernel's 8 warps (two warpgroups) share each unit.  ``B_KMAJOR``: B is
+    ``[N, K]`` (fp8); ``scale_a``/``scale_b``: fp32 scalars that multiply C (see ws_gemm_fp8.py)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     gl.static_assert(EPILOGUE_SPLIT == 1 or EPILOGUE_SPLIT == 2, "EPILOGUE_SPLIT must be 1 or 2")
     gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
                      "C's block must be BM x (BN // EPILOGUE_SPLIT)")
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], b_desc.block_type.shape[1]],
+                                       b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -227,8 +263,9 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: 
     fence_async_shared()
     gl.warp_specialize([
         (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M, STAGES,
-                     EPILOGUE_SPLIT, acc_layout, SPLIT_K)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
+                     EPILOGUE_SPLIT, acc_layout, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
+                     B_KMAJOR)),
     ], [1], [PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -238,11 +275,13 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: 
 @gluonkit.jit
 def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
                        GROUP_M: gl.constexpr, STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr,
-                       acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr):
+                       acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr,
+                       scale_a, scale_b):
     """One ping-pong consumer warpgroup: the program's units ``WHICH, WHICH + 2, …``, MMAs in turns."""
+    scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
-    BN: gl.constexpr = b_smem.shape[2]
+    BN: gl.constexpr = c_desc.block_type.shape[1] * EPILOGUE_SPLIT
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -251,30 +290,33 @@ def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_pt
                                                                      k_tiles, GROUP_M, SPLIT_K)
         # Our turn: the other warpgroup has issued all MMAs of its unit (the previous one).
         mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
-        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR)
         mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
         mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
-        finish_unit(acc, c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
+        finish_unit(_scaled(acc, scale), c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT,
+                    SPLIT_K)
     tma.store_wait(0)
 
 
 @gluonkit.jit
 def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: gl.constexpr,
                             GROUP_M: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr,
-                            PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, SPLIT_K: gl.constexpr = 1):
+                            PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, SPLIT_K: gl.constexpr = 1,
+                            B_KMAJOR: gl.constexpr = False, scale_a=None, scale_b=None):
     """Ping-pong: two one-warpgroup consumers (the kernel's 4 warps and a 4-warp worker) on
     alternate units; ``turn`` mbarriers make their main loops take turns, so one's epilogue
     runs under the other's MMAs."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
-    BN: gl.constexpr = b_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
     gl.static_assert(EPILOGUE_SPLIT == 1 or EPILOGUE_SPLIT == 2, "EPILOGUE_SPLIT must be 1 or 2")
     gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
                      "C's block must be BM x (BN // EPILOGUE_SPLIT)")
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BK, BN], b_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], b_desc.block_type.shape[1]],
+                                       b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BM, c_desc.block_type.shape[1]], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -287,10 +329,11 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from,
     fence_async_shared()
     gl.warp_specialize([
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K)),
-        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+        (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
+                     B_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -342,6 +385,13 @@ def _with_tail_split(config: dict, M: int, N: int, K: int, sm_count: int) -> dic
     return dict(config, SPLIT_K=split, SPLIT_TILES=split_tiles) if split > 1 else config
 
 
+def shallow_or_narrow(M: int, N: int, K: int, sm_count: int) -> bool:
+    """Whether ping-pong wins whatever the element type: a shallow K loop (K ≤ 1024, where the
+    epilogue it hides is a large share) or 128 × 256 tiles that would fill at most half the SMs
+    (measured for bf16 and fp8; :func:`choose_config` and ``ws_gemm_fp8.choose_config``)."""
+    return K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count
+
+
 def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_bytes: int = None) -> dict:
     """Cooperative or ping-pong, tile shape, ring depth, raster group and split-K for a shape
     (the heuristic of the first call, from ``bench_ws_gemm.py`` on the H100, see docs/ws_gemm.rst).
@@ -357,7 +407,7 @@ def choose_config(M: int, N: int, K: int, out_bytes: int, sm_count: int, b_row_b
     (:func:`_split_for`).
     """
     b_row_bytes = 2 * N if b_row_bytes is None else b_row_bytes
-    if (K <= 1024 or 2 * gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 256) <= sm_count
+    if (shallow_or_narrow(M, N, K, sm_count)
             or gluonkit.cdiv(M, 128) * gluonkit.cdiv(N, 128) >= PINGPONG_WAVES * sm_count):
         return _variant("pingpong", out_bytes)
     return _with_tail_split(_variant("tall" if b_row_bytes % 32 else "coop", out_bytes), M, N, K, sm_count)
@@ -400,7 +450,7 @@ def _workspace(like, rows: int, cols: int):
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
             num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None,
-            PAD_B: bool = False):
+            PAD_B: bool = False, b_kmajor: bool = False, scales=()):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
@@ -413,20 +463,22 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
     shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
     TMA boxes).  ``PAD_B`` copies B on every call into a buffer whose row stride is a
-    multiple of 32 bytes (allocated here) and multiplies that copy.
+    multiple of 32 bytes (allocated here) and multiplies that copy.  ``b_kmajor``: B is given
+    as ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
+    multiplies C (``ws_gemm_fp8.prepare`` checks them).
     """
     num_warps = 4 if PINGPONG else 8
     M, K = a.shape
-    N = b.shape[1]
+    N = b.shape[0] if b_kmajor else b.shape[1]
     refresh_b = None
     if PAD_B:
         b, refresh_b = _aligned_copy(b)
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
-        BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps)
+        BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps, b_kmajor)
     if B_SWIZZLE is not None:
         b_layout = gl.NVMMASharedLayout(B_SWIZZLE, element_dtype(b).primitive_bitwidth, rank=2)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
-    b_desc = TensorDescriptor.from_tensor(b, [BK, BN], b_layout)
+    b_desc = TensorDescriptor.from_tensor(b, [BN, BK] if b_kmajor else [BK, BN], b_layout)
     c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
     split_tiles = (tiles if SPLIT_TILES is None else SPLIT_TILES) if SPLIT_K > 1 else 0
@@ -441,6 +493,10 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     kernel, extra = (ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=consumer_regs)) if PINGPONG else (ws_gemm_kernel, {})
     if split_tiles:
         extra["SPLIT_K"] = SPLIT_K
+    if b_kmajor:
+        extra["B_KMAJOR"] = True
+    if scales:
+        extra["scale_a"], extra["scale_b"] = scales
     # bind: the arguments never change, so later calls skip the launch's per-call work.
     launch = bind(kernel, grid, (a_desc, b_desc, c_desc, ws, M, N, K, split_from),
                   dict(STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout,
@@ -474,7 +530,8 @@ def compile_ahead(target: str, BN: int = 256, STAGES: int = 4, EPILOGUE_SPLIT: i
         TensorDescType((BM, BK), in_dtype, a_layout), TensorDescType((BK, BN), in_dtype, b_layout),
         TensorDescType(tuple(c_block), out_dtype, c_layout), "*fp32", "i32", "i32", "i32", "i32",
         STAGES=STAGES, GROUP_M=16, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc, PRODUCER_REGS=24,
-        num_warps=warps, target=target, SPLIT_K=SPLIT_K, **extra)
+        num_warps=warps, target=target, SPLIT_K=SPLIT_K, scale_a=None, scale_b=None,
+        **extra)  # no scales: the 16-bit GEMM
 
 
 _RUNNERS: dict = {}  # (arrays, configuration) -> prepare()'s function, for gemm()
