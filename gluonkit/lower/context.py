@@ -129,6 +129,17 @@ class KernelLowering:
             return existing
         return lir.Function(self.module, lir.FunctionType(ret, list(args)), name=name)
 
+    def program_index(self, axis: str, count: bool = False) -> lir.Value:
+        """The program id along ``axis`` ("x", "y", "z"), or with ``count`` the number of programs.
+
+        A program is a cluster: along x the launch grid has ``num_ctas`` CTAs per program, so
+        the CTA index is shifted down, as Triton 3.9 does."""
+        register = "nctaid" if count else "ctaid"
+        value = self.builder.call(self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{register}.{axis}", I32, []), [])
+        if axis == "x" and self.func.num_ctas > 1:
+            value = self.builder.lshr(value, I32(self.func.num_ctas.bit_length() - 1))
+        return value
+
     def cluster_leader(self) -> lir.Value:
         """i1: this CTA is rank 0 of its cluster (always true without a cluster).
 

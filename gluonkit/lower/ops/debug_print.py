@@ -62,7 +62,7 @@ def _device_print(ctx: KernelLowering, op: Operation) -> None:
     prefix = op.attrs.get("prefix") or ""
     if prefix and not prefix[-1].isspace():
         prefix += " "
-    pid = [b.call(ctx.intrinsic(f"llvm.nvvm.read.ptx.sreg.ctaid.{a}", I32, []), []) for a in "xyz"]
+    pid = [ctx.program_index(a) for a in "xyz"]
     for k, operand in enumerate(op.operands):
         label = f"(operand {k}) " if len(op.operands) > 1 else ""
         dtype = element_type(operand.type)

@@ -59,13 +59,7 @@ def _arange(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("program_id", "num_programs")
 def _grid_index(ctx: KernelLowering, op: Operation) -> None:
-    register = {"program_id": "ctaid", "num_programs": "nctaid"}[op.name]
-    axis = "xyz"[op.attrs["axis"]]
-    fn = ctx.intrinsic(f"llvm.nvvm.read.ptx.sreg.{register}.{axis}", I32, [])
-    value = ctx.builder.call(fn, [])
-    if axis == "x" and ctx.func.num_ctas > 1:  # a program is a cluster: the launch grid's x is num_ctas times larger
-        value = ctx.builder.lshr(value, I32(ctx.func.num_ctas.bit_length() - 1))
-    ctx.set(op.results[0], value)
+    ctx.set(op.results[0], ctx.program_index("xyz"[op.attrs["axis"]], count=op.name == "num_programs"))
 
 
 @lowering("hint")
