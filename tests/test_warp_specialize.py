@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gluonkit
 import gluonkit.language as gl
@@ -19,7 +20,7 @@ from gluonkit import ir
 from gluonkit.interpret import InterpreterError, Memory, run_grid
 from gluonkit.interpret import partitions as interpret_partitions
 from gluonkit.interpret.schedules import Schedule, schedules_for
-from gluonkit.ir.warp_specialize import plan_partitions
+from gluonkit.ir.warp_specialize import WARPGROUP, plan_partitions
 from gluonkit.lang import ArgumentError, CompilationError, TypeMismatchError, UnsupportedSyntaxError
 from gluonkit.language.nvidia.hopper import mbarrier
 from gluonkit.lower.compiler import compile_function
@@ -142,7 +143,7 @@ def errors_kernel(out, CASE: gl.constexpr):
     ("tensor_in_aggregate", TypeMismatchError, "as argument args[0].out"),
     ("reg_multiple", ArgumentError, "must be a multiple of 8 in [24, 256]"),
     ("reg_range", ArgumentError, "must be a multiple of 8 in [24, 256]"),
-    ("register_file", ArgumentError, "do not fit in the 65536-register file"),
+    ("register_file", ArgumentError, "do not fit in the CTA's 64512 registers"),
     ("worker_returns", TypeMismatchError, "workers return nothing"),
     ("warps_not_pow2", ArgumentError, "must be a power of two"),
     ("returns_buffer", TypeMismatchError, "returns a shared memory descriptor"),
@@ -254,7 +255,7 @@ def test_the_partition_plan():
     assert plan.starts == (0, 4, 8) and plan.total_warps == 12 and plan.num_threads == 384
     assert plan.group_regs == (None, 24, 240)
     assert plan.initial_regs == 168  # 65536 / 384 threads, down to a multiple of 8
-    assert plan.default_regs == 248  # (65536 - 128 * (24 + 240)) / 128
+    assert plan.default_regs == 240  # (384 threads * 168 - 128 * (24 + 240)) / 128: the CTA's pool, not the 64K file
     two_small = plan_partitions(4, [1, 1], [24, 48])
     assert two_small.starts == (0, 4, 5) and two_small.group_regs == (None, 48)  # one warpgroup: the larger
     assert plan_partitions(8, [2], None).starts == (0, 8)
@@ -370,8 +371,8 @@ def test_register_budgets_become_setmaxnreg_per_warpgroup():
     ptx = compiled.asm["ptx"]
     assert ".maxntid 384" in ptx and ".maxnreg 168" in ptx
     report = compiled.metadata["partitions"]
-    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in report] == [(0, 4, 248), (4, 1, 24), (8, 4, 240)]
-    for text in ("setmaxnreg.inc.sync.aligned.u32 248;", "setmaxnreg.dec.sync.aligned.u32 24;",
+    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in report] == [(0, 4, 240), (4, 1, 24), (8, 4, 240)]
+    for text in ("setmaxnreg.dec.sync.aligned.u32 24;",
                  "setmaxnreg.inc.sync.aligned.u32 240;"):
         assert text in ptx
 
@@ -552,3 +553,19 @@ def test_partition_configurations_assemble_and_run(num_warps, workers, regs, tar
     infer_layouts(func)
     run_grid(func, (1,), [memory.register(out)], memory)
     np.testing.assert_array_equal(out, np.repeat(np.arange(len(workers) + 1, dtype=np.float32), 128))
+
+
+@settings(max_examples=200)
+@given(st.sampled_from([4, 8]), st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3),
+       st.data())
+def test_register_budgets_never_exceed_what_the_cta_is_launched_with(default_warps, worker_warps, data):
+    """setmaxnreg.inc waits for registers other warpgroups released: asking for more than the
+    CTA holds hangs the GPU (seen on the H100), so every accepted plan fits in its pool."""
+    regs = data.draw(st.lists(st.integers(3, 32).map(lambda r: 8 * r), min_size=len(worker_warps),
+                              max_size=len(worker_warps)))
+    try:
+        plan = plan_partitions(default_warps, worker_warps, regs)
+    except ValueError:
+        return
+    budgets = [plan.default_regs if r is None else r for r in plan.group_regs]
+    assert 32 * WARPGROUP * sum(budgets) <= plan.num_threads * plan.initial_regs

@@ -13,11 +13,14 @@ user's line), the verifier and the lowering agree:
 * ``setmaxnreg`` acts on whole warpgroups (every warp of a warpgroup must execute the same
   one), so a warpgroup shared by several workers gets the largest of their budgets, and
   idle padding warps share their warpgroup's.  Budgets are multiples of 8 in [24, 256].
-  The default partition gets what is left of the 64K register file, at most 256 per
-  thread; when that is under 24 the split cannot fit and compilation stops.
 * The kernel starts with ``floor8(65536 / threads)`` registers per thread (capped at 256,
   the ``.maxnreg`` it is compiled with); budgets above that are raised with
   ``setmaxnreg.inc``, those below lowered with ``setmaxnreg.dec``.
+* ``setmaxnreg.inc`` takes registers only from those the CTA's other warpgroups released, and
+  waits until there are enough: the budgets together must fit in what the CTA was launched
+  with (``threads *`` the starting count), not in the whole 64K file, or a warpgroup waits
+  forever.  The default partition gets what is left of that pool, at most 256 per thread;
+  when that is under 24 the split cannot fit and compilation stops.
 """
 
 from __future__ import annotations
@@ -100,12 +103,14 @@ def plan_partitions(default_warps: int, worker_warps: Sequence[int],
             group_regs[g] = max(group_regs[g] or 0, r)
     default_groups = default_warps // WARPGROUP
     worker_total = sum(32 * WARPGROUP * r for r in group_regs[default_groups:])
-    default_regs = min(MAX_REGS, (REGISTER_FILE - worker_total) // (32 * default_warps) // 8 * 8)
+    pool = 32 * total * initial  # what the CTA is launched with; setmaxnreg only moves registers within it
+    default_regs = min(MAX_REGS, (pool - worker_total) // (32 * default_warps) // 8 * 8)
     if default_regs < MIN_REGS:
         used = ", ".join(f"warpgroup {g}: {r}" for g, r in enumerate(group_regs) if r is not None)
-        raise ValueError(f"the register budgets do not fit in the {REGISTER_FILE}-register file: the workers' "
-                         f"warpgroups take {worker_total} registers ({used} per thread, 128 threads each), leaving "
-                         f"{max(0, (REGISTER_FILE - worker_total) // (32 * default_warps))} per thread for the "
+        raise ValueError(f"the register budgets do not fit in the CTA's {pool} registers ({32 * total} threads "
+                         f"starting at {initial} each): the workers' warpgroups take {worker_total} registers "
+                         f"({used} per thread, 128 threads each), leaving "
+                         f"{max(0, (pool - worker_total) // (32 * default_warps))} per thread for the "
                          f"default partition's {default_warps} warps, below the minimum of {MIN_REGS}; lower "
                          "worker_num_regs")
     return PartitionPlan(tuple(starts), (default_warps,) + tuple(worker_warps), total, tuple(group_regs),
