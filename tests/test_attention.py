@@ -22,39 +22,41 @@ import flash_attention  # noqa: E402
 _NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("B, H, S, D, dtype, causal, block_n", [
     (1, 2, 200, 64, "float16", False, 64),    # ragged: the last key block is masked, Q/O tiles clipped
     (1, 2, 200, 64, "bfloat16", True, 64),    # causal: skipped and masked blocks, ragged edge
     (2, 1, 128, 64, "float16", True, 128),    # one block: the diagonal block only
 ])
-def test_attention_in_the_interpreter(monkeypatch, B, H, S, D, dtype, causal, block_n):
+def test_attention_in_the_interpreter(monkeypatch, B, H, S, D, dtype, causal, block_n, overlap):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     rng = np.random.default_rng()
     q, k, v = (rng.standard_normal((B, H, S, D)).astype(_NP[dtype]) for _ in range(3))
     o = np.full((B, H, S, D), np.nan, _NP[dtype])
     lse = np.full((B, H, S), np.nan, np.float32)
-    flash_attention.attention(q, k, v, o, lse, causal=causal, sm_scale=0.3, BLOCK_N=block_n)
+    flash_attention.attention(q, k, v, o, lse, causal=causal, sm_scale=0.3, BLOCK_N=block_n, OVERLAP=overlap)
     ref_o, ref_lse = flash_attention.reference(q, k, v, causal, sm_scale=0.3)
     tol = 2e-2 if dtype == "bfloat16" else 3e-3
     assert np.abs(o.astype(np.float64) - ref_o).max() < tol
     assert np.abs(lse - ref_lse).max() < 1e-4
 
 
-def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2):
+def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2, overlap=False):
     qo, kv, s_layout, o_layout = flash_attention.attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     return flash_attention.attention_fwd_kernel.compile(
         TensorDescType((1, BLOCK_M, D), dtype, qo), TensorDescType((BLOCK_N, D), dtype, kv),
         TensorDescType((BLOCK_N, D), dtype, kv), TensorDescType((1, BLOCK_M, D), dtype, qo), "*fp32", "i32", "fp32",
         CAUSAL=causal, STAGES=stages, s_layout=s_layout, o_layout=o_layout, PRODUCER_REGS=24, CONSUMER_REGS=240,
-        num_warps=4, target="sm_90a")
+        OVERLAP=overlap, num_warps=4, target="sm_90a")
 
 
 @needs_ptxas
 # D=128 and D=256 need more than the 168 registers of .maxnreg: they spilled until each workers'
 # warpgroup got a dispatch chain of its own (ptxas then allocates by the setmaxnreg budgets).
-@pytest.mark.parametrize("D, BLOCK_N, causal", [(64, 128, False), (128, 128, True), (256, 64, False)])
-def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal):
-    compiled = _compile(D, BLOCK_N, causal)
+@pytest.mark.parametrize("D, BLOCK_N, causal, overlap", [(64, 128, False, False), (128, 128, True, False),
+                                                       (128, 128, True, True), (256, 64, False, False)])
+def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal, overlap):
+    compiled = _compile(D, BLOCK_N, causal, overlap=overlap)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
     assert f"wgmma.mma_async.sync.aligned.m64n{BLOCK_N}k16.f32.bf16.bf16" in ptx  # S = Q Kᵀ from shared memory
     assert f"wgmma.mma_async.sync.aligned.m64n{D}k16.f32.bf16.bf16" in ptx        # O += P V, P from registers
@@ -68,12 +70,13 @@ def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal):
 @pytest.mark.parametrize("B, H, S, D", [(2, 4, 1024, 128), (1, 3, 1000, 64), (2, 2, 777, 128), (1, 2, 512, 256)])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_attention_on_the_gpu_matches_torch(B, H, S, D, causal, dtype):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_attention_on_the_gpu_matches_torch(B, H, S, D, causal, dtype, overlap):
     torch = pytest.importorskip("torch")
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=getattr(torch, dtype)) for _ in range(3))
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, H, S), float("nan"), device="cuda", dtype=torch.float32)
-    flash_attention.attention(q, k, v, o, lse, causal=causal)
+    flash_attention.attention(q, k, v, o, lse, causal=causal, OVERLAP=overlap)
     torch.cuda.synchronize()
     s = q.float() @ k.float().transpose(-1, -2) / D ** 0.5
     if causal:

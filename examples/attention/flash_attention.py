@@ -16,7 +16,8 @@ A program takes ``2 · BLOCK_M`` query rows of one (batch, head); ``gl.warp_spec
   online softmax in fp32 in registers (base 2: ``sm_scale · log2 e`` is folded into one
   multiply, so each element costs one ``exp2``), then ``O += P V`` by wgmma with **P taken
   from registers** (``DotOperandLayout`` operand A: P never goes through shared memory);
-* **intra-warpgroup overlap**: block ``j``'s ``Q K_jᵀ`` and block ``j - 1``'s ``P V`` are
+* **intra-warpgroup overlap** (``OVERLAP=True``; off by default, slower on the H100 as measured
+  in docs/attention.rst): block ``j``'s ``Q K_jᵀ`` and block ``j - 1``'s ``P V`` are
   issued together; ``warpgroup_mma_wait(1)`` waits for the first only, so block ``j``'s
   softmax runs while the tensor cores do ``P_{j-1} V_{j-1}``; then O is rescaled;
 * **ping-pong**: two ``turn`` mbarriers make the consumers issue their products in
@@ -167,9 +168,26 @@ def _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m
 
 
 @gluonkit.jit
+def _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
+                         MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
+                         s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Key block ``j`` for one warpgroup without intra-warpgroup overlap (``OVERLAP=False``):
+    ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
+    s = _issue_scores(j, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
+    mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
+    acc = _issue_pv(j, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, acc * gl.expand_dims(alpha, 1),
+                    STAGES)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    _release(j, empty, STAGES)
+    return acc, m_i, l_i
+
+
+@gluonkit.jit
 def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
               qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-              s_layout: gl.constexpr, o_layout: gl.constexpr):
+              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr):
     """One consumer warpgroup: query rows ``q_start + WHICH·BLOCK_M …`` against every key block."""
     BLOCK_M: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
@@ -180,6 +198,38 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_
     n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
     q = q_smem.index(WHICH).reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_ready, 0)
+    if OVERLAP:
+        acc, m_i, l_i = _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ,
+                                             n_blocks, n_full, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+    else:
+        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+        for j in range(n_full):
+            acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
+                                                 qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+        for j in range(n_full, n_blocks):
+            acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
+                                                 qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+    # Epilogue: O / l through our Q tile's buffer (its last reader, the last S product, is done)
+    # and a TMA store, which clips rows past S; the LSE in nats.
+    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+    q.store(acc.to(o_desc.dtype))
+    fence_async_shared()
+    tma.async_store(o_desc, [gl.program_id(1), my_start, 0], q_smem.index(WHICH))
+    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+    gl.store(lse_ptr + gl.program_id(1) * SEQ + rows, lse, mask=rows < SEQ)
+    tma.store_wait(0)
+
+
+@gluonkit.jit
+def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, n_blocks, n_full,
+                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, s_layout: gl.constexpr,
+                         o_layout: gl.constexpr):
+    """All key blocks with intra-warpgroup overlap (``OVERLAP=True``); returns O (unnormalised), the
+    running max and the running sum."""
+    BLOCK_M: gl.constexpr = q.shape[0]
+    HEAD_DIM: gl.constexpr = q.shape[1]
     # Block 0 alone (always with the mask: exact, and it keeps the loops below uniform).
     s = _issue_scores(0, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     mbarrier.arrive(turn.index(1 - WHICH))
@@ -198,21 +248,13 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_
     acc = _issue_pv(n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(n_blocks - 1, empty, STAGES)
-    # Epilogue: O / l through our Q tile's buffer (its last reader, the last S product, is done)
-    # and a TMA store, which clips rows past S; the LSE in nats.
-    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
-    q.store(acc.to(o_desc.dtype))
-    fence_async_shared()
-    tma.async_store(o_desc, [gl.program_id(1), my_start, 0], q_smem.index(WHICH))
-    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
-    gl.store(lse_ptr + gl.program_id(1) * SEQ + rows, lse, mask=rows < SEQ)
-    tma.store_wait(0)
+    return acc, m_i, l_i
 
 
 @gluonkit.jit
 def attention_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -235,9 +277,9 @@ def attention_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale,
     fence_async_shared()
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout)),
+                     qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP)),
         (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout)),
+                     qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, SEQ, CAUSAL,
                      STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -278,15 +320,14 @@ def _flat(array, shape):
 
 def default_config(head_dim: int, causal: bool) -> dict:
     """Tile sizes per head dimension (64 query rows per warpgroup; see docs/attention.rst)."""
-    if head_dim <= 64:
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2)
     if head_dim <= 128:
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2)
-    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2)
+        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2, OVERLAP=False)
+    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, OVERLAP=False)
 
 
 def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK_M: int = None,
-            BLOCK_N: int = None, STAGES: int = None, producer_regs: int = 24, consumer_regs: int = 240):
+            BLOCK_N: int = None, STAGES: int = None, producer_regs: int = 24, consumer_regs: int = 240,
+            OVERLAP: bool = None):
     """A function of no arguments that writes ``o = attention(q, k, v)`` and ``lse``.
 
     ``q, k, v, o``: contiguous ``[B, H, S, D]`` fp16/bf16 (numpy arrays in the interpreter,
@@ -302,6 +343,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
     BLOCK_M = BLOCK_M or config["BLOCK_M"]
     BLOCK_N = BLOCK_N or config["BLOCK_N"]
     STAGES = STAGES or config["STAGES"]
+    OVERLAP = config["OVERLAP"] if OVERLAP is None else OVERLAP
     dtype = element_dtype(q)
     qo_layout, kv_layout, s_layout, o_layout = attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     q_desc = TensorDescriptor.from_tensor(_flat(q, (B * H, S, D)), [1, BLOCK_M, D], qo_layout)
@@ -313,7 +355,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
 
     def run():
         launch(q_desc, k_desc, v_desc, o_desc, lse, S, qk_scale, CAUSAL=causal, STAGES=STAGES, s_layout=s_layout,
-               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, num_warps=4)
+               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP, num_warps=4)
         return o, lse
     return run
 
