@@ -4,7 +4,8 @@ Plausible mistakes with tensor memory (sizes, layouts, register layouts, views),
 (operand kinds, shapes, dtypes, barriers, reading or writing what an MMA in flight uses),
 clusters (``from_cta`` masks, barriers that never complete), cluster launch control (the
 result buffer, the expected bytes), warp specialization (register budgets, the CTA's warp
-limit, deadlocks between partitions) and launch options.  Each one is a gluonkit error at the
+limit, deadlocks between partitions), launch options and compile-time values past what the
+hardware defines (unrolling, mbarrier counts, division by zero, shifts by the width).  Each one is a gluonkit error at the
 marked line (``# CASE:<name>``) that says what to change; see ``bad_input.py`` for the check.
 Static mistakes are compiled for sm_100a (ptxas need not run: the error comes first);
 protocol mistakes run in the interpreter, whose checker reports them.
@@ -272,6 +273,30 @@ def launch_kernel(p, CASE: gl.constexpr):  # CASE:num_warps_64
     gl.store(p, 1.0)
 
 
+# ---------------------------------------------------------------- limits of compile-time values
+@gluonkit.jit
+def limits_kernel(p, CASE: gl.constexpr):
+    offs = gl.arange(0, 128, L1)
+    bar = mbarrier.allocate_mbarrier()
+    if CASE == "static_range_huge":
+        for i in gl.static_range(100000000):  # CASE:static_range_huge
+            gl.store(p, 1.0)
+    elif CASE == "arrival_count_over_20_bits":
+        mbarrier.init(bar, count=1 << 21)  # CASE:arrival_count_over_20_bits
+    elif CASE == "expect_over_20_bits":
+        mbarrier.init(bar, count=1)
+        mbarrier.expect(bar, 1 << 20)  # CASE:expect_over_20_bits
+    elif CASE == "divide_by_zero":
+        gl.store(p + offs, (offs // 0).to(gl.float32))  # CASE:divide_by_zero
+    elif CASE == "modulo_zero":
+        gl.store(p + offs, (offs % 0).to(gl.float32))  # CASE:modulo_zero
+    elif CASE == "shift_past_width":
+        gl.store(p + offs, (offs << 32).to(gl.float32))  # CASE:shift_past_width
+    elif CASE == "negative_shift":
+        gl.store(p + offs, (offs >> -1).to(gl.float32))  # CASE:negative_shift
+    gl.store(p, 1.0)
+
+
 # ============================================================================= the catalogue
 def sm100(kernel, case, num_ctas=1):
     return compiled(kernel, "*fp32", target="sm_100a", CASE=case, num_ctas=num_ctas)
@@ -344,6 +369,14 @@ CASES = [
     ("ws_partitions_deadlock", ws_kernel, interp(ws_kernel, "partitions_deadlock"), "deadlock", _wait_forever),
     ("ws_tmem_load_in_one_warp", ws_kernel, sm100(ws_kernel, "tmem_load_one_warp"), "power of two >= 4, got 1",
      _read_acc),
+    ("static_range_too_long", limits_kernel, sm100(limits_kernel, "static_range_huge"), "use range()"),
+    ("mbarrier_count_over_20_bits", limits_kernel, sm100(limits_kernel, "arrival_count_over_20_bits"),
+     "[1, 1048575]"),
+    ("mbarrier_expect_over_20_bits", limits_kernel, sm100(limits_kernel, "expect_over_20_bits"), "[0, 1048575]"),
+    ("integer_divide_by_zero", limits_kernel, sm100(limits_kernel, "divide_by_zero"), "// by the constant 0"),
+    ("integer_modulo_zero", limits_kernel, sm100(limits_kernel, "modulo_zero"), "% by the constant 0"),
+    ("shift_by_the_width", limits_kernel, sm100(limits_kernel, "shift_past_width"), "must be in [0, 32)"),
+    ("shift_by_a_negative", limits_kernel, sm100(limits_kernel, "negative_shift"), ">> by -1"),
     ("launch_num_warps_64", launch_kernel, compiled(launch_kernel, "*fp32", CASE="num_warps_64", num_warps=64),
      "at most 32 warps"),
 ]

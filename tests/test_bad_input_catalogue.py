@@ -367,7 +367,7 @@ KERNEL_CASES = [
      interpreted(barrier_kernel, np.zeros(4, np.float32), CASE="expect_too_many_bytes"),
      "128 transaction byte(s)"),
     ("barrier_count_zero", barrier_kernel, build(barrier_kernel, [F32P], CASE="count_zero"),
-     "count must be at least 1"),
+     "count must be in [1, 1048575]"),
     ("barrier_not_int64", barrier_kernel, build(barrier_kernel, [F32P], CASE="not_a_barrier"),
      "mbarrier.MBarrierLayout()"),
     ("barrier_phase_already_passed", barrier_kernel,
