@@ -464,6 +464,20 @@ DESC_CASES = [
      "block_shape"),
     ("desc_layout_not_nvmma", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 64], L2),
      "layout"),
+    ("desc_base_misaligned", lambda: TensorDescriptor.from_tensor(
+        np.zeros(64 * 64 + 1, np.float16)[1:].reshape(64, 64), [64, 64], NVMMA), "16-byte aligned"),
+    ("desc_block_not_pow2", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 48], NVMMA),
+     "power of two, got 48"),
+    ("desc_block_narrower_than_swizzle", lambda: TensorDescriptor.from_tensor(
+        np.zeros((64, 64), np.float16), [64, 32], NVMMA), "too small for a 128-byte swizzle"),
+    ("desc_box_row_under_16_bytes", lambda: TensorDescriptor.from_tensor(
+        np.zeros((64, 64), np.float16), [64, 4], gl.NVMMASharedLayout(0, 16)), "multiple of 16 bytes"),
+    ("desc_rank_6", lambda: TensorDescriptor.from_tensor(np.zeros((2,) * 6, np.float16), [2] * 6,
+                                                         gl.NVMMASharedLayout(0, 16, rank=6)), "rank 1 to 5"),
+    ("desc_zero_extent", lambda: TensorDescriptor.from_tensor(np.zeros((0, 64), np.float16), [64, 64], NVMMA),
+     "must be in [1, 2**32]"),
+    ("desc_padding_name", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 64], NVMMA,
+                                                              padding="zeros"), "'zero', 'nan'"),
 ]
 
 
