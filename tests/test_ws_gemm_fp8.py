@@ -11,7 +11,6 @@ import pytest
 
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
-from gluonkit.lower.backend.ptxas import find_ptxas
 from gluonkit.runtime.driver import has_gpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "warp_specialized"))
@@ -19,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "wa
 import ws_gemm  # noqa: E402
 import ws_gemm_fp8  # noqa: E402
 from persistent_gemm import gemm_layouts  # noqa: E402
+from kernel_checks import needs_ptxas  # noqa: E402
 
 _FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 _OUT = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
@@ -76,7 +76,7 @@ def test_choose_config_fills_shared_memory_with_fp8_stages(M, N, K, pingpong, BM
     assert stages * (BM + BN) * 128 + c_bytes <= ws_gemm_fp8.SHARED_BYTES
 
 
-@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found")
+@needs_ptxas
 @pytest.mark.parametrize("pingpong, BM, BN, stages", [(False, 128, 256, 4), (False, 256, 128, 4), (True, 128, 128, 6)])
 def test_ws_gemm_fp8_compiles_for_hopper_without_spills(pingpong, BM, BN, stages):
     warps = 4 if pingpong else 8
