@@ -3,7 +3,8 @@
 Built in CI with ``python -m sphinx -W --keep-going -q -b html docs docs/_build/html``:
 warnings are errors.  Only Sphinx and its bundled extensions are used; ``_ext/`` holds our
 own (``layout_picture``: pictures of layouts computed at build time; ``timeline_picture``:
-interpreter timelines of examples, recorded at build time).
+interpreter timelines of examples, recorded at build time; ``checker_report``: what gluonkit
+reports for a planted bug, produced at build time).
 """
 
 import os
@@ -24,6 +25,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "layout_picture",
     "timeline_picture",
+    "checker_report",
 ]
 
 exclude_patterns = ["_build"]

@@ -5,7 +5,9 @@ user would (building the IR, compiling for sm_90a, or launching in the CPU inter
 checks that the error is a gluonkit error (never an internal ``AssertionError``,
 ``KeyError``, ``IndexError``, ``AttributeError`` or ``TypeError`` from inside gluonkit), that
 its message says what is wrong, and, for mistakes inside a kernel, that it names the file
-and line of the statement marked ``# BAD``.
+and line of the statement marked ``# CASE:<name>``.  The runners and the check are in
+``bad_input.py``; Blackwell (tensor memory, tcgen05), cluster, cluster-launch-control and
+warp-specialization limits are in ``test_bad_input_blackwell.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import gluonkit.language as gl
 from gluonkit import CompilationError
 from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from gluonkit.nvidia.hopper import TensorDescriptor
+from bad_input import INTERNAL, as_case, build, check_names_line_and_fix, compiled, interpreted
 from interpreting import interpreter_on
 from kernel_checks import marked_line
 
@@ -33,29 +36,9 @@ NVMMA = gl.NVMMASharedLayout(128, 16)
 
 
 # ----------------------------------------------------------------------------- runners
-def _runner(fn, case):
-    fn.case = case  # the case's CASE value: its offending line is marked ``# CASE:<case>``
-    return fn
-
-
-def build(kernel, types, **constexprs):
-    return _runner(lambda: kernel.build_ir(types, constexprs, 4, {}), constexprs.get("CASE"))
-
-
-def compiled(kernel, *args, **kwargs):
-    return _runner(lambda: kernel.compile(*args, target="sm_90a", **kwargs), kwargs.get("CASE"))
-
-
-def interpreted(kernel, *args, grid=(1,), **kwargs):
-    def run():
-        with interpreter_on():
-            kernel[grid](*args, **kwargs)
-    return _runner(run, kwargs.get("CASE"))
-
-
 def tma_case(case):
     """``tma_kernel`` with a fresh descriptor of a 64x64 float16 array, in the interpreter."""
-    return _runner(lambda: interpreted(tma_kernel, _desc(), np.zeros(4, np.float32), CASE=case)(), case)
+    return as_case(lambda: interpreted(tma_kernel, _desc(), np.zeros(4, np.float32), CASE=case)(), case)
 
 
 def _f32(n=128):
@@ -384,7 +367,7 @@ KERNEL_CASES = [
      interpreted(barrier_kernel, np.zeros(4, np.float32), CASE="expect_too_many_bytes"),
      "128 transaction byte(s)"),
     ("barrier_count_zero", barrier_kernel, build(barrier_kernel, [F32P], CASE="count_zero"),
-     "count must be at least 1"),
+     "count must be in [1, 1048575]"),
     ("barrier_not_int64", barrier_kernel, build(barrier_kernel, [F32P], CASE="not_a_barrier"),
      "mbarrier.MBarrierLayout()"),
     ("barrier_phase_already_passed", barrier_kernel,
@@ -405,9 +388,6 @@ KERNEL_CASES = [
      "must be a tensor descriptor"),
 ]
 
-INTERNAL = (AssertionError, KeyError, IndexError, AttributeError, TypeError)
-
-
 def _file_of(kernel) -> str:
     return inspect.getsourcefile(kernel.fn)
 
@@ -415,17 +395,15 @@ def _file_of(kernel) -> str:
 @pytest.mark.parametrize("case", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
 def test_bad_kernel_names_the_line_and_the_fix(case):
     _, kernel, run, fragment = case
-    with pytest.raises(CompilationError) as info:
+    if run.case != "over_limit":
+        check_names_line_and_fix(kernel, run, fragment)
+        return
+    with pytest.raises(CompilationError) as info:  # the budget error names the kernel and lists each buffer's line
         run()
     text, line = str(info.value), marked_line(kernel, f"CASE:{run.case}")
-    assert fragment in text, text
-    assert not isinstance(info.value.__cause__, INTERNAL), repr(info.value.__cause__)
-    if "Hardware limit" in text:  # the budget error names the kernel and lists each buffer's line
-        assert info.value.loc.line == inspect.getsourcelines(kernel.fn)[1] + 1
-        assert f"{_file_of(kernel)}:{line}:" in text and "gl.allocate_shared_memory(gl.float32, [256, 256]" in text
-        return
-    assert f"{_file_of(kernel)}:{line}:" in text, text
-    assert info.value.loc.line == line
+    assert fragment in text and not isinstance(info.value.__cause__, INTERNAL), text
+    assert info.value.loc.line == inspect.getsourcelines(kernel.fn)[1] + 1
+    assert f"{_file_of(kernel)}:{line}:" in text and "gl.allocate_shared_memory(gl.float32, [256, 256]" in text
 
 
 def test_interpreter_over_limit_lists_every_buffer():
@@ -486,6 +464,20 @@ DESC_CASES = [
      "block_shape"),
     ("desc_layout_not_nvmma", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 64], L2),
      "layout"),
+    ("desc_base_misaligned", lambda: TensorDescriptor.from_tensor(
+        np.zeros(64 * 64 + 1, np.float16)[1:].reshape(64, 64), [64, 64], NVMMA), "16-byte aligned"),
+    ("desc_block_not_pow2", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 48], NVMMA),
+     "power of two, got 48"),
+    ("desc_block_narrower_than_swizzle", lambda: TensorDescriptor.from_tensor(
+        np.zeros((64, 64), np.float16), [64, 32], NVMMA), "too small for a 128-byte swizzle"),
+    ("desc_box_row_under_16_bytes", lambda: TensorDescriptor.from_tensor(
+        np.zeros((64, 64), np.float16), [64, 4], gl.NVMMASharedLayout(0, 16)), "multiple of 16 bytes"),
+    ("desc_rank_6", lambda: TensorDescriptor.from_tensor(np.zeros((2,) * 6, np.float16), [2] * 6,
+                                                         gl.NVMMASharedLayout(0, 16, rank=6)), "rank 1 to 5"),
+    ("desc_zero_extent", lambda: TensorDescriptor.from_tensor(np.zeros((0, 64), np.float16), [64, 64], NVMMA),
+     "must be in [1, 2**32]"),
+    ("desc_padding_name", lambda: TensorDescriptor.from_tensor(np.zeros((64, 64), np.float16), [64, 64], NVMMA,
+                                                              padding="zeros"), "'zero', 'nan'"),
 ]
 
 
@@ -501,3 +493,36 @@ def test_bad_tensor_descriptor_says_which_parameter(case):
 
 def test_catalogue_is_large_enough():
     assert len(KERNEL_CASES) + len(HOST_CASES) + len(DESC_CASES) >= 60
+
+
+# ----------------------------------------------------------------------------- on the GPU path
+# The same mistakes on the real launch path (H100 + torch): the checks run before the driver
+# is called, and name the parameter.  The CPU-only tests of these checks (a CPU tensor, a
+# tensor on another device, a non-CUDA DLPack array) are in test_runtime_cpu.py.
+def _gpu_cases():
+    import torch
+
+    x = torch.randn(256, device="cuda")
+    m = torch.randn(64, 128, device="cuda", dtype=torch.float16)
+    return [
+        ("cpu_tensor", lambda: host_kernel[(1,)](x.cpu(), 128, BLOCK=128), (ValueError, CompilationError),
+         "parameter 'p'"),
+        ("tma_transposed_view", lambda: TensorDescriptor.from_tensor(m.t(), [64, 64], NVMMA), ValueError,
+         "contiguous"),
+        ("tma_misaligned_base", lambda: TensorDescriptor.from_tensor(m.view(-1)[1:4097].view(64, 64), [64, 64],
+                                                                    NVMMA), ValueError, "16-byte aligned"),
+        ("grid_zero_dims", lambda: host_kernel[()](x, 128, BLOCK=128), CompilationError, "grid"),
+    ]
+
+
+@pytest.mark.gpu
+def test_bad_launches_on_the_gpu_path_name_the_parameter():
+    from gluonkit.runtime.driver import has_gpu
+
+    if not has_gpu():
+        pytest.skip("needs an NVIDIA GPU and driver")
+    pytest.importorskip("torch")
+    for name, call, error, fragment in _gpu_cases():
+        with pytest.raises(error) as info:
+            call()
+        assert fragment in str(info.value), (name, str(info.value))

@@ -36,11 +36,12 @@ from .verifier import rule
 from .verify_checks import fail
 
 __all__ = ["PartitionPlan", "plan_partitions", "op_plan", "enclosing_partition", "partition_num_warps",
-           "kernel_warps", "REGISTER_FILE", "MIN_REGS", "MAX_REGS", "WARPGROUP"]
+           "kernel_warps", "REGISTER_FILE", "MIN_REGS", "MAX_REGS", "WARPGROUP", "MAX_WARPS"]
 
 REGISTER_FILE = 65536  # 32-bit registers per SM available to one CTA
 MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range (multiples of 8)
 WARPGROUP = 4
+MAX_WARPS = 32  # warps of one CTA: 1024 threads, on Hopper and Blackwell
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ def plan_partitions(default_warps: int, worker_warps: Sequence[int],
         starts.append(cursor)
         cursor += w
     total = -(-cursor // WARPGROUP) * WARPGROUP
+    if total > MAX_WARPS:
+        raise ValueError(f"the partitions need {total} warps (the default partition's {default_warps}, then "
+                         f"worker_num_warps={list(worker_warps)}, each worker aligned to its size or a warpgroup), "
+                         f"but a CTA has at most {MAX_WARPS} warps (1024 threads); use fewer or smaller workers")
     initial = min(MAX_REGS, REGISTER_FILE // (32 * total) // 8 * 8)
     groups = total // WARPGROUP
     if worker_regs is None:

@@ -29,9 +29,15 @@ class PropagateNan:
     ALL = "all"
 
 
+#: The most iterations a ``static_range`` unrolls: more is almost surely a runtime loop written
+#: as an unrolled one, and would build the body that many times (minutes, or no end in sight).
+MAX_STATIC_RANGE = 8192
+
+
 class static_range:  # noqa: N801 - Gluon's spelling
     """``for i in gl.static_range(start, end, step)``: a loop unrolled at compile time;
-    ``i`` is a compile-time int in each copy of the body.  Bounds must be compile-time ints."""
+    ``i`` is a compile-time int in each copy of the body.  Bounds must be compile-time ints,
+    and it unrolls at most :data:`MAX_STATIC_RANGE` iterations."""
 
     def __init__(self, start, end=None, step=1):
         if end is None:
@@ -42,6 +48,9 @@ class static_range:  # noqa: N801 - Gluon's spelling
         if step == 0:
             raise ValueError("static_range step must not be 0")
         self.range = range(start, end, step)
+        if len(self.range) > MAX_STATIC_RANGE:
+            raise ValueError(f"static_range({start}, {end}, {step}) would unroll {len(self.range)} copies of the "
+                             f"loop body (at most {MAX_STATIC_RANGE}); use range() for a loop that runs at run time")
 
 
 # ------------------------------------------------------------------ program and grid

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Dict, Sequence, Tuple
 
 from ..ir.diagnostics import Location
+from ..ir.warp_specialize import MAX_WARPS
 from .constexpr import unwrap
 from .errors import ArgumentError
 
@@ -57,6 +58,9 @@ def check_launch_options(options: Dict[str, Any], loc: Location) -> None:
     num_warps = options.get("num_warps", LAUNCH_OPTIONS["num_warps"])
     if not _is_power_of_two(num_warps):
         raise ArgumentError(f"num_warps must be a positive power of two, got {num_warps!r}", loc)
+    if num_warps > MAX_WARPS:
+        raise ArgumentError(f"num_warps={num_warps}: a CTA has at most {MAX_WARPS} warps (1024 threads); use "
+                            "fewer warps, or more programs (a larger grid)", loc)
     num_ctas = options.get("num_ctas", LAUNCH_OPTIONS["num_ctas"])
     if not _is_power_of_two(num_ctas):
         raise ArgumentError(f"num_ctas must be a positive power of two, got {num_ctas!r}", loc)

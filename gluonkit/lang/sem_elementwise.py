@@ -10,7 +10,7 @@ from typing import Tuple
 
 from ..ir.types import PointerType, float32, float64, int1
 from . import promotion
-from .errors import TypeMismatchError
+from .errors import ArgumentError, TypeMismatchError
 from .sem_core import CoreSemantic
 from .tensor import tensor
 
@@ -71,7 +71,11 @@ class ElementwiseSemantic(CoreSemantic):
         if ptr_a or ptr_b:
             return self._pointer_arith(op, a, b, ptr_a, ptr_b)
         div_or_mod = op in ("truediv", "floordiv", "mod")
+        zero_divisor = op in ("floordiv", "mod") and _is_int_literal(b) and b == 0
         a, b = self.promote(a, b, op, div_or_mod)
+        if zero_divisor and a.dtype.is_int():
+            self.error(f"integer {_SYMBOL[op]} by the constant 0: the result is unspecified on the GPU (PTX gives "
+                       "no error); guard the divisor or divide by a non-zero value", ArgumentError)
         if op == "truediv":
             if a.dtype.is_int():
                 a, b = self.cast(a, float32), self.cast(b, float32)
@@ -101,9 +105,15 @@ class ElementwiseSemantic(CoreSemantic):
 
     def bitwise(self, op: str, a, b) -> tensor:
         """``a <op> b`` for op in and, or, xor, shl, shr: integers only."""
+        shift = b if op in ("shl", "shr") and _is_int_literal(b) else None
         a, b = self.promote(a, b, op)
         if not a.dtype.is_int():
             self.error(f"{_SYMBOL[op]} needs integer operands, got {a.dtype}", TypeMismatchError)
+        bits = a.dtype.primitive_bitwidth
+        if shift is not None and not 0 <= shift < bits:
+            self.error(f"{_SYMBOL[op]} by {shift} is out of range for {a.dtype}: a shift must be in [0, {bits}) "
+                       f"(shifting by the width or more is undefined in LLVM and PTX); cast to a wider type "
+                       "first (.to(gl.int64)) or shift by less", ArgumentError)
         return self._binary(op, a, b)
 
     def compare(self, predicate: str, a, b) -> tensor:
@@ -173,3 +183,8 @@ class ElementwiseSemantic(CoreSemantic):
             self.error(f"fma needs floating-point operands, got {ct}", TypeMismatchError)
         a, b, c = self.broadcast_all([self._convert(v, ct, "fma") for v in (a, b, c)])
         return self.create1("fma", [a, b, c], a.type)
+
+
+def _is_int_literal(value) -> bool:
+    """A Python int (not a bool) given as an operand: its value is known while the IR is built."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -188,7 +188,9 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
             f"got {instr_variant!r}"
         )
     if not is_power_of_two(num_warps) or num_warps < 4:
-        raise ValueError(f"get_tmem_reg_layout: num_warps must be a power of two >= 4, got {num_warps!r}")
+        raise ValueError(f"get_tmem_reg_layout: num_warps must be a power of two >= 4, got {num_warps!r} (each warp "
+                         "of a warpgroup reaches its own 32 TMEM lanes: run tensor-memory loads and stores in a "
+                         "partition of 4 or more warps)")
     if not isinstance(layout, (TensorMemoryLayout, TensorMemoryScalesLayout)):
         raise ValueError(f"get_tmem_reg_layout: layout must be a TensorMemoryLayout, got {layout!r}")
     if layout.cga_layout:

@@ -19,14 +19,18 @@ from .builtin import barrier_type, builtin, descriptor_handle, predicate
 
 __all__ = ["MBarrierLayout", "init", "expect", "arrive", "wait", "invalidate"]
 
+#: An mbarrier's pending-arrival and transaction counts are 20 bits wide (PTX ISA, mbarrier): at most 2**20 - 1.
+MAX_ARRIVALS = (1 << 20) - 1
+
 
 @builtin
 def init(mbarrier, count, _semantic=None) -> None:
     """Initialize ``mbarrier`` to expect ``count`` (a compile-time int) arrivals per phase."""
     bar = barrier_type(_semantic, mbarrier)
     count = _semantic.require_int(count, "mbarrier.init's count")
-    if count < 1:
-        _semantic.error(f"mbarrier.init's count must be at least 1, got {count}")
+    if not 1 <= count <= MAX_ARRIVALS:
+        _semantic.error(f"mbarrier.init's count must be in [1, {MAX_ARRIVALS}] (the arrival counts an mbarrier "
+                        f"holds), got {count}")
     _semantic.create("mbarrier_init", [bar], [], {"count": count})
 
 
@@ -38,8 +42,9 @@ def expect(mbarrier, bytes_per_cta=None, pred=True, *, from_cta=None, _semantic=
         _semantic.error("mbarrier.expect needs bytes_per_cta, the bytes the copies will bring, "
                         "e.g. mbarrier.expect(bar, desc.block_type.nbytes)")
     nbytes = _semantic.require_int(bytes_per_cta, "mbarrier.expect's bytes_per_cta")
-    if nbytes < 0:
-        _semantic.error(f"mbarrier.expect's bytes_per_cta must be non-negative, got {nbytes}")
+    if not 0 <= nbytes <= MAX_ARRIVALS:
+        _semantic.error(f"mbarrier.expect's bytes_per_cta must be in [0, {MAX_ARRIVALS}] (an mbarrier's transaction "
+                        f"count is 20 bits wide; split larger transfers over several phases), got {nbytes}")
     attrs = {"bytes": nbytes, **_routing(_semantic, from_cta, "mbarrier.expect")}
     p = predicate(_semantic, pred)
     if p is not None:
@@ -51,8 +56,8 @@ def arrive(mbarrier, *, count=1, pred=True, from_cta=None, _semantic=None) -> No
     """Arrive ``count`` (a compile-time int) times on ``mbarrier``."""
     bar = barrier_type(_semantic, mbarrier)
     count = _semantic.require_int(count, "mbarrier.arrive's count")
-    if count < 1:
-        _semantic.error(f"mbarrier.arrive's count must be at least 1, got {count}")
+    if not 1 <= count <= MAX_ARRIVALS:
+        _semantic.error(f"mbarrier.arrive's count must be in [1, {MAX_ARRIVALS}], got {count}")
     attrs = {"count": count, **_routing(_semantic, from_cta, "mbarrier.arrive")}
     p = predicate(_semantic, pred)
     if p is not None:

@@ -57,6 +57,9 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
             sem.error("tcgen05_mma: mbarrier_preds needs mbarriers", ArgumentError)
         bars, preds = [], []
     else:
+        if not isinstance(mbarriers, (list, tuple)):
+            sem.error(f"tcgen05_mma's mbarriers must be a list of barriers (mbarriers=[bar]), got {mbarriers!r}",
+                      TypeMismatchError)
         bars = [barrier_type(sem, bar, "each of tcgen05_mma's mbarriers") for bar in mbarriers]
         preds = [True] * len(bars) if mbarrier_preds is None else list(mbarrier_preds)
         if len(preds) != len(bars):

@@ -98,8 +98,9 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
     m, n = acc.type.shape
     k_step = tcgen05_k_step(element)
     order_access(ctx, op)
-    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc)
-    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc)
+    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc, "tcgen05_mma")
+    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc,
+                              "tcgen05_mma")
     idesc = instruction_descriptor(a.type, b_value.type, acc.type, is_k_major(a.type, 0), is_k_major(b_value.type, 1))
     b = ctx.builder
     synchronize(ctx)

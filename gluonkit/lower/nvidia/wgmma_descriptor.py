@@ -86,13 +86,14 @@ class OperandDescriptor:
 
 
 def describe_operand(view: SharedMemoryDescType, operand: int, xor: int, align: int,
-                     mn_inst: int, k_inst: int, loc) -> OperandDescriptor:
+                     mn_inst: int, k_inst: int, loc, op_name: str = "warpgroup_mma") -> OperandDescriptor:
     """The descriptor plan of shared operand ``operand`` (0 = A ``[M, K]``, 1 = B ``[K, N]``).
 
     ``xor`` is the view's slice constant (elements), ``align`` the known byte alignment of its
     start; one instruction reads ``mn_inst x k_inst`` elements (64 x K for A, N x K for B).
     The swizzle mode is the one whose unswizzled offsets form a canonical layout: an
-    ``NVMMASharedLayout``'s own width first, then the others, widest first.
+    ``NVMMASharedLayout``'s own width first, then the others, widest first.  ``op_name`` is the
+    user's op (``warpgroup_mma`` or ``tcgen05_mma``), which the error names.
     """
     declared = getattr(view.layout, "swizzle_byte_width", 0)
     reasons = {}
@@ -102,8 +103,8 @@ def describe_operand(view: SharedMemoryDescType, operand: int, xor: int, align: 
             return plan
         reasons[swizzle] = plan
     name = "a" if operand == 0 else "b"
-    raise CompilationError(f"warpgroup_mma: the shared memory view {view} of {name} cannot be read by wgmma: "
-                           f"{reasons[declared]}; store the operand in a whole NVMMASharedLayout buffer with a "
+    raise CompilationError(f"{op_name}: the shared memory view {view} of {name} cannot be read by the tensor "
+                           f"cores: {reasons[declared]}; store the operand in a whole NVMMASharedLayout buffer with a "
                            "swizzle (slices along the non-contiguous dimension in whole 8-row groups are fine)", loc)
 
 
