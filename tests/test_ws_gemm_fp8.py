@@ -19,7 +19,6 @@ import ws_gemm  # noqa: E402
 import ws_gemm_fp8  # noqa: E402
 from kernel_checks import needs_ptxas  # noqa: E402
 from persistent_gemm import gemm_layouts  # noqa: E402
-from kernel_checks import needs_ptxas  # noqa: E402
 
 _FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 _OUT = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
