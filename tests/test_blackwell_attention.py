@@ -138,3 +138,20 @@ def test_blackwell_attention_on_the_gpu(S, D, causal):
     ref_o, ref_lse = blackwell_attention.reference(q.cpu().numpy(), k.cpu().numpy(), v.cpu().numpy(), causal)
     assert np.abs(o.double().cpu().numpy() - ref_o).max() < 1e-2
     assert np.abs(lse.cpu().numpy() - ref_lse).max() < 1e-3
+
+
+def test_the_timeline_records_each_tcgen05_mma(monkeypatch):
+    """Every MMA is a span on the MMA warp's lane, from issue to the wait that observes its commit."""
+    from gluonkit.interpret.trace import recording
+
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    with recording() as trace:
+        _run(blackwell_attention, 1, 1, 128, 64, "float16", False, 32, seed=0)   # 4 key blocks
+    spans = [e for e in trace.to_json()["traceEvents"] if e.get("args", {}).get("kind") == "tcgen05_mma"]
+    begins = [e for e in spans if e["ph"] == "b"]
+    ends = [e for e in spans if e["ph"] == "e"]
+    schedules = len({e["pid"] for e in begins})
+    assert len(begins) == len(ends) == 2 * 4 * schedules        # Q Kᵀ and P V per block, under each schedule
+    assert {e["tid"] for e in begins} == {2}                     # worker partition 1: the MMA warp
+    assert {b["args"]["reads"] for b in begins} == {"q_smem[0], k_smem[0]", "q_smem[0], k_smem[1]",
+                                                    "p_smem, v_smem[0]", "p_smem, v_smem[1]"}

@@ -40,6 +40,7 @@ from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..happens_before import release
 from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
+from ..trace import view_name
 from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exist before _checked wraps them)
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
@@ -82,6 +83,11 @@ class _Mma:
             ref.buffer.async_reads.append(reader)
             self.reads.append((ref.buffer, reader))
         _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
+        self.span = None  # its span on a trace (issue to completion), while recording one
+        if program.trace is not None:
+            reads = ", ".join(view_name(ref, ty) for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])))
+            self.span = program.trace.start("tcgen05_mma", "tcgen05_mma", op, shape=list(self.types[2].shape),
+                                            reads=reads)
 
     def compute(self) -> None:
         """Run the MMA now: update acc in tensor memory."""
@@ -91,6 +97,8 @@ class _Mma:
             product += read_tile(self.acc, acc_ty, self.op).astype(np.float64)
         write_tile(self.acc, acc_ty, product, self.op)
         self.done = True
+        if self.span is not None:
+            self.span.finish()
 
     def release(self) -> None:
         for buffer, reader in self.reads:
