@@ -4,8 +4,8 @@ gluonkit and Triton 3.9 compile (``tests/test_triton39_crosscheck.py``).
 It uses the instruction forms of ``examples/attention/blackwell_attention.py`` on one block:
 ``S = Q Kᵀ`` by ``tcgen05_mma`` into one of two S buffers in tensor memory (K-major B: the
 ``permute`` of the ``[BLOCK_N, D]`` K tile), the exp2 softmax on S loaded with the 32x32b
-layout, P (16-bit) through shared memory, ``O = P V`` into tensor memory (V N-major), and O
-loaded back.  Written as a factory over the ``gl``/``blackwell`` modules, like :mod:`tcgen05_kernels`.
+layout, P (16-bit) through shared memory or (``P_TMEM``) over S in tensor memory, ``O = P V``
+into tensor memory (V N-major; A from tensor memory with ``P_TMEM``), and O loaded back.  Written as a factory over the ``gl``/``blackwell`` modules, like :mod:`tcgen05_kernels`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 def attention_block_source(gl, blackwell):
     """``o = softmax2(q kᵀ · qk_scale) v`` for one ``[128, D]`` query tile and one ``[BLOCK_N, D]`` key block."""
 
-    def attention_block(q_ptr, k_ptr, v_ptr, o_ptr, D: gl.constexpr, BLOCK_N: gl.constexpr):
+    def attention_block(q_ptr, k_ptr, v_ptr, o_ptr, D: gl.constexpr, BLOCK_N: gl.constexpr, P_TMEM: gl.constexpr):
         BLOCK_M: gl.constexpr = 128
         dtype: gl.constexpr = q_ptr.dtype.element_ty
         blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -40,9 +40,15 @@ def attention_block_source(gl, blackwell):
         s_reg: gl.constexpr = s_tmem.index(0).get_reg_layout()
         s = s_tmem.index(0).load(s_reg) * 0.18033688011112042
         p = gl.exp2(s - gl.expand_dims(gl.max(s, 1), 1))
-        p_smem.store(p.to(dtype))
-        blackwell.fence_async_shared()
-        blackwell.tcgen05_mma(p_smem, v_smem, o_tmem, use_acc=False, mbarriers=[bar])
+        if P_TMEM:
+            p_tmem = s_tmem.index(0).reinterpret(dtype, [BLOCK_M, BLOCK_N],
+                                                 blackwell.TensorMemoryLayout([BLOCK_M, BLOCK_N], col_stride=1))
+            p_tmem.store(gl.convert_layout(p.to(dtype), p_tmem.get_reg_layout()))
+            blackwell.tcgen05_mma(p_tmem, v_smem, o_tmem, use_acc=False, mbarriers=[bar])
+        else:
+            p_smem.store(p.to(dtype))
+            blackwell.fence_async_shared()
+            blackwell.tcgen05_mma(p_smem, v_smem, o_tmem, use_acc=False, mbarriers=[bar])
         blackwell.mbarrier.wait(bar, 1)
         o_reg: gl.constexpr = o_tmem.get_reg_layout()
         o = o_tmem.load(o_reg) / gl.expand_dims(gl.convert_layout(gl.sum(p, 1), gl.SliceLayout(1, o_reg)), 1)

@@ -87,7 +87,7 @@ def _issue_scores(j, q, k_smem, s_tmem, k_ready, s_ready, s_free, STAGES: gl.con
 
 @gluonkit.jit
 def _mma_warp(q_smem, k_smem, v_smem, p_smem, s_tmem, o_tmem, q_ready, k_ready, v_ready, kv_empty, s_ready, s_free,
-              p_ready, o_fixed, pv_done, SEQ, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+              p_ready, o_fixed, pv_done, SEQ, CAUSAL: gl.constexpr, STAGES: gl.constexpr, P_TMEM: gl.constexpr):
     """The single issuing warp: block ``j + 1``'s scores go ahead of block ``j``'s ``P V``."""
     BLOCK_M: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -104,22 +104,41 @@ def _mma_warp(q_smem, k_smem, v_smem, p_smem, s_tmem, o_tmem, q_ready, k_ready, 
         mbarrier.wait(p_ready, j & 1)                          # P_j is in shared memory
         mbarrier.wait(o_fixed, (j - 1) & 1, pred=j > 0)        # O is rescaled to block j's max
         # The commit frees the K/V stage and tells the softmax (P's buffer) and the correction (O).
-        tcgen05_mma(p_smem, v_smem.index(stage), o_tmem, use_acc=j > 0, mbarriers=[kv_empty.index(stage), pv_done])
+        if P_TMEM:  # P_j is in S buffer j % 2, which is free again once this product has read it
+            tcgen05_mma(_p_view(s_tmem, j % 2, v_smem.dtype), v_smem.index(stage), o_tmem, use_acc=j > 0,
+                        mbarriers=[kv_empty.index(stage), pv_done, s_free.index(j % 2)])
+        else:
+            tcgen05_mma(p_smem, v_smem.index(stage), o_tmem, use_acc=j > 0,
+                        mbarriers=[kv_empty.index(stage), pv_done])
+
+
+@gluonkit.jit
+def _p_view(s_tmem, buf, dtype: gl.constexpr):
+    """P (16-bit, two per column) over the first half of S buffer ``buf``'s columns."""
+    BLOCK_M: gl.constexpr = s_tmem.shape[1]
+    BLOCK_N: gl.constexpr = s_tmem.shape[2]
+    return s_tmem.index(buf).reinterpret(dtype, [BLOCK_M, BLOCK_N], TensorMemoryLayout([BLOCK_M, BLOCK_N], 1))
 
 
 @gluonkit.jit
 def _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_done, m_i, l_i, qk_scale, rows, SEQ,
-                   MASK: gl.constexpr, CAUSAL: gl.constexpr):
-    """Block ``j``: S from tensor memory, the online-softmax step, then P and alpha to shared memory."""
+                   MASK: gl.constexpr, CAUSAL: gl.constexpr, P_TMEM: gl.constexpr, dtype: gl.constexpr):
+    """Block ``j``: S from tensor memory, the online-softmax step, then P (over S in tensor memory, or to
+    shared memory) and alpha (to shared memory)."""
     s_layout: gl.constexpr = s_tmem.index(0).get_reg_layout()
     buf = j % 2
     mbarrier.wait(s_ready.index(buf), (j // 2) & 1)
     s = s_tmem.index(buf).load(s_layout)
-    gl.thread_barrier()                                        # every warp has read S_j: the buffer is free
-    mbarrier.arrive(s_free.index(buf))
+    if not P_TMEM:
+        gl.thread_barrier()                                    # every warp has read S_j: the buffer is free
+        mbarrier.arrive(s_free.index(buf))
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, s_layout)
-    mbarrier.wait(pv_done, (j - 1) & 1, pred=j > 0)            # P_{j-1} V_{j-1} has read P's buffer
-    p_smem.store(p.to(p_smem.dtype))
+    mbarrier.wait(pv_done, (j - 1) & 1, pred=j > 0)            # P_{j-1} V_{j-1} has read P's and alpha's buffers
+    if P_TMEM:
+        p_tmem = _p_view(s_tmem, buf, dtype)
+        p_tmem.store(gl.convert_layout(p.to(dtype), p_tmem.get_reg_layout()))
+    else:
+        p_smem.store(p.to(dtype))
     alpha_smem.store(alpha)
     fence_async_shared()
     gl.thread_barrier()
@@ -129,7 +148,7 @@ def _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_d
 
 @gluonkit.jit
 def _softmax_partition(s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_done, lse_ptr, SEQ, qk_scale,
-                       CAUSAL: gl.constexpr):
+                       CAUSAL: gl.constexpr, P_TMEM: gl.constexpr, dtype: gl.constexpr):
     """One query row per thread: the running max ``m_i`` and sum ``l_i`` stay in registers."""
     BLOCK_M: gl.constexpr = s_tmem.shape[1]
     BLOCK_N: gl.constexpr = s_tmem.shape[2]
@@ -140,10 +159,10 @@ def _softmax_partition(s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     for j in range(n_full):
         m_i, l_i = _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_done, m_i, l_i,
-                                  qk_scale, rows, SEQ, False, CAUSAL)
+                                  qk_scale, rows, SEQ, False, CAUSAL, P_TMEM, dtype)
     for j in range(n_full, n_blocks):
         m_i, l_i = _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_done, m_i, l_i,
-                                  qk_scale, rows, SEQ, True, CAUSAL)
+                                  qk_scale, rows, SEQ, True, CAUSAL, P_TMEM, dtype)
     # Hand the row sums to the correction through alpha's buffer, once it has read the last alpha.
     mbarrier.wait(pv_done, (n_blocks - 1) & 1)
     alpha_smem.store(l_i)
@@ -187,7 +206,8 @@ def _correction(o_tmem, q_smem, alpha_smem, o_desc, p_ready, o_fixed, pv_done, S
 
 @gluonkit.jit
 def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale, CAUSAL: gl.constexpr,
-                               STAGES: gl.constexpr, O_SPLIT: gl.constexpr, SOFTMAX_REGS: gl.constexpr):
+                               STAGES: gl.constexpr, O_SPLIT: gl.constexpr, SOFTMAX_REGS: gl.constexpr,
+                               P_TMEM: gl.constexpr):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -197,8 +217,6 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_
     q_smem = gl.allocate_shared_memory(dtype, [1, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N],
-                                       gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype))
     alpha_smem = gl.allocate_shared_memory(gl.float32, [BLOCK_M], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -222,13 +240,18 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_
     mbarrier.init(pv_done, count=1)
     s_tmem = allocate_tensor_memory(gl.float32, [2, BLOCK_M, BLOCK_N], TensorMemoryLayout([BLOCK_M, BLOCK_N], 1))
     o_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, HEAD_DIM], TensorMemoryLayout([BLOCK_M, HEAD_DIM], 1))
+    if P_TMEM:
+        p_smem = s_tmem  # (unused: P lives over S in tensor memory)
+    else:
+        p_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N],
+                                           gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype))
     fence_async_shared()
     gl.warp_specialize([
         (_correction, (o_tmem, q_smem, alpha_smem, o_desc, p_ready, o_fixed, pv_done, SEQ, CAUSAL, BLOCK_N, O_SPLIT)),
         (_softmax_partition, (s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_done, lse_ptr, SEQ, qk_scale,
-                              CAUSAL)),
+                              CAUSAL, P_TMEM, dtype)),
         (_mma_warp, (q_smem, k_smem, v_smem, p_smem, s_tmem, o_tmem, q_ready, k_ready, v_ready, kv_empty, s_ready,
-                     s_free, p_ready, o_fixed, pv_done, SEQ, CAUSAL, STAGES)),
+                     s_free, p_ready, o_fixed, pv_done, SEQ, CAUSAL, STAGES, P_TMEM)),
         (_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, kv_empty, SEQ, CAUSAL,
                    STAGES)),
     ], [4, 1, 1], [SOFTMAX_REGS, 24, 24])
@@ -247,7 +270,7 @@ def blackwell_attention_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_
 
 def default_config(head_dim: int) -> dict:
     """Tile sizes per head dimension (docs/blackwell_attention.rst: shared memory and TMEM budgets)."""
-    return dict(BLOCK_N=128, STAGES=2, O_SPLIT=2 if head_dim > 64 else 1, SOFTMAX_REGS=192)
+    return dict(BLOCK_N=128, STAGES=2, O_SPLIT=2 if head_dim > 64 else 1, SOFTMAX_REGS=208, P_TMEM=True)
 
 
 def layouts(BLOCK_M: int, BLOCK_N: int, HEAD_DIM: int, dtype):
@@ -257,9 +280,10 @@ def layouts(BLOCK_M: int, BLOCK_N: int, HEAD_DIM: int, dtype):
 
 
 def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK_N: int = None, STAGES: int = None,
-            O_SPLIT: int = None, SOFTMAX_REGS: int = None):
+            O_SPLIT: int = None, SOFTMAX_REGS: int = None, P_TMEM: bool = None):
     """A function of no arguments that writes ``o = attention(q, k, v)`` and ``lse`` (as the Hopper
-    example's ``prepare``: contiguous ``[B, H, S, D]`` fp16/bf16 and fp32 ``[B, H, S]``)."""
+    example's ``prepare``: contiguous ``[B, H, S, D]`` fp16/bf16 and fp32 ``[B, H, S]``).  ``P_TMEM``
+    (default) keeps P in tensor memory over S; ``False`` passes it through shared memory."""
     B, H, S, D = q.shape
     if D not in (64, 128):
         raise ValueError(f"blackwell attention: head dimension {D} is not supported (64 or 128)")
@@ -270,6 +294,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
     STAGES = STAGES or config["STAGES"]
     O_SPLIT = O_SPLIT or config["O_SPLIT"]
     SOFTMAX_REGS = SOFTMAX_REGS or config["SOFTMAX_REGS"]
+    P_TMEM = config["P_TMEM"] if P_TMEM is None else P_TMEM
     BLOCK_M = 128
     dtype = element_dtype(q)
     qo_layout, kv_layout = layouts(BLOCK_M, BLOCK_N, D, dtype)
@@ -282,7 +307,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
 
     def run():
         launch(q_desc, k_desc, v_desc, o_desc, lse, S, qk_scale, CAUSAL=causal, STAGES=STAGES, O_SPLIT=O_SPLIT,
-               SOFTMAX_REGS=SOFTMAX_REGS, num_warps=4)
+               SOFTMAX_REGS=SOFTMAX_REGS, P_TMEM=P_TMEM, num_warps=4)
         return o, lse
     return run
 
