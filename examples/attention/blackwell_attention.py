@@ -13,14 +13,15 @@ log), as the Hopper kernel (``flash_attention.py``) computes them.  A program ta
   ``j``, then ``O += P_j V_j`` into the **O accumulator in tensor memory**;
 * the **softmax** warpgroup (4 warps, one query row per thread): loads ``S_j`` from tensor
   memory, the online softmax in fp32 with ``exp2`` (the Hopper kernel's ``_softmax``), writes
-  ``P_j`` (fp16/bf16) to shared memory and the rows' rescale factors ``alpha_j`` beside it;
+  ``P_j`` (fp16/bf16, packed) back over ``S_j`` in tensor memory, where ``P_j V_j`` reads it as
+  its A operand, and the rows' rescale factors ``alpha_j`` to shared memory;
 * the **correction** warpgroup (the kernel's own 4 warps): rescales O in tensor memory by
   ``alpha_j`` between ``P_{j-1} V_{j-1}`` and ``P_j V_j``, and at the end writes ``O / l``
   through Q's shared buffer and a TMA store.
 
-P goes through shared memory (``tcgen05_mma`` with A in tensor memory is not built in
-gluonkit yet); docs/blackwell_attention.rst gives the barrier protocol, the tensor-memory
-budget and why.  Any sequence length works as in the Hopper kernel (the key loop masks keys
+With ``P_TMEM=False`` P goes through shared memory instead (kept to compare the two on a
+Blackwell GPU).  docs/blackwell_attention.rst gives the barrier protocol, the tensor-memory
+budget and the choices.  Any sequence length works as in the Hopper kernel (the key loop masks keys
 ``≥ S``; Q and O use 3-D descriptors that zero-fill and clip each head's rows).
 
 Run: ``python examples/attention/blackwell_attention.py`` (the CPU interpreter: there is no
