@@ -78,8 +78,7 @@ _PLANTED = "pass  # planted bug"
     ("mbarriers=[kv_empty.index(stage), pv_done, s_free.index(j % 2)]", "mbarriers=[kv_empty.index(stage), pv_done]",
      "deadlock", True),
     # P through shared memory, written with no proxy fence before the MMA reads it
-    ("    fence_async_shared()\n    gl.thread_barrier()\n    mbarrier.arrive(p_ready)",
-     f"    {_PLANTED}\n    gl.thread_barrier()\n    mbarrier.arrive(p_ready)",
+    ("        fence_async_shared()                                   # the MMA reads P", f"        {_PLANTED}",
      "wrote through the generic proxy with no fence_async_shared", False),
     # P through shared memory: nobody hands S's buffer back, the MMA warp waits forever
     ("        mbarrier.arrive(s_free.index(buf))\n", f"        {_PLANTED}\n", "deadlock", False),

@@ -77,7 +77,8 @@ def _loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_
 
 @gluonkit.jit
 def _issue_scores(j, q, k_smem, s_tmem, k_ready, s_ready, s_free, STAGES: gl.constexpr):
-    """``S_j = Q K_jᵀ`` into S buffer ``j % 2`` once K_j has landed and the softmax has read ``S_{j-2}``."""
+    """``S_j = Q K_jᵀ`` into S buffer ``j % 2`` once K_j has landed and the buffer is free again (``P_{j-2}
+    V_{j-2}`` has read P out of it; with P in shared memory: the softmax has loaded ``S_{j-2}``)."""
     stage = j % STAGES
     buf = j % 2
     mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
@@ -102,7 +103,7 @@ def _mma_warp(q_smem, k_smem, v_smem, p_smem, s_tmem, o_tmem, q_ready, k_ready, 
             _issue_scores(j + 1, q, k_smem, s_tmem, k_ready, s_ready, s_free, STAGES)
         stage = j % STAGES
         mbarrier.wait(v_ready.index(stage), (j // STAGES) & 1)
-        mbarrier.wait(p_ready, j & 1)                          # P_j is in shared memory
+        mbarrier.wait(p_ready, j & 1)                          # P_j is written
         mbarrier.wait(o_fixed, (j - 1) & 1, pred=j > 0)        # O is rescaled to block j's max
         # The commit frees the K/V stage and tells the softmax (P's buffer) and the correction (O).
         if P_TMEM:  # P_j is in S buffer j % 2, which is free again once this product has read it
@@ -140,8 +141,8 @@ def _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_d
         p_tmem.store(gl.convert_layout(p.to(dtype), p_tmem.get_reg_layout()))
     else:
         p_smem.store(p.to(dtype))
+        fence_async_shared()                                   # the MMA reads P through the async proxy
     alpha_smem.store(alpha)
-    fence_async_shared()
     gl.thread_barrier()
     mbarrier.arrive(p_ready)
     return m_i, l_i
