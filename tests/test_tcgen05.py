@@ -189,7 +189,7 @@ def bad_call(CASE: gl.constexpr):
 
 @pytest.mark.parametrize("case,message", [
     ("shapes", "shapes do not chain"), ("multicast", "multicast=True"), ("acc_type", "acc must be float32"),
-    ("a_in_tmem", "a in tensor memory is not supported yet"), ("acc_in_registers", "acc must be a"),
+    ("a_in_tmem", "a in tensor memory is built for float16 and bfloat16"), ("acc_in_registers", "acc must be a"),
     ("preds", "1 mbarriers but 2 mbarrier_preds"),
 ])
 def test_frontend_errors_name_the_line(case, message):

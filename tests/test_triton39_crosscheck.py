@@ -37,6 +37,7 @@ from triton.experimental.gluon import language as tr_gl  # noqa: E402
 from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
 from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell  # noqa: E402
 
+import attention_kernels  # noqa: E402
 import tcgen05_kernels  # noqa: E402
 import tmem_kernels  # noqa: E402
 
@@ -89,6 +90,25 @@ MMA_KERNELS = [
                     "since the PTX ISA orders tcgen05.ld after an MMA only through a commit; Triton 3.9 emits "
                     "neither commit nor wait"}),
 ]
+
+# Triton 3.9 reads a 128-column fp32 tile of these kernels with one .x128 tcgen05.ld (it narrows to .x64
+# in others, e.g. the 128x256 round trip); gluonkit always splits at 64 registers (MAX_REGISTERS_PER_INSTRUCTION).
+_WIDE_LOADS = {f"tcgen05.ld.sync.aligned.32x32b.x{n}.b32": "gluonkit splits tcgen05.ld at 64 registers; Triton 3.9 "
+               "emits .x128 for a 128-column fp32 tile here" for n in (64, 128)}
+
+
+def _attention_block(dtype, d, block_n, p_tmem=False):
+    return Case(f"attention_block-{dtype}-d{d}-n{block_n}{'-p_tmem' if p_tmem else ''}",
+                attention_kernels.attention_block_source,
+                {"q_ptr": f"*{dtype}", "k_ptr": f"*{dtype}", "v_ptr": f"*{dtype}", "o_ptr": f"*{dtype}"},
+                lambda bw: {"D": d, "BLOCK_N": block_n, "P_TMEM": p_tmem}, explained=_WIDE_LOADS)
+
+
+# One key block of examples/attention/blackwell_attention.py: Q Kᵀ into TMEM (K-major B), P through
+# shared memory or over S in TMEM (P V with A from tensor memory), P V into TMEM (N-major B), 2 S buffers + O.
+MMA_KERNELS += [_attention_block("fp16", 64, 128), _attention_block("bf16", 128, 128), _attention_block("fp16", 128, 64),
+                _attention_block("fp16", 64, 128, True), _attention_block("bf16", 128, 128, True),
+                _attention_block("fp16", 128, 64, True)]
 
 KERNELS = [
     *(_round_trip("fp32", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
@@ -167,11 +187,14 @@ def _descriptor_fields(ptx: str, register: str) -> int:
 
 
 def _mma_words(ptx: str) -> Counter:
-    """Each tcgen05.mma's (kind, instruction descriptor, A and B descriptor high words), counted."""
+    """Each tcgen05.mma's (kind, instruction descriptor, A and B descriptor high words), counted; A read
+    from tensor memory (``[a_tmem]``) counts as ``"tmem"``."""
     found = Counter()
-    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\w+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+)", ptx):
+    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\w+) \[[^]]*\], (%rd\d+|\[[^]]*\]), (%rd\d+), (%r\d+)",
+                         ptx):
         kind, a, b, idesc = m.groups()
-        found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
+        a_fields = "tmem" if a.startswith("[") else hex(_descriptor_fields(ptx, a))
+        found[(kind, hex(_constant(ptx, idesc)), a_fields, hex(_descriptor_fields(ptx, b)))] += 1
     return found
 
 

@@ -38,6 +38,7 @@ _LANE, _ROW, _GAP = 20, 11, 2
 _COLOURS = {
     "blocked": "#d62728", "ready": "#f4b6b6", "wait.none": "#7f7f7f",
     "tma.load": "#1f77b4", "tma.store": "#2ca02c", "cp_async": "#17becf", "wgmma": "#9467bd",
+    "tcgen05_mma": "#e377c2",
     "mbarrier.arrive": "#ff7f0e", "mbarrier.expect": "#8c564b", "mbarrier.phase": "#000000",
     "thread_barrier": "#bcbd22", "tma.store_wait": "#2ca02c", "wgmma.wait": "#9467bd", "wgmma.sync": "#9467bd",
     "cp_async.commit": "#17becf", "cp_async.wait": "#17becf",
@@ -45,6 +46,7 @@ _COLOURS = {
 _LEGEND = [("blocked", "wait, blocked (a bubble)"), ("ready", "wait, phase complete, not yet rescheduled"),
            ("tma.load", "TMA load in flight"), ("tma.store", "TMA store in flight"),
            ("cp_async", "cp.async copy in flight"), ("wgmma", "wgmma group in flight"),
+           ("tcgen05_mma", "tcgen05 MMA in flight"),
            ("mbarrier.arrive", "arrive"), ("mbarrier.expect", "expect"), ("mbarrier.phase", "phase complete"),
            ("thread_barrier", "thread_barrier")]
 
@@ -303,7 +305,8 @@ def _legend(body: List[str], y: float, width: int, kinds: set) -> float:
         if left + item > width:
             left, y = 8, y + 16
         colour = _COLOURS[kind]
-        if kind in ("blocked", "ready") or kind in ("tma.load", "tma.store", "cp_async", "wgmma"):
+        if kind in ("blocked", "ready") or kind in ("tma.load", "tma.store", "cp_async", "wgmma",
+                                                                         "tcgen05_mma"):
             body.append(f'<rect x="{left}" y="{y - 9}" width="14" height="10" fill="{colour}"/>')
         else:
             body.append(f'<line x1="{left + 7}" y1="{y - 10}" x2="{left + 7}" y2="{y + 2}" stroke="{colour}" '

@@ -44,10 +44,26 @@ def tcgen05_k_step(element) -> int:
     return 256 // element.primitive_bitwidth
 
 
+def _tmem_a_problem(ty) -> Optional[str]:
+    """Why ``ty`` cannot be the A operand read from tensor memory (the ``[a_tmem]`` form of tcgen05.mma)."""
+    layout = ty.layout
+    if len(ty.shape) != 2 or not isinstance(layout, TensorMemoryLayout) or layout.two_ctas:
+        return f"a in tensor memory must be a 2-D view in a one-CTA TensorMemoryLayout, got {ty}"
+    if ty.element not in (float16, bfloat16):
+        return f"a in tensor memory is built for float16 and bfloat16 inputs, got {ty.element}; pass a in shared memory"
+    if layout.col_stride != 1:
+        return (f"a in tensor memory must be packed (TensorMemoryLayout col_stride=1: two {ty.element} per column), "
+                f"got col_stride={layout.col_stride}")
+    if ty.shape[0] != 128 or layout.block[0] != 128:
+        return f"a in tensor memory must have M = 128 rows (its layout's block M too), got {list(ty.shape)}, {layout!r}"
+    return None
+
+
 def _shared_problem(ty, name: str) -> Optional[str]:
     if isinstance(ty, TensorMemoryDescType):
-        return (f"{name} in tensor memory is not supported yet (tcgen05.mma's A-from-TMEM form); "
-                f"pass {name} as a shared memory descriptor")
+        if name == "a":
+            return _tmem_a_problem(ty)
+        return f"{name} must be in shared memory (only a may come from tensor memory); got {ty}"
     if not isinstance(ty, SharedMemoryDescType) or ty.rank != 2 or ty.num_stage_dims:
         return f"{name} must be one 2-D shared memory tile (pick a stage with .index(i)), got {ty}"
     if contiguous_dim(ty) is None:

@@ -40,6 +40,7 @@ from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..happens_before import release
 from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
+from ..trace import view_name
 from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exist before _checked wraps them)
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
@@ -71,17 +72,27 @@ class _Mma:
         self.what = f"the tcgen05_mma at line {op.loc.line}"
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
+        a_in_tmem = isinstance(self.types[0], TensorMemoryDescType)
+        # A read from tensor memory: its cells may not be stored to until the MMA is known complete.
+        self.a_mask = _footprint(self.a, self.types[0], op) if a_in_tmem else None
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
         # there); writing them before the MMA is known complete is reported, so the values cannot change.
-        self.values = [_multiplicand(read(ref, ty, op), ty) for ref, ty in ((self.a, self.types[0]),
-                                                                            (self.b, self.types[1]))]
+        self.values = [_multiplicand(read_tile(self.a, self.types[0], op) if a_in_tmem else
+                                     read(self.a, self.types[0], op), self.types[0]),
+                       _multiplicand(read(self.b, self.types[1], op), self.types[1])]
         self.reads = []
-        for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])):
+        for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1]))[a_in_tmem:]:
             reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
             ref.buffer.async_reads.append(reader)
             self.reads.append((ref.buffer, reader))
         _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
+        self.span = None  # its span on a trace (issue to completion), while recording one
+        if program.trace is not None:
+            reads = ", ".join("tensor memory" if isinstance(ty, TensorMemoryDescType) else view_name(ref, ty)
+                              for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])))
+            self.span = program.trace.start("tcgen05_mma", "tcgen05_mma", op, shape=list(self.types[2].shape),
+                                            reads=reads)
 
     def compute(self) -> None:
         """Run the MMA now: update acc in tensor memory."""
@@ -91,6 +102,8 @@ class _Mma:
             product += read_tile(self.acc, acc_ty, self.op).astype(np.float64)
         write_tile(self.acc, acc_ty, product, self.op)
         self.done = True
+        if self.span is not None:
+            self.span.finish()
 
     def release(self) -> None:
         for buffer, reader in self.reads:
@@ -174,6 +187,8 @@ def _tcgen05_mma(program, op, operands):
     if not bool(operands[4]):
         return []
     for ref, value in ((operands[0], op.operands[0]), (operands[1], op.operands[1])):
+        if isinstance(value.type, TensorMemoryDescType):  # A in tensor memory: no proxy fence involved
+            continue
         unfenced = unfenced_write(program, ref, value.type, op)
         if unfenced is not None:
             raise InterpreterError(f"tcgen05_mma reads {ref.buffer.describe()}, which the store at line "
@@ -200,24 +215,31 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def _in_flight(ref, ty, op) -> Optional[_Mma]:
-    """An MMA of any partition, its completion not yet observed, whose accumulator overlaps view ``ty`` at ``ref``."""
+def _in_flight(ref, ty, op, write: bool):
+    """An MMA of any partition, its completion not yet observed, whose accumulator (or, for a ``write``,
+    whose A operand in tensor memory) overlaps view ``ty`` at ``ref``; and what it does there."""
     in_flight = _IN_FLIGHT.get(ref.memory)
     if not in_flight:
-        return None
+        return None, ""
     mask = _footprint(ref, ty, op)
-    return next((m for m in in_flight if (m.acc_mask & mask).any()), None)
+    for mma in in_flight:
+        if (mma.acc_mask & mask).any():
+            return mma, "updating"
+        if write and mma.a_mask is not None and (mma.a_mask & mask).any():
+            return mma, "reading (its A operand)"
+    return None, ""
 
 
 def _checked(name: str, verb: str):
-    """``name``'s rule, first reporting an access to an accumulator an MMA may still be updating."""
+    """``name``'s rule, first reporting an access to an accumulator an MMA may still be updating (or, for a
+    store, to an A operand an MMA may still be reading)."""
     plain = RULES[name]
 
     def checked(program, op, operands):
-        mma = _in_flight(operands[0], op.operands[0].type, op)
+        mma, doing = _in_flight(operands[0], op.operands[0].type, op, verb == "writes")
         if mma is not None:
             raise InterpreterError(
-                f"{name} {verb} tensor memory that {mma.what} may still be updating (its completion has not been "
+                f"{name} {verb} tensor memory that {mma.what} may still be {doing} (its completion has not been "
                 "observed); commit the MMA (mbarriers=[bar] or tcgen05_commit(bar)) and mbarrier.wait on that "
                 "barrier first", op.loc, notes=[("the MMA in flight", mma.op.loc)])
         return plain(program, op, operands)

@@ -5,7 +5,9 @@ K step (32 bytes of inputs), all issued by thread 0 of the program (the hardware
 MMA for the whole CTA; Triton 3.9 elects one thread of warp 0 too):
 
 * the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`gluonkit.lower.nvidia.tmem`);
-* ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors.  Their strides
+* ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors, or ``a`` (16-bit,
+  packed, M = 128) straight from tensor memory: ``[a]`` is its TMEM address, 8 columns further
+  per K step, and the instruction descriptor calls it K-major.  Their strides
   and swizzle come from the layout algebra exactly as for wgmma
   (:func:`.wgmma_descriptor.describe_operand`: leading/stride byte offsets read off the
   view's linear layout and checked against the canonical layout); sm_100's descriptor
@@ -29,6 +31,7 @@ from __future__ import annotations
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
+from ...ir.types import TensorMemoryDescType
 from ...ir.verify_tcgen05 import tcgen05_k_step, tcgen05_kind
 from ...ir.verify_wgmma import is_k_major
 from ..context import KernelLowering
@@ -49,6 +52,8 @@ _VERSION = 1 << 46
 _INPUT_CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float8e4nv": 0, "float8e5": 1}
 _ACC_CODES = {"float16": 0, "float32": 1}
 _SHARED = 3
+#: TMEM columns one K step of an A operand in tensor memory advances (32 bytes of packed inputs).
+_TMEM_A_COLUMNS_PER_STEP = 8
 
 
 def shared_descriptor_base(plan: OperandDescriptor) -> int:
@@ -98,20 +103,30 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
     m, n = acc.type.shape
     k_step = tcgen05_k_step(element)
     order_access(ctx, op)
-    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc, "tcgen05_mma")
+    a_in_tmem = isinstance(a.type, TensorMemoryDescType)
+    a_plan = None if a_in_tmem else describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc,
+                                                     "tcgen05_mma")
     b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc,
                               "tcgen05_mma")
-    idesc = instruction_descriptor(a.type, b_value.type, acc.type, is_k_major(a.type, 0), is_k_major(b_value.type, 1))
+    a_k_major = a_in_tmem or is_k_major(a.type, 0)  # A in tensor memory: rows on lanes, K along the columns
+    idesc = instruction_descriptor(a.type, b_value.type, acc.type, a_k_major, is_k_major(b_value.type, 1))
     b = ctx.builder
     synchronize(ctx)
     issuer = elected_thread(ctx, ctx.get(op.operands[4]))
-    a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
-    text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], $1, $2, $3, $4;"
+    a_start = ctx.get(a) if a_in_tmem else _start(ctx, ctx.get(a), a_plan)
+    b_start = _start(ctx, ctx.get(b_value), b_plan)
+    if a_in_tmem:  # [a]: a TMEM address; one K step is 32 bytes, 8 packed columns
+        text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], [$1], $2, $3, $4;"
+        constraints = "r,r,l,r,b,b"
+    else:
+        text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], $1, $2, $3, $4;"
+        constraints = "r,l,l,r,b,b"
     for step in range(a.type.shape[1] // k_step):
         k = step * k_step
         enable_d = ctx.get(op.operands[3]) if step == 0 else I1(1)
-        emit_ptx(b, text, "r,l,l,r,b,b", [ctx.get(acc), _step(ctx, a_start, a_plan, k),
-                                          _step(ctx, b_start, b_plan, k), I32(idesc), enable_d, issuer])
+        a_step = b.add(a_start, I32(step * _TMEM_A_COLUMNS_PER_STEP)) if a_in_tmem else _step(ctx, a_start, a_plan, k)
+        emit_ptx(b, text, constraints, [ctx.get(acc), a_step, _step(ctx, b_start, b_plan, k), I32(idesc), enable_d,
+                                        issuer])
     for i in range(n_bars):
         bar_issuer = b.and_(issuer, ctx.get(op.operands[5 + n_bars + i]))
         _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer)

@@ -1,0 +1,118 @@
+"""``tcgen05_mma`` with A read from tensor memory (the ``[a_tmem]`` form, P V of attention): the
+interpreter against float64, a store into A under the MMA reported, the frontend's errors at the
+user's line, and ptxas for sm_100a (the instruction descriptors and forms are compared with Triton
+3.9's in ``tests/test_triton39_crosscheck.py``, ``attention_block-*-p_tmem``)."""
+
+import math
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit.interpret import InterpreterError
+from gluonkit.language.nvidia import blackwell
+from gluonkit.language.nvidia.blackwell import (TensorMemoryLayout, allocate_tensor_memory, fence_async_shared, mbarrier,
+                                                tcgen05_mma)
+from kernel_checks import needs_ptxas
+
+import attention_kernels
+
+attention_block = gluonkit.jit(attention_kernels.attention_block_source(gl, blackwell))
+_NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+@pytest.mark.parametrize("dtype, D, BLOCK_N", [("float16", 64, 128), ("bfloat16", 128, 64), ("float16", 64, 32)])
+def test_p_from_tensor_memory_in_the_interpreter(monkeypatch, dtype, D, BLOCK_N):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    q = rng.standard_normal((128, D)).astype(_NP[dtype])
+    k, v = (rng.standard_normal((BLOCK_N, D)).astype(_NP[dtype]) for _ in range(2))
+    o = np.full((128, D), np.nan, _NP[dtype])
+    attention_block[(1,)](q, k, v, o, D=D, BLOCK_N=BLOCK_N, P_TMEM=True, num_warps=4)
+    s = q.astype(np.float64) @ k.astype(np.float64).T * 0.18033688011112042 * math.log(2)
+    p = np.exp(s - s.max(1, keepdims=True))
+    ref = p @ v.astype(np.float64) / p.sum(1, keepdims=True)
+    tol = 3e-2 if dtype == "bfloat16" else 5e-3   # P rounded to 16 bits, as the tensor cores read it
+    assert np.abs(o.astype(np.float64) - ref).max() < tol
+
+
+@gluonkit.jit
+def _overwrite_a(v_ptr, o_ptr, WAIT_FIRST: gl.constexpr):
+    """O = P V with P (all ones) from tensor memory; then P is overwritten, after or before the wait."""
+    blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    v_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([32, 64], gl.float16)
+    rows = gl.arange(0, 32, gl.SliceLayout(1, blk))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, blk))
+    v_smem = gl.allocate_shared_memory(gl.float16, [32, 64], v_layout, gl.load(v_ptr + rows[:, None] * 64 + cols[None, :]))
+    p_tmem = allocate_tensor_memory(gl.float16, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
+    o_tmem = allocate_tensor_memory(gl.float32, [128, 64], TensorMemoryLayout([128, 64], col_stride=1))
+    p_reg: gl.constexpr = p_tmem.get_reg_layout()
+    p_tmem.store(gl.full([128, 32], 1.0, gl.float16, p_reg))
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    fence_async_shared()
+    tcgen05_mma(p_tmem, v_smem, o_tmem, use_acc=False, mbarriers=[bar])
+    if WAIT_FIRST:
+        mbarrier.wait(bar, 0)
+        p_tmem.store(gl.full([128, 32], 2.0, gl.float16, p_reg))
+    else:
+        p_tmem.store(gl.full([128, 32], 2.0, gl.float16, p_reg))
+        mbarrier.wait(bar, 0)
+    o_reg: gl.constexpr = o_tmem.get_reg_layout()
+    r = gl.arange(0, 128, gl.SliceLayout(1, o_reg))
+    c = gl.arange(0, 64, gl.SliceLayout(0, o_reg))
+    gl.store(o_ptr + r[:, None] * 64 + c[None, :], o_tmem.load(o_reg))
+    mbarrier.invalidate(bar)
+
+
+def test_a_store_under_the_mma_is_reported(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    v = np.random.default_rng().standard_normal((32, 64)).astype(np.float16)
+    o = np.full((128, 64), np.nan, np.float32)
+    _overwrite_a[(1,)](v, o, WAIT_FIRST=True, num_warps=4)
+    np.testing.assert_allclose(o, np.broadcast_to(v.astype(np.float64).sum(0), (128, 64)), rtol=1e-6)
+    with pytest.raises(InterpreterError, match=r"tmem_store writes tensor memory that the tcgen05_mma at line \d+ "
+                                               r"may still be reading \(its A operand\)") as info:
+        _overwrite_a[(1,)](v, o, WAIT_FIRST=False, num_warps=4)
+    assert "test_tcgen05_tmem_operand.py" in str(info.value)
+
+
+@gluonkit.jit
+def _bad_operand(WHICH: gl.constexpr):
+    v_smem = gl.allocate_shared_memory(gl.float16, [32, 64], gl.NVMMASharedLayout.get_default_for([32, 64], gl.float16))
+    o_tmem = allocate_tensor_memory(gl.float32, [128, 64], TensorMemoryLayout([128, 64], col_stride=1))
+    if WHICH == "unpacked":
+        p_tmem = allocate_tensor_memory(gl.float16, [128, 32], TensorMemoryLayout([128, 32], col_stride=2))
+        tcgen05_mma(p_tmem, v_smem, o_tmem, use_acc=False)
+    elif WHICH == "b":
+        p_tmem = allocate_tensor_memory(gl.float16, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
+        tcgen05_mma(v_smem, p_tmem, o_tmem, use_acc=False)
+    else:
+        p_tmem = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
+        tcgen05_mma(p_tmem, v_smem, o_tmem, use_acc=False)
+
+
+@pytest.mark.parametrize("which, message", [
+    ("unpacked", "a in tensor memory must be packed"),
+    ("b", "b must be in shared memory"),
+    ("fp32", "a in tensor memory is built for float16 and bfloat16"),
+])
+def test_bad_tensor_memory_operands_are_errors_at_the_call(which, message):
+    with pytest.raises(gluonkit.CompilationError, match=message) as info:
+        _bad_operand.compile(WHICH=which, num_warps=4, target="sm_100a")
+    assert "tcgen05_mma(" in str(info.value)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("D, BLOCK_N", [(64, 128), (128, 64)])
+def test_a_from_tensor_memory_compiles_for_sm_100a(D, BLOCK_N):
+    compiled = attention_block.compile("*fp16:16", "*fp16:16", "*fp16:16", "*fp16:16", D=D, BLOCK_N=BLOCK_N,
+                                       P_TMEM=True, num_warps=4, target="sm_100a")
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"]
+    ts = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], \[%r\d+\], %rd\d+, %r\d+, %p\d+;", ptx)
+    assert len(ts) == BLOCK_N // 16   # P V: one per 16 keys, A's address 8 columns further each time
+    assert ptx.count("tcgen05.mma.cta_group::1.kind::f16") == len(ts) + D // 16
