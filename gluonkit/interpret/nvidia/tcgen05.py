@@ -44,7 +44,7 @@ from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exi
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
-__all__: List[str] = []
+__all__ = ["issue", "mma_in_flight"]
 
 #: Per tensor memory (one CTA's, shared by its partitions): the MMAs whose completion no wait has observed yet.
 _IN_FLIGHT: "WeakKeyDictionary[TensorMemory, List[_Mma]]" = WeakKeyDictionary()
@@ -71,17 +71,23 @@ class _Mma:
         self.what = f"the tcgen05_mma at line {op.loc.line}"
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
+        if not hasattr(self, "tmem_reads"):  # tensor memory the MMA only reads (a block-scaled MMA's scales)
+            self.tmem_reads = np.zeros_like(self.acc_mask)
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
         # there); writing them before the MMA is known complete is reported, so the values cannot change.
-        self.values = [_multiplicand(read(ref, ty, op), ty) for ref, ty in ((self.a, self.types[0]),
-                                                                            (self.b, self.types[1]))]
+        self.values = self.multiplicands()
         self.reads = []
         for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])):
             reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
             ref.buffer.async_reads.append(reader)
             self.reads.append((ref.buffer, reader))
         _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
+
+    def multiplicands(self) -> List[np.ndarray]:
+        """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read from shared memory now."""
+        return [_multiplicand(read(ref, ty, self.op), ty) for ref, ty in ((self.a, self.types[0]),
+                                                                           (self.b, self.types[1]))]
 
     def compute(self) -> None:
         """Run the MMA now: update acc in tensor memory."""
@@ -179,18 +185,26 @@ def _tcgen05_mma(program, op, operands):
             raise InterpreterError(f"tcgen05_mma reads {ref.buffer.describe()}, which the store at line "
                                    f"{unfenced.line} wrote through the generic proxy with no fence_async_shared() "
                                    "since; call fence_async_shared() between the store and the MMA", op.loc)
+    issue(program, op, _Mma(program, op, operands), 5, operands)
+    return []
+
+
+def issue(program, op, unit, first_barrier: int, operands) -> None:
+    """Queue ``unit`` (an issued MMA or copy) on ``program``'s tcgen05 pipe, then commit it to the op's barriers.
+
+    The op's ``num_barriers`` barriers start at operand ``first_barrier``, their predicates follow;
+    without ``is_async`` everything issued so far completes now (a synchronous MMA).
+    """
     units = _units(program)
-    mma = _Mma(program, op, operands)
-    units.issued.append(mma)
-    n = op.attrs["num_barriers"]
-    if not op.attrs["is_async"]:  # synchronous: everything issued so far completes now
+    units.issued.append(unit)
+    n = op.attrs.get("num_barriers", 0)
+    if not op.attrs.get("is_async", True):
         units.land(len(units.issued))
         units.release(len(units.issued))
-        return []
+        return
     for i in range(n):
-        if bool(operands[5 + n + i]):
-            _commit(program, op, operands[5 + i], 5 + i)
-    return []
+        if bool(operands[first_barrier + n + i]):
+            _commit(program, op, operands[first_barrier + i], first_barrier + i)
 
 
 @rule("tcgen05_commit")
@@ -200,13 +214,13 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def _in_flight(ref, ty, op) -> Optional[_Mma]:
-    """An MMA of any partition, its completion not yet observed, whose accumulator overlaps view ``ty`` at ``ref``."""
-    in_flight = _IN_FLIGHT.get(ref.memory)
-    if not in_flight:
-        return None
-    mask = _footprint(ref, ty, op)
-    return next((m for m in in_flight if (m.acc_mask & mask).any()), None)
+def mma_in_flight(ref, mask: np.ndarray, writing: bool) -> Optional[_Mma]:
+    """An MMA of any partition, its completion not yet observed, that writes (or, for a write, reads) the bytes
+    ``mask`` of ``ref``'s tensor memory."""
+    for m in _IN_FLIGHT.get(ref.memory, ()):
+        if ((m.acc_mask | m.tmem_reads) if writing else m.acc_mask)[mask].any():
+            return m
+    return None
 
 
 def _checked(name: str, verb: str):
@@ -214,7 +228,7 @@ def _checked(name: str, verb: str):
     plain = RULES[name]
 
     def checked(program, op, operands):
-        mma = _in_flight(operands[0], op.operands[0].type, op)
+        mma = mma_in_flight(operands[0], _footprint(operands[0], op.operands[0].type, op), name == "tmem_store")
         if mma is not None:
             raise InterpreterError(
                 f"{name} {verb} tensor memory that {mma.what} may still be updating (its completion has not been "

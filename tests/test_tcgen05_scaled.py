@@ -1,0 +1,151 @@
+"""Block-scaled tcgen05 MMAs and tcgen05_copy: interpreter against float64, planted bugs, errors, ptxas sm_100a.
+
+``tests/test_triton39_crosscheck.py`` compares the PTX (instructions, instruction descriptors,
+copy descriptors) with Triton 3.9's for the same kernels.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit import CompilationError
+from gluonkit.interpret import InterpreterError
+from gluonkit.language.nvidia.blackwell import (TensorMemoryLayout, TensorMemoryScalesLayout, allocate_tensor_memory,
+                                                fence_async_shared, mbarrier, tcgen05_commit, tcgen05_copy,
+                                                tcgen05_mma_scaled)
+from interpreting import launch_interpreted
+from kernel_checks import line_containing, needs_ptxas
+from tcgen05_scaled_kernels import mma_scaled, scale_smem_layout
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+def _operand(fmt, rows, k, rng):
+    """``(storage, float64 values [rows, k])`` of a random operand; e2m1 packs two per byte, lower nibble first."""
+    if fmt == "e2m1":
+        packed = rng.integers(0, 256, (rows, k // 2), dtype=np.uint8)
+        values = np.stack([E2M1[packed & 15], E2M1[packed >> 4]], axis=2).reshape(rows, k)
+        return packed, values
+    stored = (rng.standard_normal((rows, k)) * 4).astype(FP8[fmt])
+    return stored, stored.astype(np.float64)
+
+
+def _scales(nvfp4, rows, sk, rng, extreme_rows=()):
+    """``(storage, float64 values)``: UE8M0 exponents around 127 (or UE4M3 values), extreme rows as asked."""
+    if nvfp4:
+        stored = rng.uniform(0.01, 400, (rows, sk)).astype(ml_dtypes.float8_e4m3fn)
+        stored[list(extreme_rows)] = np.array(2.0 ** -9, np.float32).astype(ml_dtypes.float8_e4m3fn)  # tiny
+        return stored, stored.astype(np.float64)
+    stored = rng.integers(100, 155, (rows, sk), dtype=np.uint8)
+    for row, value in zip(extreme_rows, (254, 1, 255)):  # 2**127, 2**-126, NaN (one entry)
+        if value == 255:
+            stored[row, 0] = value
+        else:
+            stored[row] = value
+    values = np.where(stored == 255, np.nan, np.ldexp(1.0, stored.astype(np.int64) - 127))
+    return stored, values
+
+
+def _run(a_fmt, b_fmt, m, n, k, nvfp4, copy, acc, seed, extreme=()):
+    rng = np.random.default_rng(seed)
+    vec = 16 if nvfp4 else 32
+    (a, av), (b, bv) = _operand(a_fmt, m, k, rng), _operand(b_fmt, n, k, rng)
+    (sa, sav), (sb, sbv) = _scales(nvfp4, m, k // vec, rng, extreme), _scales(nvfp4, n, k // vec, rng)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    c = c0.copy()
+    launch_interpreted(mma_scaled, (1,), a, b, sa, sb, c, m, n, a.shape[1], b.shape[1], k // vec, a_fmt, b_fmt,
+                       copy, acc, scale_smem_layout(gl, m, k // vec), scale_smem_layout(gl, n, k // vec), num_warps=4)
+    ref = (av * np.repeat(sav, vec, axis=1)) @ (bv * np.repeat(sbv, vec, axis=1)).T + (c0 if acc else 0)
+    return c, ref.astype(np.float32)
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt,m,n,k,nvfp4,copy,acc", [
+    ("e4m3", "e4m3", 128, 128, 128, False, True, False),   # mxfp8, scales by tcgen05_copy
+    ("e5m2", "e4m3", 128, 64, 64, False, False, True),     # mixed fp8, scales stored from registers
+    ("e4m3", "e5m2", 128, 256, 256, False, True, True),    # 2 x 2 copy chunks (N = 256, K = 256)
+    ("e2m1", "e2m1", 128, 128, 128, False, True, False),   # mxfp4 (kind::mxf4)
+    ("e2m1", "e2m1", 128, 32, 128, True, False, True),     # nvfp4 (kind::mxf4nvf4), UE4M3 scales
+    ("e2m1", "e2m1", 128, 128, 256, True, True, False),    # nvfp4 with copies
+])
+def test_block_scaled_mma_matches_float64(a_fmt, b_fmt, m, n, k, nvfp4, copy, acc):
+    c, ref = _run(a_fmt, b_fmt, m, n, k, nvfp4, copy, acc, seed=m + n + k + nvfp4)
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("nvfp4", [False, True])
+def test_extreme_scale_exponents(nvfp4):
+    """UE8M0 2**127 (the float32 result overflows), 2**-126 and NaN; UE4M3's smallest subnormal."""
+    fmt = "e2m1" if nvfp4 else "e4m3"
+    c, ref = _run(fmt, fmt, 128, 128, 128, nvfp4, True, False, seed=7, extreme=(0, 1, 2))
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=0)
+    if not nvfp4:
+        assert np.isinf(c[0]).any() and np.isnan(c[2]).all() and np.abs(c[1]).max() < 1e-20
+
+
+# ------------------------------------------------------------------------ planted bugs
+@gluonkit.jit
+def _protocol(sa_ptr, sb_ptr, c_ptr, BUG: gl.constexpr, S_LAYOUT: gl.constexpr):
+    """c = a @ b.T with all-ones mxfp8 operands (K = 128) and scales by tcgen05_copy; BUG plants one mistake."""
+    blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    scale_offs = gl.arange(0, 128, gl.SliceLayout(1, blk))[:, None] * 4 + gl.arange(0, 4, gl.SliceLayout(0, blk))[None, :]
+    op_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+    ones = gl.full([128, 128], 1.0, gl.float8e4nv, blk)
+    a = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], op_layout, ones)
+    b = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], op_layout, ones)
+    sa_smem = gl.allocate_shared_memory(gl.uint8, [128, 4], S_LAYOUT, gl.load(sa_ptr + scale_offs))
+    sb_smem = gl.allocate_shared_memory(gl.uint8, [128, 4], S_LAYOUT, gl.load(sb_ptr + scale_offs))
+    a_scale = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    b_scale = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    acc = allocate_tensor_memory(gl.float32, [128, 128], TensorMemoryLayout([128, 128], col_stride=1))
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    fence_async_shared()
+    tcgen05_copy(sa_smem, a_scale)
+    tcgen05_copy(sb_smem, b_scale)
+    if BUG == "read_scales":
+        a_scale.load(a_scale.get_reg_layout())  # BUG: the copy is not known complete
+    if BUG == "recopy":  # the copies are complete before the MMA here
+        tcgen05_commit(bar)
+        mbarrier.wait(bar, 0)
+    tcgen05_mma_scaled(a, b.permute((1, 0)), acc, a_scale, b_scale, "e4m3", "e4m3", use_acc=False, mbarriers=[bar])
+    if BUG == "recopy":
+        tcgen05_copy(sb_smem, b_scale)  # BUG: overwrites scales the MMA may still read
+    if BUG == "refill":
+        sa_smem.store(gl.load(sa_ptr + scale_offs))  # BUG: the copy's source, before the commit is observed
+    mbarrier.wait(bar, 1 if BUG == "recopy" else 0)
+    reg: gl.constexpr = acc.get_reg_layout()
+    rows = gl.arange(0, 128, gl.SliceLayout(1, reg))
+    cols = gl.arange(0, 128, gl.SliceLayout(0, reg))
+    gl.store(c_ptr + rows[:, None] * 128 + cols[None, :], acc.load(reg))
+
+
+def _protocol_run(bug):
+    rng = np.random.default_rng(3)
+    sa, sb = (rng.integers(120, 135, (128, 4), dtype=np.uint8) for _ in range(2))
+    c = np.zeros((128, 128), np.float32)
+    launch_interpreted(_protocol, (1,), sa, sb, c, bug, scale_smem_layout(gl, 128, 4), num_warps=4)
+    return sa, sb, c
+
+
+def test_the_copy_is_ordered_before_the_mma_of_the_same_thread():
+    sa, sb, c = _protocol_run("none")
+    scale = np.ldexp(1.0, sa.astype(np.int64) - 127) @ np.ldexp(1.0, sb.astype(np.int64) - 127).T * 32
+    np.testing.assert_allclose(c, scale, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bug,text,message", [
+    ("read_scales", "a_scale.load(", "tmem_load reads tensor memory that the tcgen05_copy at line"),
+    ("recopy", "tcgen05_copy(sb_smem, b_scale)  # BUG", "tcgen05_copy overwrites tensor memory that the "
+                                                         "tcgen05_mma at line"),
+    ("refill", "sa_smem.store(", "the tcgen05_copy at line"),
+])
+def test_planted_protocol_bugs_are_reported_at_their_line(bug, text, message):
+    with pytest.raises(InterpreterError) as info:
+        _protocol_run(bug)
+    assert message in str(info.value), str(info.value)
+    assert f":{line_containing(_protocol, text)}:" in str(info.value), str(info.value)
