@@ -110,7 +110,8 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
     synchronize(ctx)
     issuer = elected_thread(ctx, ctx.get(op.operands[6]))
     a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
-    text = (f"@$7 tcgen05.mma.cta_group::1.kind::{kind}.block_scale.block{vec} [$0], $1, $2, $3, [$4], [$5], $6;")
+    text = (f"@$7 tcgen05.mma.cta_group::1.kind::{kind}.block_scale.block{vec} [$0], $1, $2, $3, "
+            "[$4], [$5], $6;")
     per_step = _STEP_BYTES * (2 if a_type == "e2m1" else 1)  # elements of K
     for step in range(a.type.shape[1] // _STEP_BYTES):
         k = step * _STEP_BYTES
