@@ -149,3 +149,80 @@ def test_planted_protocol_bugs_are_reported_at_their_line(bug, text, message):
         _protocol_run(bug)
     assert message in str(info.value), str(info.value)
     assert f":{line_containing(_protocol, text)}:" in str(info.value), str(info.value)
+
+
+# ------------------------------------------------------------------------ frontend errors
+@gluonkit.jit
+def _bad(BUG: gl.constexpr):
+    """One bad call per BUG value (on the line that names it)."""
+    fp8_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+    a = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], fp8_layout)
+    b = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], fp8_layout)
+    acc = allocate_tensor_memory(gl.float32, [128, 128], TensorMemoryLayout([128, 128], col_stride=1))
+    scales = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    plain = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryLayout([128, 4], col_stride=1))
+    row_major = gl.allocate_shared_memory(gl.uint8, [128, 4], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    if BUG == "format":
+        tcgen05_mma_scaled(a, b.permute((1, 0)), acc, scales, scales, "e3m2", "e4m3")
+    if BUG == "mixed":
+        tcgen05_mma_scaled(a, b.permute((1, 0)), acc, scales, scales, "e2m1", "e4m3")
+    if BUG == "scale_shape":
+        tcgen05_mma_scaled(a, b.permute((1, 0)), acc, scales.slice(0, 2), scales, "e4m3", "e4m3")
+    if BUG == "plain_dst":
+        tcgen05_copy(row_major, plain)
+    if BUG == "row_major_src":
+        tcgen05_copy(row_major, scales)
+
+
+@pytest.mark.parametrize("bug,text,message", [
+    ("format", '"e3m2"', "a_type must be one of ['e2m1', 'e4m3', 'e5m2'], got 'e3m2'"),
+    ("mixed", '"e2m1", "e4m3"', "a holds e2m1 values, so it must be uint8"),
+    ("scale_shape", "scales.slice(0, 2)", "a_scale has shape [128, 2]; with uint8 scales (one per 32 elements of K) "
+                                          "it must be [128, 4] for K = 128"),
+    ("plain_dst", "tcgen05_copy(row_major, plain)", "only block-scale copies are supported"),
+    ("row_major_src", "tcgen05_copy(row_major, scales)", "does not hold rows 0..127, scales 0..3 as tcgen05.cp's"),
+])
+def test_bad_calls_are_errors_at_the_users_line(bug, text, message):
+    with pytest.raises(CompilationError) as info:
+        _bad.compile(target="sm_100a", num_warps=4, BUG=bug)
+    assert message in str(info.value), str(info.value)
+    assert f":{line_containing(_bad, text)}:" in str(info.value), str(info.value)
+
+
+# ------------------------------------------------------------------------ ptxas
+_CASES = [("e4m3", "e4m3", "u8", 128, 128), ("e5m2", "e4m3", "u8", 256, 256), ("e2m1", "e2m1", "u8", 128, 256),
+          ("e2m1", "e2m1", "fp8e4nv", 256, 128)]
+
+
+def _compile(a_fmt, b_fmt, scale, n, k, target="sm_100a", copy=True):
+    storage = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "e2m1": "u8"}
+    sk = k // (16 if scale == "fp8e4nv" else 32)
+    ka, kb = (k // 2 if f == "e2m1" else k for f in (a_fmt, b_fmt))
+    return mma_scaled.compile(f"*{storage[a_fmt]}:16", f"*{storage[b_fmt]}:16", f"*{scale}:16", f"*{scale}:16",
+                              "*fp32:16", target=target, num_warps=4, M=128, N=n, KA=ka, KB=kb, SK=sk, A_FMT=a_fmt,
+                              B_FMT=b_fmt, COPY=copy, ACC=True, SA_LAYOUT=scale_smem_layout(gl, 128, sk),
+                              SB_LAYOUT=scale_smem_layout(gl, n, sk))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("a_fmt,b_fmt,scale,n,k", _CASES)
+def test_ptxas_accepts_sm_100a(a_fmt, b_fmt, scale, n, k):
+    kernel = _compile(a_fmt, b_fmt, scale, n, k)
+    assert kernel.asm["cubin"]
+    ptx = kernel.asm["ptx"]
+    kind = {"u8": "mxf4.block_scale.block32", "fp8e4nv": "mxf4nvf4.block_scale.block16"}[scale] \
+        if a_fmt == "e2m1" else "mxf8f6f4.block_scale.block32"
+    per_step = 64 if a_fmt == "e2m1" else 32
+    assert ptx.count(f"tcgen05.mma.cta_group::1.kind::{kind} ") == k // per_step  # one MMA per 32 bytes of K
+    vec = 16 if scale == "fp8e4nv" else 32
+    assert ptx.count("tcgen05.cp.cta_group::1.warpx4.32x128b ") == (128 + n) // 128 * (k // vec // 4)
+
+
+@needs_ptxas
+def test_ptxas_accepts_scales_stored_from_registers():
+    assert _compile("e4m3", "e5m2", "u8", 64, 128, copy=False).asm["cubin"]
+
+
+def test_sm_90a_is_an_error():
+    with pytest.raises(CompilationError, match="sm_100a"):
+        _compile("e4m3", "e4m3", "u8", 128, 128, target="sm_90a")
