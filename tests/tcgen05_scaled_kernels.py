@@ -9,18 +9,12 @@ from __future__ import annotations
 import gluonkit
 import gluonkit.language as gluonkit_gl
 from gluonkit.language.nvidia import blackwell as gluonkit_blackwell
+from gluonkit.layouts import scales_copy_bases
 
 
 def scale_smem_layout(gl, rows: int, scales: int):
-    """The shared layout ``tcgen05_copy`` reads ``[rows, scales]`` scale factors from.
-
-    Each block of 128 rows x 4 scales is 32 rows of 16 bytes: scale ``(32g + r, c)`` at byte
-    ``16r + 4g + c``; blocks follow along the scales, then along the rows.
-    """
-    bases = [[0, 1], [0, 2], [32, 0], [64, 0], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]
-    bases += [[0, 4 << i] for i in range((scales // 4).bit_length() - 1)]
-    bases += [[128 << i, 0] for i in range((rows // 128).bit_length() - 1)]
-    return gl.SharedLinearLayout(offset_bases=bases, alignment=128)
+    """The shared layout ``tcgen05_copy`` reads ``[rows, scales]`` scale factors from (built with ``gl``)."""
+    return gl.SharedLinearLayout(offset_bases=scales_copy_bases(rows, scales), alignment=128)
 
 
 def mma_scaled_source(gl, blackwell):

@@ -161,8 +161,8 @@ def copy_chunks(src: SharedMemoryDescType, dst: TensorMemoryDescType, xor: int =
             if start % 16 or not np.array_equal(block - start, _chunk_bytes()):
                 return (f"the shared view does not hold rows {r0}..{r0 + CHUNK_ROWS - 1}, scales {c0}..{c0 + 3} as "
                         "tcgen05.cp's 32 rows of 16 bytes (scale (32g + r, c) at byte 16r + 4g + c of a 16-byte "
-                        "aligned block); use the unswizzled packed-block layout, e.g. a [.., 32, 4, 4] buffer "
-                        "reshaped/permuted to [rows, scales] (docs/blackwell_block_scaled.rst)")
+                        "aligned block); use SharedLinearLayout(gluonkit.layouts.scales_copy_bases(rows, scales)) or a "
+                        "view with the same bytes (docs/blackwell_block_scaled.rst)")
             chunks.append((start, _cell_column(dst, r0, c0) // 4))
     return sorted(chunks, key=lambda chunk: chunk[1])
 
