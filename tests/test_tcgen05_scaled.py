@@ -51,6 +51,11 @@ def _scales(nvfp4, rows, sk, rng, extreme_rows=()):
     return stored, values
 
 
+def _layouts(copy, m, n, sk):
+    """The scales' shared layouts (only used when they go through tcgen05_copy)."""
+    return (scale_smem_layout(gl, m, sk), scale_smem_layout(gl, n, sk)) if copy else (None, None)
+
+
 def _run(a_fmt, b_fmt, m, n, k, nvfp4, copy, acc, seed, extreme=()):
     rng = np.random.default_rng(seed)
     vec = 16 if nvfp4 else 32
@@ -59,7 +64,7 @@ def _run(a_fmt, b_fmt, m, n, k, nvfp4, copy, acc, seed, extreme=()):
     c0 = rng.standard_normal((m, n)).astype(np.float32)
     c = c0.copy()
     launch_interpreted(mma_scaled, (1,), a, b, sa, sb, c, m, n, a.shape[1], b.shape[1], k // vec, a_fmt, b_fmt,
-                       copy, acc, scale_smem_layout(gl, m, k // vec), scale_smem_layout(gl, n, k // vec), num_warps=4)
+                       copy, acc, *_layouts(copy, m, n, k // vec), num_warps=4)
     ref = (av * np.repeat(sav, vec, axis=1)) @ (bv * np.repeat(sbv, vec, axis=1)).T + (c0 if acc else 0)
     with np.errstate(over="ignore"):  # extreme scales overflow float32 on purpose
         return c, ref.astype(np.float32)
@@ -201,8 +206,8 @@ def _compile(a_fmt, b_fmt, scale, n, k, target="sm_100a", copy=True):
     ka, kb = (k // 2 if f == "e2m1" else k for f in (a_fmt, b_fmt))
     return mma_scaled.compile(f"*{storage[a_fmt]}:16", f"*{storage[b_fmt]}:16", f"*{scale}:16", f"*{scale}:16",
                               "*fp32:16", target=target, num_warps=4, M=128, N=n, KA=ka, KB=kb, SK=sk, A_FMT=a_fmt,
-                              B_FMT=b_fmt, COPY=copy, ACC=True, SA_LAYOUT=scale_smem_layout(gl, 128, sk),
-                              SB_LAYOUT=scale_smem_layout(gl, n, sk))
+                              B_FMT=b_fmt, COPY=copy, ACC=True, SA_LAYOUT=_layouts(copy, 128, n, sk)[0],
+                              SB_LAYOUT=_layouts(copy, 128, n, sk)[1])
 
 
 @needs_ptxas

@@ -94,8 +94,8 @@ def _mma_scaled(a_fmt, b_fmt, n, k, nvfp4=False, copy=True):
     def constexprs(bw):
         gl = gk_gl if bw is gk_blackwell else tr_gl
         return {"M": 128, "N": n, "KA": ka, "KB": kb, "SK": sk, "A_FMT": a_fmt, "B_FMT": b_fmt, "COPY": copy,
-                "ACC": False, "SA_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, 128, sk),
-                "SB_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, n, sk)}
+                "ACC": False, "SA_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, 128, sk) if copy else None,
+                "SB_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, n, sk) if copy else None}
 
     scale = "fp8e4nv" if nvfp4 else "u8"
     return Case(f"mma_scaled-{a_fmt}x{b_fmt}-{n}x{k}{'-nvfp4' if nvfp4 else ''}{'-copy' if copy else ''}",
