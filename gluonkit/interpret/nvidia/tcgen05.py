@@ -68,7 +68,7 @@ class _Mma:
         self.op = op
         self.a, self.b, self.acc, self.use_acc = operands[:4]
         self.types = [v.type for v in op.operands[:3]]
-        self.what = f"the tcgen05_mma at line {op.loc.line}"
+        self.what = f"the {op.name} at line {op.loc.line}"
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
         if not hasattr(self, "tmem_reads"):  # tensor memory the MMA only reads (a block-scaled MMA's scales)

@@ -72,11 +72,6 @@ class _Copy:
             raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
         _unfenced(program, op, src, src_ty, "tcgen05_copy")
         self.mask = _footprint(dst, dst_ty, op)
-        earlier = _copy_in_flight(dst.memory, self.mask)
-        if earlier is not None:
-            raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
-                                   f"wait has observed its completion); {_WAIT}", op.loc,
-                                   notes=[("the earlier copy", earlier.op.loc)])
         mma = mma_in_flight(dst, self.mask, writing=True)
         if mma is not None:
             raise InterpreterError(f"tcgen05_copy overwrites tensor memory that {mma.what} may still be using (its "
@@ -84,6 +79,11 @@ class _Copy:
                                    "after an earlier tcgen05.mma); wait on the MMA's barrier first, or copy into "
                                    "another buffer (one per pipeline stage)", op.loc,
                                    notes=[("the MMA in flight", mma.op.loc)])
+        earlier = _copy_in_flight(dst.memory, self.mask)
+        if earlier is not None:
+            raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
+                                   f"wait has observed its completion); {_WAIT}", op.loc,
+                                   notes=[("the earlier copy", earlier.op.loc)])
         write_tile(dst, dst_ty, read(src, src_ty, op), op)
         reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
         src.buffer.async_reads.append(reader)
