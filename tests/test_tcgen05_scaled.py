@@ -147,7 +147,7 @@ def test_the_copy_is_ordered_before_the_mma_of_the_same_thread():
 @pytest.mark.parametrize("bug,text,message", [
     ("read_scales", "a_scale.load(", "tmem_load reads tensor memory that the tcgen05_copy at line"),
     ("recopy", "tcgen05_copy(sb_smem, b_scale)  # BUG", "tcgen05_copy overwrites tensor memory that the "
-                                                         "tcgen05_mma at line"),
+                                                         "tcgen05_mma_scaled at line"),
     ("refill", "sa_smem.store(", "the tcgen05_copy at line"),
 ])
 def test_planted_protocol_bugs_are_reported_at_their_line(bug, text, message):
