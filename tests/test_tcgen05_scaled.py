@@ -232,3 +232,106 @@ def test_ptxas_accepts_scales_stored_from_registers():
 def test_sm_90a_is_an_error():
     with pytest.raises(CompilationError, match="sm_100a"):
         _compile("e4m3", "e4m3", "u8", 128, 128, target="sm_90a")
+
+
+# ------------------------------------------------------------------------ TMEM budget
+@gluonkit.jit
+def _oversubscribed(c_ptr):
+    """A double-buffered 128 x 256 accumulator takes all 512 columns: the scales do not fit."""
+    accs = allocate_tensor_memory(gl.float32, [2, 128, 256], TensorMemoryLayout([128, 256], col_stride=1))
+    a_scale = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    b_scale = allocate_tensor_memory(gl.uint8, [256, 4], TensorMemoryScalesLayout())
+    reg: gl.constexpr = accs.index(0).get_reg_layout()
+    accs.index(0).store(gl.full([128, 256], 1.0, gl.float32, reg))
+    _ = a_scale, b_scale
+    rows = gl.arange(0, 128, gl.SliceLayout(1, reg))
+    cols = gl.arange(0, 256, gl.SliceLayout(0, reg))
+    gl.store(c_ptr + rows[:, None] * 256 + cols[None, :], accs.index(0).load(reg))
+
+
+def _check_budget_error(err):
+    text = str(err)
+    assert "the kernel allocates 576 tensor-memory columns but a CTA has 512" in text, text
+    for what in ("[2, 128, 256] float32 -> 512 columns", "[128, 4] uint8 -> 32 columns",
+                 "[256, 4] uint8 -> 32 columns"):
+        assert what in text, text
+
+
+def test_scales_over_the_tmem_budget_are_a_compile_error():
+    with pytest.raises(CompilationError) as info:
+        _oversubscribed.compile("*fp32:16", target="sm_100a", num_warps=4)
+    _check_budget_error(info.value)
+
+
+def test_scales_over_the_tmem_budget_are_an_interpreter_error():
+    with pytest.raises(InterpreterError) as info:
+        launch_interpreted(_oversubscribed, (1,), np.zeros((128, 256), np.float32), num_warps=4)
+    _check_budget_error(info.value)
+
+
+# ------------------------------------------------------------------------ partitions
+@gluonkit.jit
+def _ws_copier(sa_smem, sb_smem, a_scale, b_scale, copied, COMMIT: gl.constexpr):
+    fence_async_shared()  # the scales were stored through the generic proxy
+    tcgen05_copy(sa_smem, a_scale)
+    tcgen05_copy(sb_smem, b_scale)
+    if COMMIT:
+        tcgen05_commit(copied)  # arrives once the copies completed
+    else:
+        mbarrier.arrive(copied)  # BUG: says nothing about the copies
+
+
+@gluonkit.jit
+def _ws_mma(a, b, acc, a_scale, b_scale, copied, done):
+    fence_async_shared()  # the operands were stored through the generic proxy
+    mbarrier.wait(copied, 0)
+    tcgen05_mma_scaled(a, b.permute((1, 0)), acc, a_scale, b_scale, "e4m3", "e4m3", use_acc=False, mbarriers=[done])
+
+
+@gluonkit.jit
+def _ws_scaled(sa_ptr, sb_ptr, c_ptr, COMMIT: gl.constexpr, S_LAYOUT: gl.constexpr):
+    """The scales are copied by the default partition and used by the MMA warp's MMA."""
+    blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    scale_offs = gl.arange(0, 128, gl.SliceLayout(1, blk))[:, None] * 4 + gl.arange(0, 4, gl.SliceLayout(0, blk))[None, :]
+    op_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+    ones = gl.full([128, 128], 1.0, gl.float8e4nv, blk)
+    a = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], op_layout, ones)
+    b = gl.allocate_shared_memory(gl.float8e4nv, [128, 128], op_layout, ones)
+    sa_smem = gl.allocate_shared_memory(gl.uint8, [128, 4], S_LAYOUT, gl.load(sa_ptr + scale_offs))
+    sb_smem = gl.allocate_shared_memory(gl.uint8, [128, 4], S_LAYOUT, gl.load(sb_ptr + scale_offs))
+    a_scale = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    b_scale = allocate_tensor_memory(gl.uint8, [128, 4], TensorMemoryScalesLayout())
+    acc = allocate_tensor_memory(gl.float32, [128, 128], TensorMemoryLayout([128, 128], col_stride=1))
+    copied = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    done = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(copied, count=1)
+    mbarrier.init(done, count=1)
+    fence_async_shared()
+    gl.warp_specialize([(_ws_copier, (sa_smem, sb_smem, a_scale, b_scale, copied, COMMIT)),
+                        (_ws_mma, (a, b, acc, a_scale, b_scale, copied, done))], [1], [24])
+    mbarrier.wait(done, 0)
+    reg: gl.constexpr = acc.get_reg_layout()
+    rows = gl.arange(0, 128, gl.SliceLayout(1, reg))
+    cols = gl.arange(0, 128, gl.SliceLayout(0, reg))
+    gl.store(c_ptr + rows[:, None] * 128 + cols[None, :], acc.load(reg))
+
+
+def _ws_run(commit):
+    rng = np.random.default_rng(4)
+    sa, sb = (rng.integers(120, 135, (128, 4), dtype=np.uint8) for _ in range(2))
+    c = np.zeros((128, 128), np.float32)
+    launch_interpreted(_ws_scaled, (1,), sa, sb, c, commit, scale_smem_layout(gl, 128, 4), num_warps=4)
+    return np.ldexp(1.0, sa.astype(np.int64) - 127) @ np.ldexp(1.0, sb.astype(np.int64) - 127).T * 32, c
+
+
+def test_scales_copied_by_another_partition_are_ordered_by_a_commit():
+    ref, c = _ws_run(True)
+    np.testing.assert_allclose(c, ref, rtol=1e-6)
+
+
+def test_scales_copied_by_another_partition_without_a_commit_are_reported():
+    with pytest.raises(InterpreterError) as info:
+        _ws_run(False)
+    text = str(info.value)
+    assert "tcgen05_mma_scaled reads scales that the tcgen05_copy at line" in text, text
+    assert "(issued by another partition)" in text and f":{line_containing(_ws_mma, 'tcgen05_mma_scaled(')}:" in text

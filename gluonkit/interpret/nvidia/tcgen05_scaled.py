@@ -50,7 +50,7 @@ def _unfenced(program, op, ref, ty, what: str) -> None:
     if unfenced is not None:
         raise InterpreterError(f"{what} reads {ref.buffer.describe()}, which the store at line {unfenced.line} wrote "
                                "through the generic proxy with no fence_async_shared() since; call "
-                               "fence_async_shared() between the store and the copy", op.loc)
+                               f"fence_async_shared() between the store and the {what}", op.loc)
 
 
 def _copy_in_flight(memory, mask):
