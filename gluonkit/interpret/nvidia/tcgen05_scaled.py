@@ -3,7 +3,7 @@
 **Values.**  ``acc = (a * a_scale) @ (b * b_scale) (+ acc)``: each operand element (fp8, or fp4
 e2m1 unpacked from its byte, lower nibble first) times the scale of its block of V elements of
 K (UE8M0 ``2**(s - 127)``, 255 is NaN; or UE4M3), formed exactly in float64, summed in float64
-and rounded once into the float32 accumulator, as :mod:`.tcgen05` does for plain MMAs.
+and rounded once into the float32 accumulator, as :mod:`gluonkit.interpret.nvidia.tcgen05` does for plain MMAs.
 
 **Protocol** (PTX ISA, tcgen05 memory consistency): a ``tcgen05.cp`` and the ``tcgen05.mma``
 the same thread issues after it run in order, and a ``tcgen05.commit`` covers both; nothing
@@ -18,7 +18,7 @@ with both lines:
 * another copy writing the same cells, and a store into the shared source (as for MMA operands);
 * a copy overwriting tensor memory an MMA still in flight reads or writes (``tcgen05.mma`` →
   ``tcgen05.cp`` is not an ordered pair: wait for the MMA's commit, or use another buffer);
-* a ``tmem_store`` into scales an MMA in flight reads (:func:`.tcgen05.mma_in_flight`).
+* a ``tmem_store`` into scales an MMA in flight reads (:func:`gluonkit.interpret.nvidia.tcgen05.mma_in_flight`).
 """
 
 from __future__ import annotations

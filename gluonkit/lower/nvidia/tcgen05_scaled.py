@@ -1,7 +1,7 @@
 """Lowering of ``tcgen05_copy`` and ``tcgen05_mma_scaled`` (sm_100a): ``tcgen05.cp`` and block-scaled ``tcgen05.mma``.
 
 Both are issued by thread 0 of the program after the thread-sync fences and barrier that
-:mod:`.tcgen05` puts before a plain MMA (so stores of other threads are ordered first).
+:mod:`gluonkit.lower.nvidia.tcgen05` puts before a plain MMA (so stores of other threads are ordered first).
 
 **Copy.**  One ``tcgen05.cp.cta_group::1.warpx4.32x128b [taddr], sdesc`` per 128-row x
 4-scale chunk (:func:`gluonkit.ir.verify_tcgen05_scaled.copy_chunks`), in destination column
@@ -12,7 +12,7 @@ bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled lay
 
 **MMA.**  One ``tcgen05.mma.cta_group::1.kind::K.block_scale.blockV [d], adesc, bdesc, idesc,
 [scale_a], [scale_b], enable_d`` per 32 bytes of K (32 fp8 or 64 fp4 elements), with the
-matrix descriptors of :mod:`.tcgen05`.  Each step's scale addresses are the columns holding its
+matrix descriptors of :mod:`gluonkit.lower.nvidia.tcgen05`.  Each step's scale addresses are the columns holding its
 first scale and its instruction descriptor names the byte it starts at
 (:func:`scaled_instruction_descriptor`); commits and the synchronous form are the plain MMA's.
 """
