@@ -64,15 +64,15 @@ def _footprint(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
 class _Mma:
     """One issued MMA: its operands, and the shared bytes it reads until released."""
 
-    def __init__(self, program, op, operands):
+    def __init__(self, program, op, operands, tmem_reads: Optional[np.ndarray] = None):
         self.op = op
         self.a, self.b, self.acc, self.use_acc = operands[:4]
         self.types = [v.type for v in op.operands[:3]]
         self.what = f"the {op.name} at line {op.loc.line}"
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
-        if not hasattr(self, "tmem_reads"):  # tensor memory the MMA only reads (a block-scaled MMA's scales)
-            self.tmem_reads = np.zeros_like(self.acc_mask)
+        # Tensor memory the MMA only reads (a block-scaled MMA's scales).
+        self.tmem_reads = np.zeros_like(self.acc_mask) if tmem_reads is None else tmem_reads
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
         # there); writing them before the MMA is known complete is reported, so the values cannot change.

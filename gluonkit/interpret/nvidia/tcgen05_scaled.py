@@ -136,7 +136,7 @@ class _ScaledMma(_Mma):
         self.formats = op.attrs["a_type"], op.attrs["b_type"]
         self.vec = scaled_kind(*self.formats, types[3].element)[1]
         self.scales = []
-        self.tmem_reads = np.zeros_like(a_scale.memory.written)
+        reads = np.zeros_like(a_scale.memory.written)
         for ref, ty in ((a_scale, types[3]), (b_scale, types[4])):
             mask = _footprint(ref, ty, op)
             copy = _copy_in_flight(ref.memory, mask)
@@ -146,8 +146,8 @@ class _ScaledMma(_Mma):
                                        f"the MMAs of the thread that issued it; {_WAIT}", op.loc,
                                        notes=[("the copy in flight", copy.op.loc)])
             self.scales.append(_scales(read_tile(ref, ty, op), op))
-            self.tmem_reads |= mask
-        super().__init__(program, op, [a, b, acc, use_acc])
+            reads |= mask
+        super().__init__(program, op, [a, b, acc, use_acc], reads)
 
     def multiplicands(self) -> List[np.ndarray]:
         a = _decode(read(self.a, self.types[0], self.op), self.formats[0], 1)
