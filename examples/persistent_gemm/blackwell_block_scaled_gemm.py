@@ -158,6 +158,15 @@ def pack_scales(scales: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(blocks.transpose(0, 3, 2, 1, 4)).reshape(rows, cols, 2, 256)
 
 
+def _packed(scales):
+    """:func:`pack_scales` of a numpy array, or of a torch tensor (packed on the host, returned on its device)."""
+    if isinstance(scales, np.ndarray):
+        return pack_scales(scales)
+    import torch
+    raw = pack_scales(scales.view(torch.uint8).cpu().numpy())
+    return torch.from_numpy(raw).to(scales.device).view(scales.dtype)
+
+
 def prepare(a, b, a_scale, b_scale, c, a_fmt: str, b_fmt: str, BN: int = 256, BK: int = 128, STAGES: int = 3,
             GROUP_M: int = 16, EPILOGUE_SPLIT: int = 4, num_warps: int = 4, num_programs: int = None):
     """A function of no arguments that computes ``c = (a * a_scale) @ (b * b_scale).T`` (one launch per call).
@@ -167,7 +176,7 @@ def prepare(a, b, a_scale, b_scale, c, a_fmt: str, b_fmt: str, BN: int = 256, BK
     ``float8_e4m3fn`` UE4M3: VEC = 16).  BM is 128; ``BN`` is 128 or 256 and ``BK`` (elements)
     a multiple of ``4 * VEC`` that divides K.
     """
-    vec = 16 if a_scale.dtype == ml_dtypes.float8_e4m3fn else 32
+    vec = 32 if str(a_scale.dtype).replace("torch.", "") == "uint8" else 16
     M, N = a.shape[0], b.shape[0]
     K = a.shape[1] * (2 if a_fmt == "e2m1" else 1)
     BM = CHUNK_ROWS
@@ -181,9 +190,9 @@ def prepare(a, b, a_scale, b_scale, c, a_fmt: str, b_fmt: str, BN: int = 256, BK
     scale_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=4)
     descs = [TensorDescriptor.from_tensor(a, a_block, nvmma(a_block, element_dtype(a))),
              TensorDescriptor.from_tensor(b, b_block, nvmma(b_block, element_dtype(b))),
-             TensorDescriptor.from_tensor(pack_scales(a_scale), [BM // CHUNK_ROWS, skt // CHUNK_SCALES, 2, 256],
+             TensorDescriptor.from_tensor(_packed(a_scale), [BM // CHUNK_ROWS, skt // CHUNK_SCALES, 2, 256],
                                           scale_layout),
-             TensorDescriptor.from_tensor(pack_scales(b_scale), [BN // CHUNK_ROWS, skt // CHUNK_SCALES, 2, 256],
+             TensorDescriptor.from_tensor(_packed(b_scale), [BN // CHUNK_ROWS, skt // CHUNK_SCALES, 2, 256],
                                           scale_layout),
              TensorDescriptor.from_tensor(c, c_block, nvmma(c_block, element_dtype(c)))]
     layouts = [gl.SharedLinearLayout(scales_copy_bases(rows, skt), alignment=128) for rows in (BM, BN)]
