@@ -311,8 +311,8 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
     ("tma.store_wait(0, read_only=1)", CompilationError, "read_only must be True or False"),
     ("gl.expect_zero(d)", UnsupportedFeatureError,
      "expect_zero is not supported by gluonkit yet (hints:"),
-    ("blackwell.tcgen05_copy(d, d)", UnsupportedFeatureError,
-     "tcgen05_copy is not supported by gluonkit yet (tcgen05: Blackwell tensor memory and tcgen05 MMAs"),
+    ("blackwell.tcgen05_copy(d, d)", CompilationError,
+     "tcgen05_copy's dst must be a tensor memory descriptor (allocate_tensor_memory)"),
     ("blackwell.allocate_tensor_memory(gl.float32, [128, 128], blackwell.TensorMemoryLayout([128, 128], 2))",
      CompilationError, "col_stride 2 with 32-bit float32 elements spreads one element over more than a 32-bit"),
     ("x = gl.zeros([32], gl.float8e4b15)", UnsupportedFeatureError, "gl.float8e4b15 is not supported"),
@@ -349,15 +349,15 @@ STUBS = list(_stubs())
 
 def test_the_unbuilt_features_are_stubs_not_missing_names():
     stubs = {(rel, name) for rel, name, _ in STUBS}
-    assert {("language.nvidia.blackwell", "tcgen05_copy"),
-            ("language.nvidia.blackwell.tma", "async_gather")} <= stubs
+    assert {("language.nvidia.blackwell.tma", "async_gather")} <= stubs
     assert not {("language.nvidia.hopper.tma", "async_load"), ("language.nvidia.hopper.tma", "async_store"),
                 ("language.nvidia.hopper.tma", "store_wait"), ("language.nvidia.hopper.mbarrier", "allocate_mbarrier"),
                 ("language", "barrier"), ("language", "add"), ("nvidia.hopper", "TensorDescriptor"),
                 ("nvidia.hopper", "TensorDescriptorIm2Col"), ("language.nvidia.hopper.tma", "async_load_im2col"),
                 ("language.nvidia.hopper", "warpgroup_mma"), ("language", "atomic_add"),
                 ("language", "inline_asm_elementwise"), ("language", "warp_specialize"),
-                ("language", "associative_scan"), ("language.nvidia.ampere.async_copy", "async_load")} & stubs
+                ("language", "associative_scan"), ("language.nvidia.ampere.async_copy", "async_load"),
+                ("language.nvidia.blackwell", "tcgen05_copy"), ("language.nvidia.blackwell", "tcgen05_mma_scaled")} & stubs
 
 
 @pytest.mark.parametrize("rel, name, stub", STUBS, ids=[f"{r}.{n}" for r, n, _ in STUBS])
@@ -378,7 +378,7 @@ def _names_on_the_porting_page():
     path = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "porting.rst")
     with open(path) as f:
         text = f.read()
-    listing = text[text.index("  - *tcgen05*:"):text.index("  Built since the name list")]
+    listing = text[text.index("  - *clusters*:"):text.index("  Built since the name list")]
     names = set()
     for token in re.findall(r"``([^`]+)``", listing):
         if "=" in token or " " in token:

@@ -39,6 +39,7 @@ from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell 
 
 import attention_kernels  # noqa: E402
 import tcgen05_kernels  # noqa: E402
+import tcgen05_scaled_kernels  # noqa: E402
 import tmem_kernels  # noqa: E402
 
 # gluonkit's instructions that Triton 3.9 does not emit, and why.
@@ -77,6 +78,41 @@ def _mma(dtype, m, n, k, b_kmajor, acc=False, out="fp32"):
                 tcgen05_kernels.mma_source, {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{out}"},
                 lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor, "ACC": acc})
 
+
+_STORAGE = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "e2m1": "u8"}
+
+
+# The accumulator load of a 128 x N (N >= 128) float32 tile: gluonkit splits tcgen05.ld at 64 registers.
+_WIDE_LOADS = {f"tcgen05.ld.sync.aligned.32x32b.x{w}.b32": "gluonkit splits a 128-register tcgen05.ld into .x64 "
+               "pieces where Triton 3.9 emits one .x128 (docs/blackwell.rst)" for w in (64, 128)}
+
+
+def _mma_scaled(a_fmt, b_fmt, n, k, nvfp4=False, copy=True):
+    """A block-scaled MMA (M = 128); the scales' shared layouts are built with the framework's own ``gl``."""
+    sk = k // (16 if nvfp4 else 32)
+    ka, kb = (k // 2 if f == "e2m1" else k for f in (a_fmt, b_fmt))
+
+    def constexprs(bw):
+        gl = gk_gl if bw is gk_blackwell else tr_gl
+        return {"M": 128, "N": n, "KA": ka, "KB": kb, "SK": sk, "A_FMT": a_fmt, "B_FMT": b_fmt, "COPY": copy,
+                "ACC": False, "SA_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, 128, sk) if copy else None,
+                "SB_LAYOUT": tcgen05_scaled_kernels.scale_smem_layout(gl, n, sk) if copy else None}
+
+    scale = "fp8e4nv" if nvfp4 else "u8"
+    return Case(f"mma_scaled-{a_fmt}x{b_fmt}-{n}x{k}{'-nvfp4' if nvfp4 else ''}{'-copy' if copy else ''}",
+                tcgen05_scaled_kernels.mma_scaled_source,
+                {"a_ptr": f"*{_STORAGE[a_fmt]}", "b_ptr": f"*{_STORAGE[b_fmt]}", "sa_ptr": f"*{scale}",
+                 "sb_ptr": f"*{scale}", "c_ptr": "*fp32"}, constexprs,
+                explained=_WIDE_LOADS if copy else {**_WIDE_LOADS, "tcgen05.wait::st.sync.aligned":
+                                                    "gluonkit waits at the end of each scale store (2); Triton 3.9 "
+                                                    "covers both with one wait"})
+
+
+MMA_SCALED_KERNELS = [
+    _mma_scaled("e4m3", "e4m3", 128, 128), _mma_scaled("e5m2", "e4m3", 256, 256), _mma_scaled("e4m3", "e5m2", 128, 128, copy=False),
+    _mma_scaled("e2m1", "e2m1", 128, 128), _mma_scaled("e2m1", "e2m1", 256, 256),
+    _mma_scaled("e2m1", "e2m1", 128, 128, nvfp4=True), _mma_scaled("e2m1", "e2m1", 256, 256, nvfp4=True),
+]
 
 MMA_KERNELS = [
     _mma("fp16", 128, 64, 64, False), _mma("fp16", 128, 64, 64, True), _mma("bf16", 128, 64, 64, True, acc=True),
@@ -126,6 +162,7 @@ KERNELS = [
          explained={"tcgen05.wait::ld.sync.aligned": "gluonkit waits at the end of each load (2); Triton 3.9 "
                                                      "defers the wait to the first use and covers both loads (1)"}),
     *MMA_KERNELS,
+    *MMA_SCALED_KERNELS,
 ]
 
 
@@ -202,4 +239,24 @@ def _mma_words(ptx: str) -> Counter:
 def test_mma_descriptors_match_triton(case):
     """The instruction descriptor and the matrix descriptors' fixed fields agree bit for bit."""
     ours, theirs = _mma_words(_gluonkit_ptx(case)), _mma_words(_triton_ptx(case))
+    assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
+
+
+def _scaled_words(ptx: str) -> Counter:
+    """Each block-scaled tcgen05.mma's (kind and scale qualifiers, instruction descriptor, A and B descriptor
+    fields) and each tcgen05.cp's descriptor fields, counted."""
+    found = Counter()
+    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\S+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+),", ptx):
+        kind, a, b, idesc = m.groups()
+        found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
+    for m in re.finditer(r"tcgen05\.cp\.(\S+) \[[^]]*\], (%rd\d+);", ptx):
+        shape, desc = m.groups()
+        found[(shape, hex(_descriptor_fields(ptx, desc)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("case", MMA_SCALED_KERNELS, ids=lambda c: c.name)
+def test_block_scaled_descriptors_match_triton(case):
+    """Instruction descriptors (types, scale type, scale bytes per K step), matrix and copy descriptors agree."""
+    ours, theirs = _scaled_words(_gluonkit_ptx(case)), _scaled_words(_triton_ptx(case))
     assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"

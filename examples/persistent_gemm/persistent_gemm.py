@@ -155,11 +155,11 @@ def relu(x):
 
 
 _GL_DTYPES = {"float16": gl.float16, "bfloat16": gl.bfloat16, "float32": gl.float32,
-              "float8_e4m3fn": gl.float8e4nv, "float8_e5m2": gl.float8e5}
+              "float8_e4m3fn": gl.float8e4nv, "float8_e5m2": gl.float8e5, "uint8": gl.uint8}
 
 
 def element_dtype(array) -> gl.dtype:
-    """The gluonkit dtype of a numpy array's or torch tensor's elements (fp16, bf16, fp32 or fp8)."""
+    """The gluonkit dtype of a numpy array's or torch tensor's elements (fp16, bf16, fp32, fp8 or uint8)."""
     return _GL_DTYPES[str(array.dtype).replace("torch.", "")]
 
 

@@ -173,6 +173,16 @@ _CATALOGUE = [
     OpDef("tcgen05_commit", "bar, pred", (), "", "none",
           "Where pred holds, arrives once on the mbarrier when every tcgen05 MMA this thread issued before "
           "it has completed (tcgen05.commit)."),
+    OpDef("tcgen05_copy", "src, dst", (), "", "none",
+          "Starts tcgen05.cp of a shared-memory view into a tensor-memory view of the same shape and type "
+          "(block-scale factors in a TensorMemoryScalesLayout); it runs in the background, ordered before "
+          "the tcgen05 MMAs the same thread issues after it, and a tcgen05_commit covers it."),
+    OpDef("tcgen05_mma_scaled", "a, b, acc, a_scale, b_scale, use_acc, pred, bar…, bar_pred…",
+          ("a_type", "b_type", "num_barriers", "is_async"), "", "none",
+          "Where pred holds, starts acc = (a * a_scale) @ (b * b_scale) (+ acc where use_acc): a (M x K) and "
+          "b (K x N) in shared memory in the formats a_type/b_type ('e4m3', 'e5m2', or 'e2m1' packed two per "
+          "uint8 along K), a_scale (M x K/V) and b_scale (N x K/V) in tensor memory, one scale per V elements "
+          "of K; barriers as for tcgen05_mma."),
     # -- synchronization -------------------------------------------------------------------
     OpDef("mbarrier_init", "bar", ("count",), "", "none",
           "Initializes the mbarrier: phase 0, expecting ``count`` arrivals."),

@@ -5,8 +5,8 @@ so a ported kernel fails at the line that *uses* a missing feature, with a messa
 so, rather than at its imports with an ``AttributeError``.  A stub made here:
 
 * called in a kernel, raises :class:`UnsupportedFeatureError` at the user's line:
-  ``"tcgen05_mma is not supported by gluonkit yet (tcgen05: Blackwell tensor memory and
-  tcgen05 MMAs; see docs/porting.rst)"``; called on the host, raises the same error;
+  ``"async_gather is not supported by gluonkit yet (tma_gather: TMA gather and scatter;
+  issue 12; see docs/porting.rst)"``; called on the host, raises the same error;
 * as a class, raises the same when constructed (and a static method looked up on it is a
   stub too); as a dtype, is refused with the same message where a dtype is required;
 * answers :func:`is_unsupported`.
@@ -30,7 +30,6 @@ __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_cl
 
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)
 FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
-    "tcgen05": ("Blackwell tensor memory and tcgen05 MMAs", 12),
     "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
     "tma_gather": ("TMA gather and scatter", 12),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
@@ -220,8 +219,6 @@ BLACKWELL_TMA = {  # gluonkit.language.nvidia.blackwell.tma, besides hopper's
 }
 
 BLACKWELL = {  # gluonkit.language.nvidia.blackwell (rubin re-exports them)
-    "tcgen05_copy": ("fn", "tcgen05"),
-    "tcgen05_mma_scaled": ("fn", "tcgen05"),
     "add2": ("fn", "packed_arith"),
     "sub2": ("fn", "packed_arith"),
     "mul2": ("fn", "packed_arith"),

@@ -7,7 +7,7 @@ from .distributed import (
 from .nvmma import DotOperandLayout, NVMMADistributedLayout
 from .shared import NVMMASharedLayout, PaddedSharedLayout, SharedLayout, SharedLinearLayout, SwizzledSharedLayout
 from .barrier import MBarrierLayout
-from .tmem import TensorMemoryLayout, TensorMemoryScalesLayout, get_tmem_reg_layout
+from .tmem import TensorMemoryLayout, TensorMemoryScalesLayout, get_tmem_reg_layout, scales_copy_bases
 from .vectorize import SharedVector, global_vector_width, shared_vector_width, shared_vectorization
 from .banks import SharedAccess, analyze_shared_access, bank_conflicts
 from .conversion import ConversionPlan, plan_conversion

@@ -159,6 +159,22 @@ class TensorMemoryScalesLayout(LayoutBase):
         return f"TensorMemoryScalesLayout(cga_layout={show_vectors(self.cga_layout)})"
 
 
+def scales_copy_bases(rows: int, scales: int) -> List[List[int]]:
+    """The shared-memory offset bases ``tcgen05_copy`` reads ``[rows, scales]`` block scales from.
+
+    Each block of 128 rows x 4 scales is what one ``tcgen05.cp .warpx4.32x128b`` moves: 32 rows
+    of 16 bytes, scale ``(32g + r, c)`` at byte ``16r + 4g + c``; blocks follow along the
+    scales, then along the rows (the "packed block" order of cuBLAS' scale layout).  Use as
+    ``SharedLinearLayout(scales_copy_bases(rows, scales), alignment=128)``.  ``rows`` is a
+    multiple of 128 and ``scales`` of 4, both powers of two.
+    """
+    if rows < 128 or scales < 4 or not is_power_of_two(rows) or not is_power_of_two(scales):
+        raise ValueError(f"scales_copy_bases: rows must be a power of two >= 128 and scales >= 4, got {rows}, {scales}")
+    bases = [[0, 1], [0, 2], [32, 0], [64, 0], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0]]
+    bases += [[0, 4 << i] for i in range(log2_exact(scales // 4))]
+    return bases + [[128 << i, 0] for i in range(log2_exact(rows // 128))]
+
+
 def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant: str = "32x32b"):
     """The register layout of a tcgen05.ld / st of a ``shape`` tensor in TMEM ``layout``.
 

@@ -30,7 +30,7 @@ A synchronous MMA (no ``mbarriers``) completes every earlier MMA and itself on t
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -45,7 +45,7 @@ from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exi
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
-__all__: List[str] = []
+__all__ = ["issue", "mma_in_flight"]
 
 #: Per tensor memory (one CTA's, shared by its partitions): the MMAs whose completion no wait has observed yet.
 _IN_FLIGHT: "WeakKeyDictionary[TensorMemory, List[_Mma]]" = WeakKeyDictionary()
@@ -65,24 +65,24 @@ def _footprint(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
 class _Mma:
     """One issued MMA: its operands, and the shared bytes it reads until released."""
 
-    def __init__(self, program, op, operands):
+    def __init__(self, program, op, operands, tmem_reads: Optional[np.ndarray] = None):
         self.op = op
         self.a, self.b, self.acc, self.use_acc = operands[:4]
         self.types = [v.type for v in op.operands[:3]]
-        self.what = f"the tcgen05_mma at line {op.loc.line}"
+        self.what = f"the {op.name} at line {op.loc.line}"
         self.done = False
         self.acc_mask = _footprint(self.acc, self.types[2], op)
-        a_in_tmem = isinstance(self.types[0], TensorMemoryDescType)
-        # A read from tensor memory: its cells may not be stored to until the MMA is known complete.
-        self.a_mask = _footprint(self.a, self.types[0], op) if a_in_tmem else None
+        # Tensor memory the MMA only reads: A when it lives there, a block-scaled MMA's scales; storing
+        # into it before the MMA is known complete is reported.
+        self.a_in_tmem = isinstance(self.types[0], TensorMemoryDescType)
+        self.a_mask = _footprint(self.a, self.types[0], op) if self.a_in_tmem else np.zeros_like(self.acc_mask)
+        self.tmem_reads = np.zeros_like(self.acc_mask) if tmem_reads is None else tmem_reads
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
         # there); writing them before the MMA is known complete is reported, so the values cannot change.
-        self.values = [_multiplicand(read_tile(self.a, self.types[0], op) if a_in_tmem else
-                                     read(self.a, self.types[0], op), self.types[0]),
-                       _multiplicand(read(self.b, self.types[1], op), self.types[1])]
+        self.values = self.multiplicands()
         self.reads = []
-        for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1]))[a_in_tmem:]:
+        for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1]))[self.a_in_tmem:]:
             reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
             ref.buffer.async_reads.append(reader)
             self.reads.append((ref.buffer, reader))
@@ -93,6 +93,12 @@ class _Mma:
                               for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])))
             self.span = program.trace.start("tcgen05_mma", "tcgen05_mma", op, shape=list(self.types[2].shape),
                                             reads=reads)
+
+    def multiplicands(self) -> List[np.ndarray]:
+        """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read now (A from shared or
+        tensor memory, B from shared memory)."""
+        a = read_tile(self.a, self.types[0], self.op) if self.a_in_tmem else read(self.a, self.types[0], self.op)
+        return [_multiplicand(a, self.types[0]), _multiplicand(read(self.b, self.types[1], self.op), self.types[1])]
 
     def compute(self) -> None:
         """Run the MMA now: update acc in tensor memory."""
@@ -194,18 +200,26 @@ def _tcgen05_mma(program, op, operands):
             raise InterpreterError(f"tcgen05_mma reads {ref.buffer.describe()}, which the store at line "
                                    f"{unfenced.line} wrote through the generic proxy with no fence_async_shared() "
                                    "since; call fence_async_shared() between the store and the MMA", op.loc)
+    issue(program, op, _Mma(program, op, operands), 5, operands)
+    return []
+
+
+def issue(program, op, unit, first_barrier: int, operands) -> None:
+    """Queue ``unit`` (an issued MMA or copy) on ``program``'s tcgen05 pipe, then commit it to the op's barriers.
+
+    The op's ``num_barriers`` barriers start at operand ``first_barrier``, their predicates follow;
+    without ``is_async`` everything issued so far completes now (a synchronous MMA).
+    """
     units = _units(program)
-    mma = _Mma(program, op, operands)
-    units.issued.append(mma)
-    n = op.attrs["num_barriers"]
-    if not op.attrs["is_async"]:  # synchronous: everything issued so far completes now
+    units.issued.append(unit)
+    n = op.attrs.get("num_barriers", 0)
+    if not op.attrs.get("is_async", True):
         units.land(len(units.issued))
         units.release(len(units.issued))
-        return []
+        return
     for i in range(n):
-        if bool(operands[5 + n + i]):
-            _commit(program, op, operands[5 + i], 5 + i)
-    return []
+        if bool(operands[first_barrier + n + i]):
+            _commit(program, op, operands[first_barrier + i], first_barrier + i)
 
 
 @rule("tcgen05_commit")
@@ -215,18 +229,16 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def _in_flight(ref, ty, op, write: bool):
-    """An MMA of any partition, its completion not yet observed, whose accumulator (or, for a ``write``,
-    whose A operand in tensor memory) overlaps view ``ty`` at ``ref``; and what it does there."""
-    in_flight = _IN_FLIGHT.get(ref.memory)
-    if not in_flight:
-        return None, ""
-    mask = _footprint(ref, ty, op)
-    for mma in in_flight:
-        if (mma.acc_mask & mask).any():
-            return mma, "updating"
-        if write and mma.a_mask is not None and (mma.a_mask & mask).any():
-            return mma, "reading (its A operand)"
+def mma_in_flight(ref, mask: np.ndarray, writing: bool) -> Tuple[Optional[_Mma], str]:
+    """An MMA of any partition, its completion not yet observed, that writes (or, for a write, reads) the bytes
+    ``mask`` of ``ref``'s tensor memory, and what it does there."""
+    for m in _IN_FLIGHT.get(ref.memory, ()):
+        if m.acc_mask[mask].any():
+            return m, "updating"
+        if writing and m.a_mask[mask].any():
+            return m, "reading (its A operand)"
+        if writing and m.tmem_reads[mask].any():
+            return m, "reading (its scales)"
     return None, ""
 
 
@@ -236,7 +248,8 @@ def _checked(name: str, verb: str):
     plain = RULES[name]
 
     def checked(program, op, operands):
-        mma, doing = _in_flight(operands[0], op.operands[0].type, op, verb == "writes")
+        mma, doing = mma_in_flight(operands[0], _footprint(operands[0], op.operands[0].type, op),
+                                   name == "tmem_store")
         if mma is not None:
             raise InterpreterError(
                 f"{name} {verb} tensor memory that {mma.what} may still be {doing} (its completion has not been "

@@ -34,6 +34,22 @@ def _flag(sem, value, what: str):
     return flag.handle
 
 
+def _barriers(sem, what: str, mbarriers, mbarrier_preds):
+    """The barrier handles and int1 predicate handles of an MMA's ``mbarriers``/``mbarrier_preds``."""
+    if mbarriers is None:
+        if mbarrier_preds is not None:
+            sem.error(f"{what}: mbarrier_preds needs mbarriers", ArgumentError)
+        return [], []
+    if not isinstance(mbarriers, (list, tuple)):
+        sem.error(f"{what}'s mbarriers must be a list of barriers (mbarriers=[bar]), got {mbarriers!r}",
+                  TypeMismatchError)
+    bars = [barrier_type(sem, bar, f"each of {what}'s mbarriers") for bar in mbarriers]
+    preds = [True] * len(bars) if mbarrier_preds is None else list(mbarrier_preds)
+    if len(preds) != len(bars):
+        sem.error(f"{what}: {len(bars)} mbarriers but {len(preds)} mbarrier_preds", ArgumentError)
+    return bars, [_flag(sem, p, "each mbarrier_preds entry") for p in preds]
+
+
 @builtin
 def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarriers=None, mbarrier_preds=None,
                 _semantic=None):
@@ -52,19 +68,7 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
     problem = tcgen05_shape_problem(*(h.type for h in handles))
     if problem:
         sem.error(f"tcgen05_mma: {problem}", LayoutMismatchError if "layout" in problem else TypeMismatchError)
-    if mbarriers is None:
-        if mbarrier_preds is not None:
-            sem.error("tcgen05_mma: mbarrier_preds needs mbarriers", ArgumentError)
-        bars, preds = [], []
-    else:
-        if not isinstance(mbarriers, (list, tuple)):
-            sem.error(f"tcgen05_mma's mbarriers must be a list of barriers (mbarriers=[bar]), got {mbarriers!r}",
-                      TypeMismatchError)
-        bars = [barrier_type(sem, bar, "each of tcgen05_mma's mbarriers") for bar in mbarriers]
-        preds = [True] * len(bars) if mbarrier_preds is None else list(mbarrier_preds)
-        if len(preds) != len(bars):
-            sem.error(f"tcgen05_mma: {len(bars)} mbarriers but {len(preds)} mbarrier_preds", ArgumentError)
-        preds = [_flag(sem, p, "each mbarrier_preds entry") for p in preds]
+    bars, preds = _barriers(sem, "tcgen05_mma", mbarriers, mbarrier_preds)
     if sem.require_constexpr(multicast, "tcgen05_mma's multicast"):
         sem.error("tcgen05_mma: multicast=True commits to the CTAs of a cluster, which gluonkit does not launch "
                   "yet (one CTA per cluster); leave multicast=False", UnsupportedFeatureError)

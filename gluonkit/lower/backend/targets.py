@@ -2,7 +2,9 @@
 
 ``sm_90a`` is Hopper with its architecture-specific instructions (wgmma, setmaxnreg);
 ``sm_100a`` is Blackwell (tcgen05).  The PTX ISA version is the lowest that has every
-instruction the target's kernels may use: 8.0 introduced sm_90a, 8.6 sm_100a.
+instruction the target's kernels may use: 8.0 introduced sm_90a; sm_100a (8.6) needs 8.7 for
+``kind::mxf4nvf4`` (nvfp4 MMAs) and 8.8 for the ``.block16``/``.block32`` scale qualifiers
+that Triton 3.9 writes.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ TARGETS = {
     # H100/H200: 227 KB of dynamic shared memory per block (232448 bytes).
     "sm_90a": Target("sm_90a", 80, 90, 232448),
     # B200: the same opt-in per-block limit as Hopper.
-    "sm_100a": Target("sm_100a", 86, 100, 232448),
+    "sm_100a": Target("sm_100a", 88, 100, 232448),
 }
 
 

@@ -1,0 +1,185 @@
+"""Rules for Blackwell's block-scaled MMA family: ``tcgen05_copy`` and ``tcgen05_mma_scaled``.
+
+**Values.**  ``acc = (a * a_scale) @ (b * b_scale) (+ acc)``: each operand element (fp8, or fp4
+e2m1 unpacked from its byte, lower nibble first) times the scale of its block of V elements of
+K (UE8M0 ``2**(s - 127)``, 255 is NaN; or UE4M3), formed exactly in float64, summed in float64
+and rounded once into the float32 accumulator, as :mod:`gluonkit.interpret.nvidia.tcgen05` does for plain MMAs.
+
+**Protocol** (PTX ISA, tcgen05 memory consistency): a ``tcgen05.cp`` and the ``tcgen05.mma``
+the same thread issues after it run in order, and a ``tcgen05.commit`` covers both; nothing
+else orders them.  Here a copy reads its shared source and writes its tensor-memory
+destination when issued, and joins the issuing partition's queue of tcgen05 work (so a commit
+covers it and a wait that observes that commit *releases* it).  Until then the checker reports,
+with both lines:
+
+* a ``tmem_load``/``tmem_store`` of the destination (the copy may not have landed);
+* a block-scaled MMA of *another* partition reading scales the copy writes (only the issuing
+  thread's MMAs are ordered after it);
+* another copy writing the same cells, and a store into the shared source (as for MMA operands);
+* a copy overwriting tensor memory an MMA still in flight reads or writes (``tcgen05.mma`` →
+  ``tcgen05.cp`` is not an ordered pair: wait for the MMA's commit, or use another buffer);
+* a ``tmem_store`` into scales an MMA in flight reads (:func:`gluonkit.interpret.nvidia.tcgen05.mma_in_flight`).
+"""
+
+from __future__ import annotations
+
+from typing import List
+from weakref import WeakKeyDictionary
+
+import ml_dtypes
+import numpy as np
+
+from ...ir.verify_tcgen05_scaled import copy_chunks, scaled_kind
+from ..engine import RULES, rule
+from ..errors import InterpreterError
+from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
+from .tcgen05 import _Mma, _footprint, issue, mma_in_flight
+from .tmem import TensorMemory, read_tile, write_tile
+
+__all__: List[str] = []
+
+#: Per tensor memory: the copies whose completion no wait has observed yet.
+_COPIES: "WeakKeyDictionary[TensorMemory, List[_Copy]]" = WeakKeyDictionary()
+#: e2m1 bit patterns → values (sign, 2 exponent bits, 1 mantissa bit).
+_E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+_WAIT = "commit it (tcgen05_commit(bar), or an MMA's mbarriers=) and mbarrier.wait on that barrier first"
+
+
+def _unfenced(program, op, ref, ty, what: str) -> None:
+    unfenced = unfenced_write(program, ref, ty, op)
+    if unfenced is not None:
+        raise InterpreterError(f"{what} reads {ref.buffer.describe()}, which the store at line {unfenced.line} wrote "
+                               "through the generic proxy with no fence_async_shared() since; call "
+                               f"fence_async_shared() between the store and the {what}", op.loc)
+
+
+def _copy_in_flight(memory, mask):
+    return next((c for c in _COPIES.get(memory, ()) if (c.mask & mask).any()), None)
+
+
+class _Copy:
+    """One issued tcgen05_copy: landed at issue, unordered for others until a wait observes its commit."""
+
+    done = True  # (nothing left to compute when a commit lands)
+
+    def __init__(self, program, op, operands):
+        src, dst = operands
+        src_ty, dst_ty = (v.type for v in op.operands)
+        self.program, self.op, self.memory = program, op, dst.memory
+        self.what = f"the tcgen05_copy at line {op.loc.line}"
+        chunks = copy_chunks(src_ty, dst_ty, src.xor)
+        if isinstance(chunks, str):
+            raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
+        _unfenced(program, op, src, src_ty, "tcgen05_copy")
+        self.mask = _footprint(dst, dst_ty, op)
+        mma, _ = mma_in_flight(dst, self.mask, writing=True)
+        if mma is not None:
+            raise InterpreterError(f"tcgen05_copy overwrites tensor memory that {mma.what} may still be using (its "
+                                   "completion has not been observed, and the PTX ISA does not order a tcgen05.cp "
+                                   "after an earlier tcgen05.mma); wait on the MMA's barrier first, or copy into "
+                                   "another buffer (one per pipeline stage)", op.loc,
+                                   notes=[("the MMA in flight", mma.op.loc)])
+        earlier = _copy_in_flight(dst.memory, self.mask)
+        if earlier is not None:
+            raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
+                                   f"wait has observed its completion); {_WAIT}", op.loc,
+                                   notes=[("the earlier copy", earlier.op.loc)])
+        write_tile(dst, dst_ty, read(src, src_ty, op), op)
+        reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
+        src.buffer.async_reads.append(reader)
+        self.reads = [(src.buffer, reader)]
+        _COPIES.setdefault(dst.memory, []).append(self)
+
+    def compute(self) -> None:
+        """Nothing to do: the copy landed when issued."""
+
+    def release(self) -> None:
+        for buffer, reader in self.reads:
+            buffer.async_reads.remove(reader)
+        self.reads = []
+        _COPIES[self.memory].remove(self)
+
+
+@rule("tcgen05_copy")
+def _tcgen05_copy(program, op, operands):
+    issue(program, op, _Copy(program, op, operands), 2, operands)
+    return []
+
+
+def _decode(values: np.ndarray, fmt: str, k_dim: int) -> np.ndarray:
+    """Operand values in float64; e2m1 bytes unpacked along K (dimension ``k_dim``), lower nibble first."""
+    if fmt != "e2m1":
+        return values.astype(np.float64)
+    pair = np.stack([_E2M1[values & 0xF], _E2M1[values >> 4]], axis=k_dim + 1)
+    shape = list(values.shape)
+    shape[k_dim] *= 2
+    return pair.reshape(shape)
+
+
+def _scales(raw: np.ndarray, op) -> np.ndarray:
+    """Scale factors in float64: uint8 as UE8M0 (255 is NaN), float8e4nv as UE4M3 (the sign bit must be clear)."""
+    if raw.dtype == np.uint8:
+        return np.where(raw == 255, np.nan, np.ldexp(1.0, raw.astype(np.int64) - 127))
+    bits = raw.view(np.uint8)
+    if (bits & 0x80).any():
+        raise InterpreterError("tcgen05_mma_scaled: a UE4M3 (float8e4nv) scale has its sign bit set; nvfp4 scales "
+                               "are unsigned", op.loc)
+    return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+class _ScaledMma(_Mma):
+    """One issued block-scaled MMA: a plain MMA whose multiplicands carry their block scales."""
+
+    def __init__(self, program, op, operands):
+        a, b, acc, a_scale, b_scale, use_acc = operands[:6]
+        types = [v.type for v in op.operands[:5]]
+        self.formats = op.attrs["a_type"], op.attrs["b_type"]
+        self.vec = scaled_kind(*self.formats, types[3].element)[1]
+        self.scales = []
+        reads = np.zeros_like(a_scale.memory.written)
+        for ref, ty in ((a_scale, types[3]), (b_scale, types[4])):
+            mask = _footprint(ref, ty, op)
+            copy = _copy_in_flight(ref.memory, mask)
+            if copy is not None and copy.program is not program:
+                raise InterpreterError(f"tcgen05_mma_scaled reads scales that {copy.what} (issued by another "
+                                       "partition) may still be writing: the PTX ISA orders a tcgen05.cp only before "
+                                       f"the MMAs of the thread that issued it; {_WAIT}", op.loc,
+                                       notes=[("the copy in flight", copy.op.loc)])
+            self.scales.append(_scales(read_tile(ref, ty, op), op))
+            reads |= mask
+        super().__init__(program, op, [a, b, acc, use_acc], reads)
+
+    def multiplicands(self) -> List[np.ndarray]:
+        a = _decode(read(self.a, self.types[0], self.op), self.formats[0], 1)
+        b = _decode(read(self.b, self.types[1], self.op), self.formats[1], 0)
+        a_scale, b_scale = (np.repeat(s, self.vec, axis=1) for s in self.scales)
+        return [a * a_scale, b * b_scale.T]
+
+
+@rule("tcgen05_mma_scaled")
+def _tcgen05_mma_scaled(program, op, operands):
+    if bool(operands[6]):
+        for ref, value in ((operands[0], op.operands[0]), (operands[1], op.operands[1])):
+            _unfenced(program, op, ref, value.type, "tcgen05_mma_scaled")
+        issue(program, op, _ScaledMma(program, op, operands), 7, operands)
+    return []
+
+
+def _checked(name: str, verb: str):
+    """``name``'s rule, first reporting an access to tensor memory a copy may still be writing."""
+    plain = RULES[name]
+
+    def checked(program, op, operands):
+        copy = _copy_in_flight(operands[0].memory, _footprint(operands[0], op.operands[0].type, op))
+        if copy is not None:
+            raise InterpreterError(f"{name} {verb} tensor memory that {copy.what} may still be writing (its "
+                                   f"completion has not been observed); {_WAIT}", op.loc,
+                                   notes=[("the copy in flight", copy.op.loc)])
+        return plain(program, op, operands)
+
+    checked.__doc__ = f"{name}, checked against copies in flight."
+    rule(name)(checked)
+
+
+_checked("tmem_load", "reads")
+_checked("tmem_store", "writes")

@@ -1,0 +1,230 @@
+"""Verifier rules of Blackwell's block-scaled MMA family: ``tcgen05_copy`` and ``tcgen05_mma_scaled``.
+
+Registered with :func:`gluonkit.ir.verifier.rule` on import (``gluonkit.ir`` imports this
+module).  The frontend asks :func:`scaled_shape_problem` and :func:`copy_problem` too, so a bad
+call is reported at the user's line; the lowering and the interpreter take the placement
+from :func:`copy_chunks` and :func:`scale_cell`, so every stage agrees on it.
+
+**Formats** (PTX ISA, ``tcgen05.mma … .block_scale``): ``a_type``/``b_type`` are ``"e4m3"``
+(``float8e4nv`` in shared memory), ``"e5m2"`` (``float8e5``) or ``"e2m1"`` (fp4, two per
+``uint8`` along K, the lower nibble first).  Scales are ``uint8`` (UE8M0: ``2**(s - 127)``,
+one per 32 elements of K) or, for e2m1 x e2m1 only, ``float8e4nv`` read as UE4M3 (one per
+16 elements: NVIDIA's nvfp4).  The kind follows: e2m1 x e2m1 with UE8M0 → ``kind::mxf4``
+(``block32``), with UE4M3 → ``kind::mxf4nvf4`` (``block16``), fp8 x fp8 in any mix →
+``kind::mxf8f6f4`` (``block32``) — Triton 3.9's choice.  fp8 x e2m1 (``mxf8f6f4`` with padded
+fp4 operands) is not built.
+
+**Shapes**: ``M = 128`` (Gluon rejects block M 64), ``N`` a multiple of 16 up to 256, K (in
+elements) a multiple of one instruction's 32 bytes; ``acc`` float32 in a one-CTA
+``TensorMemoryLayout`` with block M 128; ``a_scale`` is ``[M, K/V]`` and ``b_scale``
+``[N, K/V]`` in tensor memory with a ``TensorMemoryScalesLayout``.
+
+**Scale placement** (:class:`~gluonkit.layouts.tmem.TensorMemoryScalesLayout`): rows 32g + r
+sit in lane r (copied into every lane quarter), byte c of 32-bit column g of each group of 4
+scales along K.  An MMA instruction takes its scales from the column that holds its first
+scale and the byte (``scale_a_id``/``scale_b_id`` of the instruction descriptor) it starts at.
+
+**tcgen05_copy** (``tcgen05.cp.cta_group::1.warpx4.32x128b``): one instruction moves 32 rows
+of 16 bytes of shared memory into 4 columns of lanes 0-31 and copies them into the other
+three lane quarters; each 128-row x 4-scale block of the view is one such chunk, so the
+shared view must hold that block as 32 rows of 16 bytes, row r at byte 16r and scale
+(32g + r, c) at byte 16r + 4g + c (the unswizzled form of the standard "packed block" scale
+layout).  Only scale destinations are built (Gluon's other ``tcgen05_copy`` shapes are not).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from ..layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
+from .core import Operation
+from .memdesc import view_to_offset
+from .tmem import tile_layout
+from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
+from .verifier import rule
+from .verify_checks import fail
+from .verify_tcgen05 import _shared_problem
+from .verify_wgmma import contiguous_dim
+
+__all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
+           "copy_chunks", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
+
+#: The operand formats ``tcgen05_mma_scaled`` takes, and their element type in shared memory.
+SCALED_FORMATS = {"e2m1": uint8, "e4m3": float8e4nv, "e5m2": float8e5}
+CHUNK_ROWS, CHUNK_SCALES, CHUNK_BYTES = 128, 4, 512  # one tcgen05.cp .warpx4.32x128b
+
+
+def scaled_kind(a_type: str, b_type: str, scale_element) -> Tuple[str, int]:
+    """``(kind, V)``: the MMA kind qualifier and the elements of K one scale covers."""
+    if a_type == b_type == "e2m1":
+        return ("mxf4nvf4", 16) if scale_element == float8e4nv else ("mxf4", 32)
+    return "mxf8f6f4", 32
+
+
+def scaled_k(ty: SharedMemoryDescType, fmt: str, dim: int) -> int:
+    """Logical elements along K of operand view ``ty`` (K is ``dim``): two per byte for e2m1."""
+    return ty.shape[dim] * (2 if fmt == "e2m1" else 1)
+
+
+def _scale_problem(ty, name: str, rows: int, k: int) -> Optional[str]:
+    if not isinstance(ty, TensorMemoryDescType) or len(ty.shape) != 2:
+        return f"{name} must be a 2-D tensor memory descriptor, got {ty}"
+    if not isinstance(ty.layout, TensorMemoryScalesLayout):
+        return f"{name} must be in a TensorMemoryScalesLayout(), got {ty.layout!r}"
+    if ty.element not in (uint8, float8e4nv):
+        return f"{name} must be uint8 (UE8M0 scales) or float8e4nv (UE4M3, nvfp4), got {ty.element}"
+    vec = 16 if ty.element == float8e4nv else 32
+    if k % vec or list(ty.shape) != [rows, k // vec]:
+        return (f"{name} has shape {list(ty.shape)}; with {ty.element} scales (one per {vec} elements of K) it "
+                f"must be [{rows}, {k // vec if k % vec == 0 else f'K/{vec}'}] for K = {k}")
+    return None
+
+
+def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) -> Optional[str]:
+    """Why ``tcgen05_mma_scaled`` with these operand types and formats is not one MMA (``None`` if it is)."""
+    for fmt, name in ((a_type, "a_type"), (b_type, "b_type")):
+        if fmt not in SCALED_FORMATS:
+            return f"{name} must be one of {sorted(SCALED_FORMATS)}, got {fmt!r}"
+    for ty, name, fmt in ((a, "a", a_type), (b, "b", b_type)):
+        problem = _shared_problem(ty, name)
+        if problem:
+            return problem
+        if ty.element != SCALED_FORMATS[fmt]:
+            return (f"{name} holds {fmt} values, so it must be {SCALED_FORMATS[fmt]} in shared memory "
+                    f"(e2m1: two per uint8 along K), got {ty.element}")
+    if (a_type == "e2m1") != (b_type == "e2m1"):
+        return ("mixing e2m1 with an fp8 format (kind::mxf8f6f4 with padded fp4 operands) is not supported yet; "
+                "use e2m1 for both operands or fp8 for both")
+    if a_type == "e2m1" and (contiguous_dim(a) != 1 or contiguous_dim(b) != 0):
+        return "e2m1 operands must be K-major: a [M, K/2] with K contiguous, b a [N, K/2] buffer's .permute((1, 0))"
+    if not isinstance(acc, TensorMemoryDescType) or len(acc.shape) != 2 or acc.element != float32:
+        return f"acc must be a 2-D float32 tensor memory descriptor, got {acc}"
+    layout = acc.layout
+    if not isinstance(layout, TensorMemoryLayout) or layout.two_ctas or layout.col_stride != 1:
+        return f"acc must be in a one-CTA TensorMemoryLayout with col_stride=1, got {layout!r}"
+    m, n = a.shape[0], b.shape[1]
+    k = scaled_k(a, a_type, 1)
+    if tuple(acc.shape) != (m, n) or scaled_k(b, b_type, 0) != k:
+        return (f"shapes do not chain: a is {list(a.shape)} ({a_type}), b is {list(b.shape)} ({b_type}), acc is "
+                f"{list(acc.shape)}; expected [M, K] x [K, N] -> [M, N] in elements (e2m1: two per byte)")
+    if m != 128 or layout.block[0] != 128:
+        return f"M = {m} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
+    if n % 16 or not 16 <= n <= 256:
+        return f"N = {n} must be a multiple of 16 from 16 to 256"
+    if a.shape[1] % 32:
+        return f"K = {k} must be a multiple of one instruction's 32 bytes ({32 * k // a.shape[1]} {a_type} elements)"
+    for ty, name, rows in ((a_scale, "a_scale", m), (b_scale, "b_scale", n)):
+        problem = _scale_problem(ty, name, rows, k)
+        if problem:
+            return problem
+    if a_scale.element != b_scale.element:
+        return f"a_scale and b_scale must have the same type, got {a_scale.element} and {b_scale.element}"
+    if a_scale.element == float8e4nv and a_type != "e2m1":
+        return "float8e4nv (UE4M3) scales go with e2m1 operands only (nvfp4); fp8 operands take uint8 scales"
+    return None
+
+
+def _cell_column(scale_ty: TensorMemoryDescType, row: int, k: int) -> int:
+    """The 8-bit slot holding scale ``(row, k)``, relative to the view's address (4 slots per column)."""
+    return tile_layout(scale_ty).pseudoinvert().apply({"dim0": row, "dim1": k})["col"]
+
+
+def scale_cell(scale_ty: TensorMemoryDescType, k0: int) -> Tuple[int, int]:
+    """``(column, byte)`` of the scale of row 0 and scale index ``k0`` relative to the view's address."""
+    slot = _cell_column(scale_ty, 0, k0)
+    return slot // 4, slot % 4
+
+
+def _chunk_bytes() -> np.ndarray:
+    """Byte of each (row, scale) of one 128 x 4 chunk in its 32 rows x 16 bytes of shared memory."""
+    rows = np.arange(CHUNK_ROWS)[:, None]
+    return 16 * (rows % 32) + 4 * (rows // 32) + np.arange(CHUNK_SCALES)[None, :]
+
+
+def copy_chunks(src: SharedMemoryDescType, dst: TensorMemoryDescType, xor: int = 0):
+    """The ``(byte offset in src, column of dst)`` of each tcgen05.cp chunk in dst column order, or why not.
+
+    ``xor`` is the constant a sliced view XORs into its offsets.  Returns a problem string when
+    the view does not hold each 128 x 4 block as :data:`CHUNK_BYTES` contiguous bytes of the
+    32x128b form (see the module docstring).
+    """
+    rows, cols = dst.shape
+    table = view_to_offset(src).table()[:, 0].reshape(cols, rows).T ^ xor  # [row, col] → element offset
+    item = src.element.primitive_bitwidth // 8
+    chunks: List[Tuple[int, int]] = []
+    for r0 in range(0, rows, CHUNK_ROWS):
+        for c0 in range(0, cols, CHUNK_SCALES):
+            block = table[r0:r0 + CHUNK_ROWS, c0:c0 + CHUNK_SCALES] * item
+            start = int(block[0, 0])
+            if start % 16 or not np.array_equal(block - start, _chunk_bytes()):
+                return (f"the shared view does not hold rows {r0}..{r0 + CHUNK_ROWS - 1}, scales {c0}..{c0 + 3} as "
+                        "tcgen05.cp's 32 rows of 16 bytes (scale (32g + r, c) at byte 16r + 4g + c of a 16-byte "
+                        "aligned block); use SharedLinearLayout(gluonkit.layouts.scales_copy_bases(rows, scales)) or a "
+                        "view with the same bytes (docs/blackwell_block_scaled.rst)")
+            chunks.append((start, _cell_column(dst, r0, c0) // 4))
+    return sorted(chunks, key=lambda chunk: chunk[1])
+
+
+def copy_problem(src, dst) -> Optional[str]:
+    """Why ``tcgen05_copy(src, dst)`` with these view types is not a scale copy (``None`` if it is)."""
+    if not isinstance(src, SharedMemoryDescType) or src.rank != 2 or src.num_stage_dims:
+        return f"src must be one 2-D shared memory view (pick a stage with .index(i)), got {src}"
+    if not isinstance(dst, TensorMemoryDescType) or len(dst.shape) != 2:
+        return f"dst must be a 2-D tensor memory descriptor (pick a stage with .index(i)), got {dst}"
+    if not isinstance(dst.layout, TensorMemoryScalesLayout):
+        return (f"only block-scale copies are supported: dst must be in a TensorMemoryScalesLayout(), got "
+                f"{dst.layout!r}")
+    if src.element != dst.element or src.element.primitive_bitwidth != 8:
+        return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
+    if tuple(src.shape) != tuple(dst.shape):
+        return f"src is {list(src.shape)} but dst is {list(dst.shape)}; they must have the same shape"
+    rows, cols = dst.shape
+    if rows % CHUNK_ROWS or cols % CHUNK_SCALES:
+        return (f"the scales are copied in blocks of {CHUNK_ROWS} rows x {CHUNK_SCALES} scales; {list(dst.shape)} is "
+                "not a whole number of them (store smaller scale tiles with .store() instead)")
+    chunks = copy_chunks(src, dst)
+    return chunks if isinstance(chunks, str) else None
+
+
+def _barriers_problem(op: Operation, first: int) -> Optional[str]:
+    """Check ``num_barriers`` mbarriers from operand ``first`` on, then their int1 predicates."""
+    n = op.attrs.get("num_barriers")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0 or len(op.operands) != first + 2 * n:
+        return (f"expects {first} operands, then num_barriers barriers with their predicates; got "
+                f"{len(op.operands)} operands and num_barriers={n!r}")
+    if not isinstance(op.attrs.get("is_async"), bool) or (n and not op.attrs["is_async"]):
+        return f"is_async must be a bool, and True when there are barriers, got {op.attrs.get('is_async')!r}"
+    for v in op.operands[first:first + n]:
+        if not isinstance(v.type, SharedMemoryDescType) or v.type.element.name != "int64":
+            return f"barriers must be mbarriers (int64 shared memory), got {v.type}"
+    for v in op.operands[first + n:]:
+        if v.type != int1:
+            return f"barrier predicates must be int1 scalars, got {v.type}"
+    return None
+
+
+@rule("tcgen05_mma_scaled")
+def _tcgen05_mma_scaled(op: Operation):
+    if op.results or op.regions or len(op.operands) < 7:
+        fail(op, "expects a, b, acc, a_scale, b_scale, use_acc, pred and barriers, and has no results or regions")
+    problem = _barriers_problem(op, 7)
+    if problem:
+        fail(op, problem)
+    a, b, acc, a_scale, b_scale = (v.type for v in op.operands[:5])
+    problem = scaled_shape_problem(a, b, acc, a_scale, b_scale, op.attrs.get("a_type"), op.attrs.get("b_type"))
+    if problem:
+        fail(op, problem)
+    for v in op.operands[5:7]:
+        if v.type != int1:
+            fail(op, f"use_acc and pred must be int1 scalars, got {v.type}")
+
+
+@rule("tcgen05_copy")
+def _tcgen05_copy(op: Operation):
+    if len(op.operands) != 2 or op.results or op.regions:
+        fail(op, f"expects src and dst and no results, got {len(op.operands)} operands")
+    problem = copy_problem(*(v.type for v in op.operands))
+    if problem:
+        fail(op, problem)

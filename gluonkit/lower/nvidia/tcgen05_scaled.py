@@ -1,0 +1,131 @@
+"""Lowering of ``tcgen05_copy`` and ``tcgen05_mma_scaled`` (sm_100a): ``tcgen05.cp`` and block-scaled ``tcgen05.mma``.
+
+Both are issued by thread 0 of the program after the thread-sync fences and barrier that
+:mod:`gluonkit.lower.nvidia.tcgen05` puts before a plain MMA (so stores of other threads are ordered first).
+
+**Copy.**  One ``tcgen05.cp.cta_group::1.warpx4.32x128b [taddr], sdesc`` per 128-row x
+4-scale chunk (:func:`gluonkit.ir.verify_tcgen05_scaled.copy_chunks`), in destination column
+order: ``taddr`` is the view's TMEM address plus the chunk's column, ``sdesc`` a shared-memory
+descriptor of 32 rows of 16 bytes without swizzle: start address >> 4, stride byte offset 128
+(8 rows of 16 bytes), version 1 at bit 46 and, as Triton 3.9 writes it, the chunk's offset
+bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled layouts only).
+
+**MMA.**  One ``tcgen05.mma.cta_group::1.kind::K.block_scale.blockV [d], adesc, bdesc, idesc,
+[scale_a], [scale_b], enable_d`` per 32 bytes of K (32 fp8 or 64 fp4 elements), with the
+matrix descriptors of :mod:`gluonkit.lower.nvidia.tcgen05`.  Each step's scale addresses are the columns holding its
+first scale and its instruction descriptor names the byte it starts at
+(:func:`scaled_instruction_descriptor`); commits and the synchronous form are the plain MMA's.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as lir
+
+from ...ir import CompilationError, Operation
+from ...ir.verify_tcgen05_scaled import copy_chunks, scale_cell, scaled_kind
+from ...ir.verify_wgmma import is_k_major
+from ...ir.types import uint8
+from ..context import KernelLowering
+from ..inline_ptx import emit_ptx
+from ..llvm_types import I1, I32, I64
+from ..ops.shared_memory import order_access
+from ..registry import lowering
+from .mbarrier import elected_thread
+from .tcgen05 import _VERSION, _barrier_address, _commit, _start, _step, _wait_synchronously
+from .tmem import synchronize
+from .wgmma_descriptor import describe_operand
+
+__all__ = ["scaled_instruction_descriptor", "copy_descriptor_base"]
+
+#: Operand type codes of the instruction descriptor, per kind (PTX ISA, "Instruction descriptor").
+_FORMAT_CODES = {"mxf8f6f4": {"e4m3": 0, "e5m2": 1, "e2m1": 5}, "mxf4": {"e2m1": 1}, "mxf4nvf4": {"e2m1": 1}}
+_STEP_BYTES = 32  # K bytes of one block-scaled tcgen05.mma
+_ROW_GROUP_BYTES = 128  # 8 rows of 16 bytes: the copy descriptor's stride byte offset
+
+
+def scaled_instruction_descriptor(kind: str, a_type: str, b_type: str, ue8m0: bool, a_k_major: bool,
+                                  b_k_major: bool, m: int, n: int, a_id: int, b_id: int) -> int:
+    """The 32-bit instruction descriptor of ``kind::mxf8f6f4|mxf4|mxf4nvf4`` with block scaling.
+
+    Bits: B scale byte 4-5, A type 7-9, B type 10-12, A/B MN-major 15/16, N >> 3 at 17,
+    scale type (1: UE8M0, 0: UE4M3) 23, M >> 4 at 24, A scale byte 29-30.
+    """
+    codes = _FORMAT_CODES[kind]
+    return (b_id << 4 | codes[a_type] << 7 | codes[b_type] << 10 | (0 if a_k_major else 1) << 15
+            | (0 if b_k_major else 1) << 16 | (n >> 3) << 17 | int(ue8m0) << 23 | (m >> 4) << 24 | a_id << 29)
+
+
+def copy_descriptor_base(offset: int) -> int:
+    """The copy descriptor's fields other than the start address, for a chunk ``offset`` bytes into the view."""
+    return (_ROW_GROUP_BYTES >> 4) << 32 | _VERSION | ((offset >> 7) & 7) << 49
+
+
+def _sm100(ctx: KernelLowering, op: Operation) -> None:
+    if ctx.target.arch != "sm_100a":
+        raise CompilationError(f"{op.name}: tcgen05 is a Blackwell (sm_100a) instruction; {ctx.target.arch} has none; "
+                               "compile for target='sm_100a'", op.loc)
+
+
+def _column(ctx: KernelLowering, value, column: int) -> lir.Value:
+    """The TMEM address ``column`` columns past a descriptor's (``lane << 16 | column``)."""
+    address = ctx.get(value)
+    return ctx.builder.add(address, I32(column)) if column else address
+
+
+@lowering("tcgen05_copy")
+def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
+    _sm100(ctx, op)
+    src, dst = op.operands
+    pointer = ctx.get(src)
+    chunks = copy_chunks(src.type, dst.type, pointer.xor)
+    if isinstance(chunks, str):
+        raise CompilationError(f"tcgen05_copy: {chunks}", op.loc)
+    if pointer.align % 16:
+        raise CompilationError(f"tcgen05_copy: the shared view is only known to be {pointer.align}-byte aligned; "
+                               "tcgen05.cp reads 16-byte aligned rows", op.loc)
+    order_access(ctx, op)
+    synchronize(ctx)
+    issuer = elected_thread(ctx, None)
+    b = ctx.builder
+    address = b.ptrtoint(pointer.pointer, I32)
+    start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
+    for offset, column in chunks:
+        desc = b.or_(b.add(start, I64(offset >> 4)) if offset else start, I64(copy_descriptor_base(offset)))
+        emit_ptx(b, "@$2 tcgen05.cp.cta_group::1.warpx4.32x128b [$0], $1;", "r,l,b",
+                 [_column(ctx, dst, column), desc, issuer])
+
+
+@lowering("tcgen05_mma_scaled")
+def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
+    _sm100(ctx, op)
+    a, b_value, acc, a_scale, b_scale = op.operands[:5]
+    a_type, b_type, n_bars = op.attrs["a_type"], op.attrs["b_type"], op.attrs["num_barriers"]
+    kind, vec = scaled_kind(a_type, b_type, a_scale.type.element)
+    m, n = acc.type.shape
+    order_access(ctx, op)
+    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, _STEP_BYTES, op.loc)
+    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, _STEP_BYTES, op.loc)
+    a_k_major, b_k_major = is_k_major(a.type, 0), is_k_major(b_value.type, 1)
+    b = ctx.builder
+    synchronize(ctx)
+    issuer = elected_thread(ctx, ctx.get(op.operands[6]))
+    a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
+    text = (f"@$7 tcgen05.mma.cta_group::1.kind::{kind}.block_scale.block{vec} [$0], $1, $2, $3, "
+            "[$4], [$5], $6;")
+    per_step = _STEP_BYTES * (2 if a_type == "e2m1" else 1)  # elements of K
+    for step in range(a.type.shape[1] // _STEP_BYTES):
+        k = step * _STEP_BYTES
+        first_scale = step * per_step // vec
+        (a_col, a_id), (b_col, b_id) = scale_cell(a_scale.type, first_scale), scale_cell(b_scale.type, first_scale)
+        idesc = scaled_instruction_descriptor(kind, a_type, b_type, a_scale.type.element == uint8, a_k_major,
+                                              b_k_major, m, n, a_id, b_id)
+        enable_d = ctx.get(op.operands[5]) if step == 0 else I1(1)
+        emit_ptx(b, text, "r,l,l,r,r,r,b,b", [ctx.get(acc), _step(ctx, a_start, a_plan, k),
+                                              _step(ctx, b_start, b_plan, k), I32(idesc),
+                                              _column(ctx, a_scale, a_col), _column(ctx, b_scale, b_col), enable_d,
+                                              issuer])
+    for i in range(n_bars):
+        _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])))
+    if not op.attrs["is_async"]:
+        _wait_synchronously(ctx, issuer)
+
