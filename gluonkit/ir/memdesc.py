@@ -27,7 +27,8 @@ from .types import SharedMemoryDescType
 
 __all__ = [
     "layout_problem", "tile_shape", "tile_layout", "tile_elements", "stage_strides", "alloc_elements",
-    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of",
+    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares",
+    "shares_stride",
 ]
 
 
@@ -49,9 +50,6 @@ def layout_problem(layout, shape: Sequence[int]) -> Optional[str]:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:
         return str(e)
-    if ll.has_in_dim("block") and any(any(v) for v in ll.bases.get("block", [])):
-        return (f"{layout!r} splits the buffer between the CTAs of a cluster, which is not supported yet; "
-                "use zero cga_layout bases (each CTA holds the whole buffer) or none")
     if not ll.is_surjective():
         return f"{layout!r} does not reach every element of a {tile} tile"
     return None
@@ -91,19 +89,43 @@ def alloc_elements(ty: SharedMemoryDescType) -> int:
     return n
 
 
-def _tile_inverse(ty: SharedMemoryDescType) -> LinearLayout:
-    """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`)."""
-    return tile_layout(ty).pseudoinvert()
+def cta_shares(ty: SharedMemoryDescType) -> int:
+    """Into how many CTA shares the buffer's layout splits it (1: every CTA holds it whole)."""
+    ll = ty.layout.to_linear_layout(tile_shape(ty))
+    return 1 << sum(1 for v in ll.bases.get("block", []) if any(v)) if ll.has_in_dim("block") else 1
 
 
-def view_to_offset(ty: SharedMemoryDescType) -> LinearLayout:
+def _tile_inverse(ty: SharedMemoryDescType, cta_blocks: bool = False) -> LinearLayout:
+    """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`).
+
+    A buffer split between CTAs: a coordinate maps to its offset in the CTA that holds it
+    (every CTA uses the same offsets for its share); with ``cta_blocks`` the holding CTA's
+    share index is added above the offsets (``share * shares_stride(ty)``), which is how the
+    interpreter keeps every share of a buffer in one array."""
+    if cta_shares(ty) == 1:
+        return tile_layout(ty).pseudoinvert()
+    ll = ty.layout.to_linear_layout(tile_shape(ty))
+    inverse = ll.sublayout(["offset", "block"], ll.out_dims).pseudoinvert()
+    stride = shares_stride(ty) if cta_blocks else 0
+    bases = {d: [[b[0] + b[1] * stride] for b in vs] for d, vs in inverse.bases.items()}
+    return LinearLayout(bases, {"offset": inverse.out_dim_size("offset") * (cta_shares(ty) if cta_blocks else 1)})
+
+
+def shares_stride(ty: SharedMemoryDescType) -> int:
+    """Elements between two CTAs' shares of a split buffer in the interpreter's array (a
+    power of two at least :func:`alloc_elements`)."""
+    return 1 << (alloc_elements(ty) - 1).bit_length()
+
+
+def view_to_offset(ty: SharedMemoryDescType, cta_blocks: bool = False) -> LinearLayout:
     """``dim0 … dim{r-1}`` (sized by the view's shape) ``→ offset``, before ``base``/``xor``.
 
     Stage dimensions of the view must be powers of two (they are whenever the view is a
     tensor's shape); their strides then are powers of two too and the map is linear.
+    ``cta_blocks``: see :func:`_tile_inverse`.
     """
     n_stage = ty.num_stage_dims
-    inverse = _tile_inverse(ty)
+    inverse = _tile_inverse(ty, cta_blocks)
     bases = {}
     for d, size in enumerate(ty.shape):
         bits = size.bit_length() - 1
@@ -113,7 +135,7 @@ def view_to_offset(ty: SharedMemoryDescType) -> LinearLayout:
         else:
             name = f"dim{d - n_stage}"
             bases[f"dim{d}"] = [[inverse.basis(name, b)[0]] for b in range(bits)]
-    total = alloc_elements(ty)
+    total = shares_stride(ty) * cta_shares(ty) if cta_blocks and cta_shares(ty) > 1 else alloc_elements(ty)
     return LinearLayout(bases, {"offset": 1 << (total - 1).bit_length() if total > 1 else 1})
 
 

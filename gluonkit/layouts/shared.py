@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from .distributed import check_shape, out_dim_names
+from .distributed import check_shape, cta_extent, out_dim_names, shape_per_cta
 from .base import TensorLayout
 from .linear import LinearLayout, is_power_of_two, log2_exact
 
@@ -475,28 +475,10 @@ def cga_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
     return bases
 
 
-def _cga_extent(cga_layout, rank: int) -> List[int]:
-    """How many CTA tiles the cluster spans along each dimension."""
-    return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
-
-
-def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
-    """One CTA's share of ``shape`` under ``cga_layout``; an error naming ``owner`` when the
-    cluster's split does not divide it."""
-    extent = _cga_extent(cga_layout, len(shape))
-    for d, (s, e) in enumerate(zip(shape, extent)):
-        if s % e:
-            raise ValueError(
-                f"{owner}: shape {list(shape)} is not divisible by the CTA split {extent} "
-                f"of cga_layout {show_vectors(cga_layout)} (dimension {d})"
-            )
-    return [s // e for s, e in zip(shape, extent)]
-
-
 def _with_cga(tile: LinearLayout, cga_layout) -> LinearLayout:
     """Append the ``block`` input: each CTA bit moves by whole tiles (``tile * cga``)."""
     names = tile.out_dims
-    extent = _cga_extent(cga_layout, len(names))
+    extent = cta_extent(cga_layout, len(names))
     return tile * LinearLayout({"block": [list(v) for v in cga_layout]}, dict(zip(names, extent)))
 
 

@@ -109,13 +109,13 @@ def read_view(program, ref: TmemRef, ty: TensorMemoryDescType, tensor_type: Tens
     raw = np.ascontiguousarray(mem.data[rows, cols])
     regs = raw.view(numpy_dtype(ty.element))[..., 0]
     value = Tensor(tensor_type, regs)
-    to_logical(value, program.num_warps, op.loc, "the TMEM copies of")  # copies of one element must agree
+    to_logical(value, program.threads, op.loc, "the TMEM copies of")  # copies of one element must agree
     return value
 
 
 def write_view(program, ref: TmemRef, ty: TensorMemoryDescType, value: Tensor, op) -> None:
     """``tcgen05.st`` of ``value`` (its replicated copies must agree) into the view."""
-    to_logical(value, program.num_warps, op.loc, "the stored value")
+    to_logical(value, program.threads, op.loc, "the stored value")
     rows, cols = _addresses(ref, ty, value.type, op)
     raw = np.ascontiguousarray(value.regs.astype(numpy_dtype(ty.element), copy=False)).view(np.uint8)
     mem = ref.memory
@@ -190,7 +190,7 @@ def _tmem_load(program, op, operands):
     value = read_view(program, operands[0], op.operands[0].type, op.results[0].type, op)
     if op.attrs["red"] == "none":
         return [value]
-    x = to_logical(value, program.num_warps, op.loc).astype(np.float32)
+    x = to_logical(value, program.threads, op.loc).astype(np.float32)
     if op.attrs["abs"]:
         x = np.abs(x)
     reduce = np.min if op.attrs["red"] == "min" else np.max
@@ -198,7 +198,7 @@ def _tmem_load(program, op, operands):
         red = reduce(x, axis=1)
     else:
         red = (np.nanmin if op.attrs["red"] == "min" else np.nanmax)(x, axis=1)
-    return [value, from_logical(red, op.results[1].type, program.num_warps, op.loc)]
+    return [value, from_logical(red, op.results[1].type, program.threads, op.loc)]
 
 
 @rule("tmem_store")
