@@ -27,7 +27,7 @@ from .types import SharedMemoryDescType
 
 __all__ = [
     "layout_problem", "tile_shape", "tile_layout", "tile_elements", "stage_strides", "alloc_elements",
-    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares",
+    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares", "cta_share_type",
     "shares_stride",
 ]
 
@@ -109,6 +109,24 @@ def _tile_inverse(ty: SharedMemoryDescType, cta_blocks: bool = False) -> LinearL
     stride = shares_stride(ty) if cta_blocks else 0
     bases = {d: [[b[0] + b[1] * stride] for b in vs] for d, vs in inverse.bases.items()}
     return LinearLayout(bases, {"offset": inverse.out_dim_size("offset") * (cta_shares(ty) if cta_blocks else 1)})
+
+
+def cta_share_type(ty: SharedMemoryDescType) -> SharedMemoryDescType:
+    """One CTA's share of a view whose NVMMA layout splits it between CTAs: the per-CTA tile
+    shape and the layout without its CTA bases (what a CTA's MMA descriptor and TMA box see)."""
+    from ..layouts.distributed import cta_extent
+    from ..layouts.shared import NVMMASharedLayout
+
+    layout = ty.layout
+    if cta_shares(ty) == 1:
+        return ty
+    if not isinstance(layout, NVMMASharedLayout):
+        raise ValueError(f"{layout!r} splits the buffer between CTAs; only NVMMASharedLayout buffers may be split")
+    extent = [1] * ty.num_stage_dims + cta_extent(layout.cga_layout, layout.rank)
+    local = NVMMASharedLayout(layout.swizzle_byte_width, layout.element_bitwidth, layout.rank, layout.transposed,
+                              layout.fp4_padded)
+    return SharedMemoryDescType(ty.element, tuple(s // e for s, e in zip(ty.shape, extent)), local,
+                                tuple(s // e for s, e in zip(ty.alloc_shape, extent)))
 
 
 def shares_stride(ty: SharedMemoryDescType) -> int:
