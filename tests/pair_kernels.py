@@ -16,10 +16,12 @@ def pair_mma_source(gl, blackwell):
     the pair's MMA; the MMA's commit arrives on ``done`` in both CTAs, and each CTA stores
     its rows of ``c`` from its own tensor memory.  With SKIP_READY_WAIT the even CTA does
     not wait for the loads (a planted bug); with EARLY_LOAD each CTA reads the accumulator
-    before waiting on ``done`` (another).
+    before waiting on ``done`` (another); DONE_COUNT is ``done``'s arrival count (1 is right:
+    the pair's one commit arrives once on each CTA's barrier).
     """
 
-    def pair_mma(a_desc, b_desc, c_ptr, N, K, SKIP_READY_WAIT: gl.constexpr, EARLY_LOAD: gl.constexpr):
+    def pair_mma(a_desc, b_desc, c_ptr, N, K, SKIP_READY_WAIT: gl.constexpr, EARLY_LOAD: gl.constexpr,
+                 DONE_COUNT: gl.constexpr):
         BM: gl.constexpr = a_desc.block_type.shape[0]
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -28,7 +30,7 @@ def pair_mma_source(gl, blackwell):
         ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
         done = blackwell.mbarrier.allocate_mbarrier()
         blackwell.mbarrier.init(ready, count=1)
-        blackwell.mbarrier.init(done, count=1)
+        blackwell.mbarrier.init(done, count=DONE_COUNT)
         tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, BN), col_stride=1, cga_layout=[[1, 0]],
                                                                  two_ctas=True)
         acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
