@@ -95,9 +95,10 @@ class SharedRef:
 
 
 @lru_cache(maxsize=256)
-def _view_offsets(ty: SharedMemoryDescType) -> np.ndarray:
-    """Element offset of every view coordinate, as an array of the view's shape."""
-    table = view_to_offset(ty, cta_blocks=True).table()[:, 0]  # rows: dim0 is the least significant input
+def _view_offsets(ty: SharedMemoryDescType, share_stride: int) -> np.ndarray:
+    """Element offset of every view coordinate, as an array of the view's shape (a split
+    buffer's shares ``share_stride`` elements apart, see ``owned``)."""
+    table = view_to_offset(ty, share_stride).table()[:, 0]  # rows: dim0 is the least significant input
     offsets = table.reshape(ty.shape[::-1]).transpose() if ty.shape else table
     offsets.setflags(write=False)
     return offsets
@@ -106,7 +107,8 @@ def _view_offsets(ty: SharedMemoryDescType) -> np.ndarray:
 def element_addresses(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     """Byte offset in ``ref.buffer`` of every element of the view (shape ``ty.shape``)."""
     item = ty.element.itemsize
-    addresses = ref.base + (_view_offsets(ty) ^ ref.xor) * item
+    stride = shares_stride(ref.buffer.ty) if cta_shares(ref.buffer.ty) > 1 else 0
+    addresses = ref.base + (_view_offsets(ty, stride) ^ ref.xor) * item
     if ref.base % item:
         raise InterpreterError(f"{op.name}: the view starts at byte {ref.base} of {ref.buffer.describe()}, "
                                f"which is not aligned to its {item}-byte elements", op.loc)

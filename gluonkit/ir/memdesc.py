@@ -95,20 +95,20 @@ def cta_shares(ty: SharedMemoryDescType) -> int:
     return 1 << sum(1 for v in ll.bases.get("block", []) if any(v)) if ll.has_in_dim("block") else 1
 
 
-def _tile_inverse(ty: SharedMemoryDescType, cta_blocks: bool = False) -> LinearLayout:
+def _tile_inverse(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayout:
     """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`).
 
     A buffer split between CTAs: a coordinate maps to its offset in the CTA that holds it
-    (every CTA uses the same offsets for its share); with ``cta_blocks`` the holding CTA's
-    share index is added above the offsets (``share * shares_stride(ty)``), which is how the
-    interpreter keeps every share of a buffer in one array."""
+    (every CTA uses the same offsets for its share); with ``share_stride`` the holding CTA's
+    share index times it is added (a power of two above the whole buffer: the interpreter
+    keeps every share of a buffer in one array, :func:`shares_stride`)."""
     if cta_shares(ty) == 1:
         return tile_layout(ty).pseudoinvert()
     ll = ty.layout.to_linear_layout(tile_shape(ty))
     inverse = ll.sublayout(["offset", "block"], ll.out_dims).pseudoinvert()
-    stride = shares_stride(ty) if cta_blocks else 0
-    bases = {d: [[b[0] + b[1] * stride] for b in vs] for d, vs in inverse.bases.items()}
-    return LinearLayout(bases, {"offset": inverse.out_dim_size("offset") * (cta_shares(ty) if cta_blocks else 1)})
+    bases = {d: [[b[0] + b[1] * share_stride] for b in vs] for d, vs in inverse.bases.items()}
+    size = share_stride * cta_shares(ty) if share_stride else inverse.out_dim_size("offset")
+    return LinearLayout(bases, {"offset": size})
 
 
 def cta_share_type(ty: SharedMemoryDescType) -> SharedMemoryDescType:
@@ -130,20 +130,20 @@ def cta_share_type(ty: SharedMemoryDescType) -> SharedMemoryDescType:
 
 
 def shares_stride(ty: SharedMemoryDescType) -> int:
-    """Elements between two CTAs' shares of a split buffer in the interpreter's array (a
-    power of two at least :func:`alloc_elements`)."""
+    """Elements between two CTAs' shares of split buffer ``ty`` (the allocation's type) in the
+    interpreter's array: a power of two at least :func:`alloc_elements`."""
     return 1 << (alloc_elements(ty) - 1).bit_length()
 
 
-def view_to_offset(ty: SharedMemoryDescType, cta_blocks: bool = False) -> LinearLayout:
+def view_to_offset(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayout:
     """``dim0 … dim{r-1}`` (sized by the view's shape) ``→ offset``, before ``base``/``xor``.
 
     Stage dimensions of the view must be powers of two (they are whenever the view is a
     tensor's shape); their strides then are powers of two too and the map is linear.
-    ``cta_blocks``: see :func:`_tile_inverse`.
+    ``share_stride``: see :func:`_tile_inverse`.
     """
     n_stage = ty.num_stage_dims
-    inverse = _tile_inverse(ty, cta_blocks)
+    inverse = _tile_inverse(ty, share_stride)
     bases = {}
     for d, size in enumerate(ty.shape):
         bits = size.bit_length() - 1
@@ -153,7 +153,7 @@ def view_to_offset(ty: SharedMemoryDescType, cta_blocks: bool = False) -> Linear
         else:
             name = f"dim{d - n_stage}"
             bases[f"dim{d}"] = [[inverse.basis(name, b)[0]] for b in range(bits)]
-    total = shares_stride(ty) * cta_shares(ty) if cta_blocks and cta_shares(ty) > 1 else alloc_elements(ty)
+    total = share_stride * cta_shares(ty) if share_stride and cta_shares(ty) > 1 else alloc_elements(ty)
     return LinearLayout(bases, {"offset": 1 << (total - 1).bit_length() if total > 1 else 1})
 
 
