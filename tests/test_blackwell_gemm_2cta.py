@@ -26,18 +26,23 @@ import blackwell_ws_gemm_2cta  # noqa: E402
 _EXAMPLE = os.path.join(_DIR, "blackwell_ws_gemm_2cta.py")
 
 
-@pytest.mark.parametrize("M, N, K, BN, split, programs, clc, out", [
-    (300, 136, 96, 64, 2, 2, False, np.float32),        # ragged: TMA zero fill, clipped stores, 3 tiles/pair
-    (520, 64, 200, 64, 1, 1, False, np.float16),        # ragged K; both accumulators reused by one pair
-    (300, 136, 96, 64, 2, None, True, ml_dtypes.bfloat16),  # CLC: the first pair takes every other cluster's tile
+@pytest.mark.parametrize("M, N, K, BN, BK, split, programs, clc, inp, out", [
+    # ragged: TMA zero fill, clipped stores, 3 tiles per pair
+    (300, 136, 96, 64, 32, 2, 2, False, np.float16, np.float32),
+    # ragged K; both accumulators reused by one pair
+    (520, 64, 200, 64, 32, 1, 1, False, np.float16, np.float16),
+    # CLC: the first pair takes every other cluster's tile
+    (300, 136, 96, 64, 32, 2, None, True, np.float16, ml_dtypes.bfloat16),
+    # fp8 e4m3 inputs (kind::f8f6f4), 32-byte K steps
+    (300, 144, 128, 64, 64, 1, 2, False, ml_dtypes.float8_e4m3fn, np.float32),
 ])
-def test_2cta_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, BN, split, programs, clc, out):
+def test_2cta_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, BN, BK, split, programs, clc, inp, out):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     rng = np.random.default_rng()
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
+    a = rng.standard_normal((M, K)).astype(inp)
+    b = rng.standard_normal((K, N)).astype(inp)
     c = np.full((M, N), np.nan, out)
-    blackwell_ws_gemm_2cta.gemm(a, b, c, BN=BN, BK=32, STAGES=3, EPILOGUE_SPLIT=split, num_programs=programs,
+    blackwell_ws_gemm_2cta.gemm(a, b, c, BN=BN, BK=BK, STAGES=3, EPILOGUE_SPLIT=split, num_programs=programs,
                                 use_clc=clc)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     tolerance = {np.float32: 1e-6, np.float16: 1e-3, ml_dtypes.bfloat16: 8e-3}[out]
@@ -73,20 +78,22 @@ def test_the_2cta_example_with_a_planted_bug_is_reported(monkeypatch, tmp_path, 
 
 
 @needs_ptxas
-@pytest.mark.parametrize("clc", [False, True])
-def test_2cta_ws_gemm_compiles_for_sm_100a(clc):
-    BM, BN, BK, split = 256, 256, 64, 4
+@pytest.mark.parametrize("clc, dtype", [(False, ir.float16), (True, ir.float16), (False, ir.float8e4nv)])
+def test_2cta_ws_gemm_compiles_for_sm_100a(clc, dtype):
+    BM, BN, split = 256, 256, 4
+    BK = 128 // dtype.itemsize  # 128-byte rows
     nvmma = gl.NVMMASharedLayout.get_default_for
     c_block = (BM, BN // split)
     compiled = blackwell_ws_gemm_2cta.blackwell_ws_gemm_2cta_kernel.compile(
-        TensorDescType((BM, BK), ir.float16, nvmma([BM, BK], ir.float16, cga_layout=[[1, 0]])),
-        TensorDescType((BK, BN), ir.float16, nvmma([BK, BN], ir.float16, cga_layout=[[0, 1]])),
+        TensorDescType((BM, BK), dtype, nvmma([BM, BK], dtype, cga_layout=[[1, 0]])),
+        TensorDescType((BK, BN), dtype, nvmma([BK, BN], dtype, cga_layout=[[0, 1]])),
         TensorDescType(c_block, ir.float16, nvmma(list(c_block), ir.float16, cga_layout=[[1, 0]])),
         "i32", "i32", "i32", STAGES=4, GROUP_M=8, EPILOGUE_SPLIT=split, ACTIVATION=None, USE_CLC=clc,
         num_warps=4, num_ctas=2, target="sm_100a")
     ptx = compiled.asm["ptx"]
     assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
-    assert ptx.count("tcgen05.mma.cta_group::2.kind::f16") == BK // 16
+    kind = "f16" if dtype == ir.float16 else "f8f6f4"
+    assert ptx.count(f"tcgen05.mma.cta_group::2.kind::{kind}") == BK * dtype.itemsize // 32
     assert re.search(r"tcgen05\.alloc\.cta_group::2\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], 512;", ptx)
     assert ".reqnctapercluster 2" in ptx
     assert ("clusterlaunchcontrol.try_cancel" in ptx) == clc
