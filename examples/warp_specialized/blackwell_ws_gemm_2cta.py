@@ -1,6 +1,7 @@
 """The warp-specialized Blackwell GEMM on CTA pairs: ``cta_group::2`` MMAs of 256-row tiles.
 
-``C = act(A @ B)`` as ``blackwell_ws_gemm.py`` computes it, but each program is a cluster of
+``C = act(A @ B)`` as ``blackwell_ws_gemm.py`` computes it (fp16/bf16, or fp8 e4m3/e5m2, in;
+fp32 accumulation), but each program is a cluster of
 two CTAs (``num_ctas=2``) that compute one ``256 x BN`` tile together: CTA ``r`` of the pair
 loads rows ``128 r …`` of A's block and columns ``BN/2 r …`` of B's block (TMA with split
 ``cga_layout``: each CTA fetches only its share, so B's traffic per CTA halves), and the even

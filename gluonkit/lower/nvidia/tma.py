@@ -144,6 +144,10 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
                  [pred, dst, tmap] + coords + [bar] + taps)
         return
+    if op.attrs.get("multicast") and any(any(v) for v in getattr(op.operands[0].type.layout, "cga_layout", ())):
+        raise CompilationError(f"{op.name}: multicast=True copies one block to every CTA, but the descriptor's layout "
+                               "splits the block between the CTAs (cga_layout); each CTA loads its share: drop "
+                               "multicast=True", op.loc)
     if op.attrs.get("multicast"):  # rank 0 copies for the whole cluster: the same offsets in every CTA
         num_ctas = ctx.func.num_ctas
         pred = ctx.builder.and_(pred, ctx.cluster_leader())
