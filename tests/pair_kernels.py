@@ -9,7 +9,8 @@ from __future__ import annotations
 
 
 def pair_mma_source(gl, blackwell):
-    """``c = a @ b`` by one CTA pair: a ``[BM, K]`` (BM = 256) times ``[K, BN]``, K in BK steps.
+    """``c = a @ b`` by one CTA pair: a ``[BM, K]`` (BM = 256) times ``[K, BN]``, K in BK steps
+    (with B_KMAJOR, B is ``[N, K]`` and its ``[BN, BK]`` blocks are passed permuted).
 
     Each CTA loads its half of A's rows and of B's columns (TMA, split ``cga_layout``) onto
     the pair's ``ready`` barrier (``two_ctas``), which the even CTA waits on before issuing
@@ -21,10 +22,10 @@ def pair_mma_source(gl, blackwell):
     """
 
     def pair_mma(a_desc, b_desc, c_ptr, N, K, SKIP_READY_WAIT: gl.constexpr, EARLY_LOAD: gl.constexpr,
-                 DONE_COUNT: gl.constexpr):
+                 DONE_COUNT: gl.constexpr, B_KMAJOR: gl.constexpr):
         BM: gl.constexpr = a_desc.block_type.shape[0]
         BK: gl.constexpr = a_desc.block_type.shape[1]
-        BN: gl.constexpr = b_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
         a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
         b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
         ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
@@ -41,10 +42,16 @@ def pair_mma_source(gl, blackwell):
         for k in range(0, K, BK):
             blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
             blackwell.tma.async_load(a_desc, [off_m, k], ready, a_smem)
-            blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem)
+            if B_KMAJOR:
+                blackwell.tma.async_load(b_desc, [off_n, k], ready, b_smem)
+            else:
+                blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem)
             if not SKIP_READY_WAIT:
                 blackwell.mbarrier.wait(ready, phase)
-            blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done])
+            if B_KMAJOR:
+                blackwell.tcgen05_mma(a_smem, b_smem.permute((1, 0)), acc, use_acc=k > 0, mbarriers=[done])
+            else:
+                blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done])
             if EARLY_LOAD:
                 acc.load(acc.get_reg_layout())
             blackwell.mbarrier.wait(done, phase)

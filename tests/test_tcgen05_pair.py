@@ -30,32 +30,39 @@ pair_mma = gluonkit.jit(pair_kernels.pair_mma_source(gl, blackwell))
 _NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8e4nv": ml_dtypes.float8_e4m3fn}
 
 
-def _layouts(dtype, BN, BK):
+def _layouts(dtype, BN, BK, b_kmajor=False):
     element = getattr(gl, dtype)
+    b_block, b_cga = ([BN, BK], [[1, 0]]) if b_kmajor else ([BK, BN], [[0, 1]])
     return (gl.NVMMASharedLayout.get_default_for([256, BK], element, cga_layout=[[1, 0]]),
-            gl.NVMMASharedLayout.get_default_for([BK, BN], element, cga_layout=[[0, 1]]))
+            gl.NVMMASharedLayout.get_default_for(b_block, element, cga_layout=b_cga))
 
 
-def _run(dtype, M, N, K, BN, BK, skip_ready_wait=False, early_load=False, done_count=1):
+def _run(dtype, M, N, K, BN, BK, skip_ready_wait=False, early_load=False, done_count=1, b_kmajor=False):
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(_NP[dtype])
     b = rng.standard_normal((K, N)).astype(_NP[dtype])
     c = np.full((M, N), np.nan, np.float32)
-    a_layout, b_layout = _layouts(dtype, BN, BK)
+    a_layout, b_layout = _layouts(dtype, BN, BK, b_kmajor)
     a_desc = TensorDescriptor(a, a.shape, [K, 1], [256, BK], a_layout)
-    b_desc = TensorDescriptor(b, b.shape, [N, 1], [BK, BN], b_layout)
+    if b_kmajor:  # B stored [N, K]
+        bt = np.ascontiguousarray(b.T)
+        b_desc = TensorDescriptor(bt, bt.shape, [K, 1], [BN, BK], b_layout)
+    else:
+        b_desc = TensorDescriptor(b, b.shape, [N, 1], [BK, BN], b_layout)
     with interpreter_on():
-        pair_mma[(M // 256, N // BN)](a_desc, b_desc, c, N, K, skip_ready_wait, early_load, done_count, num_ctas=2)
+        pair_mma[(M // 256, N // BN)](a_desc, b_desc, c, N, K, skip_ready_wait, early_load, done_count, b_kmajor,
+                                      num_ctas=2)
     return a, b, c
 
 
-@pytest.mark.parametrize("dtype, M, N, K, BN, BK", [
-    ("float16", 256, 128, 128, 128, 64),    # two K steps: the pair barrier's and done's phases flip
-    ("bfloat16", 512, 128, 64, 64, 64),     # two pairs along M, two along N: program ids and offsets
-    ("float8e4nv", 256, 64, 256, 64, 128),  # fp8 (kind::f8f6f4)
+@pytest.mark.parametrize("dtype, M, N, K, BN, BK, b_kmajor", [
+    ("float16", 256, 128, 128, 128, 64, False),    # two K steps: the pair barrier's and done's phases flip
+    ("bfloat16", 512, 128, 64, 64, 64, False),     # two pairs along M, two along N: program ids and offsets
+    ("float8e4nv", 256, 64, 256, 64, 128, False),  # fp8 (kind::f8f6f4)
+    ("float16", 256, 128, 128, 128, 64, True),     # B as [N, K], its split blocks permuted
 ])
-def test_pair_mma_in_the_interpreter_is_exact(dtype, M, N, K, BN, BK):
-    a, b, c = _run(dtype, M, N, K, BN, BK)
+def test_pair_mma_in_the_interpreter_is_exact(dtype, M, N, K, BN, BK, b_kmajor):
+    a, b, c = _run(dtype, M, N, K, BN, BK, b_kmajor=b_kmajor)
     ref = np.zeros((M, N), np.float32)  # each K step: exact products and sum, rounded once into the fp32 acc
     for k in range(0, K, BK):
         ref = (ref + a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)).astype(np.float32)
@@ -112,18 +119,21 @@ def test_two_ctas_tensor_memory_needs_a_pair():
         _one_cta_acc_in_pair_kernel.compile("*fp16:16", MODE="sync", num_ctas=1, target="sm_100a")
 
 
-def _compiled(dtype="float16", BN=128, BK=64):
-    a_layout, b_layout = _layouts(dtype, BN, BK)
+def _compiled(dtype="float16", BN=128, BK=64, b_kmajor=False):
+    a_layout, b_layout = _layouts(dtype, BN, BK, b_kmajor)
     element = getattr(ir, dtype)
-    return pair_mma.compile(ir.TensorDescType((256, BK), element, a_layout), ir.TensorDescType((BK, BN), element, b_layout),
-                            "*fp32:16", "i32", "i32", SKIP_READY_WAIT=False, EARLY_LOAD=False, DONE_COUNT=1,
+    b_block = (BN, BK) if b_kmajor else (BK, BN)
+    return pair_mma.compile(ir.TensorDescType((256, BK), element, a_layout),
+                            ir.TensorDescType(b_block, element, b_layout), "*fp32:16", "i32", "i32",
+                            SKIP_READY_WAIT=False, EARLY_LOAD=False, DONE_COUNT=1, B_KMAJOR=b_kmajor,
                             num_warps=4, num_ctas=2, target="sm_100a")
 
 
 @needs_ptxas
-@pytest.mark.parametrize("dtype, BN, BK", [("float16", 128, 64), ("bfloat16", 64, 64), ("float8e4nv", 128, 128)])
-def test_pair_mma_assembles_for_sm_100a(dtype, BN, BK):
-    compiled = _compiled(dtype, BN, BK)
+@pytest.mark.parametrize("dtype, BN, BK, b_kmajor", [("float16", 128, 64, False), ("bfloat16", 64, 64, False),
+                                                      ("float8e4nv", 128, 128, False), ("float16", 128, 64, True)])
+def test_pair_mma_assembles_for_sm_100a(dtype, BN, BK, b_kmajor):
+    compiled = _compiled(dtype, BN, BK, b_kmajor)
     ptx = compiled.asm["ptx"]
     assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
     assert re.search(rf"tcgen05\.alloc\.cta_group::2\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], {BN};", ptx)

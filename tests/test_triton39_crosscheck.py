@@ -206,14 +206,17 @@ _LD_SPLIT = {m: "the .x64 split" for m in ("tcgen05.ld.sync.aligned.32x32b.x64.b
                                            "tcgen05.ld.sync.aligned.32x32b.x128.b32")}
 
 
-def _pair_mma(dtype, bn, bk):
-    return PairCase(f"pair_mma-{dtype}-256x{bn}x{bk}", pair_kernels.pair_mma_source,
-                    {"a_desc": (dtype, [256, bk], [[1, 0]]), "b_desc": (dtype, [bk, bn], [[0, 1]])},
-                    {"c_ptr": "*fp32", "N": "i32", "K": "i32"}, {"SKIP_READY_WAIT": False, "EARLY_LOAD": False, "DONE_COUNT": 1})
+def _pair_mma(dtype, bn, bk, b_kmajor=False):
+    b = (dtype, [bn, bk], [[1, 0]]) if b_kmajor else (dtype, [bk, bn], [[0, 1]])
+    return PairCase(f"pair_mma-{dtype}-256x{bn}x{bk}-b{'k' if b_kmajor else 'n'}", pair_kernels.pair_mma_source,
+                    {"a_desc": (dtype, [256, bk], [[1, 0]]), "b_desc": b},
+                    {"c_ptr": "*fp32", "N": "i32", "K": "i32"},
+                    {"SKIP_READY_WAIT": False, "EARLY_LOAD": False, "DONE_COUNT": 1, "B_KMAJOR": b_kmajor})
 
 
 PAIR_KERNELS = [_pair_mma("fp16", 128, 64), _pair_mma("bf16", 256, 64), _pair_mma("fp16", 64, 32),
-                _pair_mma("fp8e4nv", 128, 128)]
+                _pair_mma("fp8e4nv", 128, 128), _pair_mma("fp16", 128, 64, b_kmajor=True),
+                _pair_mma("bf16", 256, 64, b_kmajor=True)]
 
 
 def _pair_layout(module, dtype, block, cga):

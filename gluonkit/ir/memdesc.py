@@ -193,8 +193,9 @@ def _named_candidates(layout, order):
 
     out = []
     if isinstance(layout, NVMMASharedLayout) and not layout.fp4_padded:
+        cga = [[v[o] for o in order] for v in layout.cga_layout]  # a split moves with its dimension
         out.append(NVMMASharedLayout(layout.swizzle_byte_width, layout.element_bitwidth, layout.rank,
-                                     not layout.transposed))
+                                     not layout.transposed, cga_layout=cga or None))
     if type(layout) is SwizzledSharedLayout:
         inverse = [list(order).index(d) for d in range(len(order))]
         out.append(SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,
