@@ -15,7 +15,7 @@ from gluonkit.language.nvidia.hopper import cluster, mbarrier, tma
 @gluonkit.jit
 def split_round_trip(x_ptr, y_ptr, M: gl.constexpr, N: gl.constexpr):
     """``y = 2 x + row``: each CTA loads its half of the rows, keeps it in its half of a split
-    shared buffer, reads it back in another split layout and stores its rows."""
+    shared buffer, reads it back in another split layout, converts it back and stores its rows."""
     load_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], [[1, 0]])
     read_layout: gl.constexpr = gl.BlockedLayout([2, 2], [8, 4], [1, 4], [0, 1], [[1, 0]])
     smem_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M, N], gl.float32, cga_layout=[[1, 0]])
@@ -25,8 +25,8 @@ def split_round_trip(x_ptr, y_ptr, M: gl.constexpr, N: gl.constexpr):
     smem = gl.allocate_shared_memory(gl.float32, [M, N], smem_layout, x * 2)
     y = smem.load(read_layout)
     rows2 = gl.arange(0, M, gl.SliceLayout(1, read_layout))
-    cols2 = gl.arange(0, N, gl.SliceLayout(0, read_layout))
-    gl.store(y_ptr + rows2[:, None] * N + cols2[None, :], y + rows2[:, None].to(gl.float32))
+    y = gl.convert_layout(y + rows2[:, None].to(gl.float32), load_layout)  # between two split layouts
+    gl.store(y_ptr + rows[:, None] * N + cols[None, :], y)
 
 
 @gluonkit.jit
