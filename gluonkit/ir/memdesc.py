@@ -19,6 +19,7 @@ and XOR-ing commute with the tile bits) and ``xor`` the slices' constant.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import List, Optional, Sequence
 
 from ..layouts.linear import LinearLayout, is_power_of_two
@@ -89,6 +90,7 @@ def alloc_elements(ty: SharedMemoryDescType) -> int:
     return n
 
 
+@lru_cache(maxsize=1024)
 def cta_shares(ty: SharedMemoryDescType) -> int:
     """Into how many CTA shares the buffer's layout splits it (1: every CTA holds it whole)."""
     ll = ty.layout.to_linear_layout(tile_shape(ty))
