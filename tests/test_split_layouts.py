@@ -68,3 +68,8 @@ def test_split_kernels_assemble_for_sm_90a():
     assert compiled.asm["cubin"]
     ptx = pair_barrier_rounds.compile("*i32:16", "*i32:16", N=256, ROUNDS=3, num_ctas=2, target="sm_90a").asm["ptx"]
     assert "mapa.shared::cluster.u32" in ptx and "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+
+
+def test_a_split_layout_needs_the_ctas_it_splits_over():
+    with pytest.raises(CompilationError, match="splits its value between 2 CTAs, but the kernel runs with num_ctas=1"):
+        split_round_trip.compile("*fp32:16", "*fp32:16", M=256, N=64, num_ctas=1, target="sm_90a")
