@@ -274,8 +274,6 @@ def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
 
 def with_cta_bases(tile: LinearLayout, cga_layout) -> LinearLayout:
     """Append the ``block`` input to one CTA's layout: each CTA bit moves by whole tiles."""
-    if not cga_layout:
-        return tile
     names = tile.out_dims
     extent = cta_extent(cga_layout, len(names))
     return tile * LinearLayout({"block": [list(v) for v in cga_layout]}, dict(zip(names, extent)))
