@@ -111,10 +111,13 @@ def test_cluster_barriers_and_phases_agree_under_both_cta_orders():
 
 
 # ----------------------------------------------------------------------------- frontend
-def test_zero_cga_bases_replicate_and_splitting_ones_are_refused():
+def test_zero_cga_bases_replicate_and_splitting_ones_split():
     assert gl.BlockedLayout([1], [32], [4], [0], [[0]]) == gl.BlockedLayout([1], [32], [4], [0])
+    split = gl.BlockedLayout([1], [32], [4], [0], [[1]])
+    assert split != gl.BlockedLayout([1], [32], [4], [0])
+    assert split.to_linear_layout([512]).bases["block"] == [[256]]  # CTA 1 holds the upper half
     with pytest.raises(ValueError, match="splits the tensor between the CTAs of a cluster"):
-        gl.BlockedLayout([1], [32], [4], [0], [[1]])
+        gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16], [[1, 0]])
 
 
 @gluonkit.jit

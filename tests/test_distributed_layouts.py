@@ -249,7 +249,8 @@ def test_slice_is_the_parent_with_dim_removed(params, data):
         (([1, 1], [8, 4], [1, 1], [1, 1]), {}, "order must be a permutation"),
         (([1, 1], [8, 4], [1, 1], [0]), {}, "order must have rank 2"),
         (([], [], [], []), {}, "size_per_thread"),
-        (([1, 1], [8, 4], [1, 1], [1, 0], [[0, 1]]), {}, "cga_layout"),
+        (([1, 1], [8, 4], [1, 1], [1, 0], [[0, 3]]), {}, "cga_layout"),
+        (([1, 1], [8, 4], [1, 1], [1, 0], [[1]]), {}, "cga_layout"),
     ],
 )
 def test_blocked_errors_name_the_parameter(args, kwargs, name):

@@ -204,14 +204,18 @@ def test_allocate_mbarrier_allocates_int64_barriers_in_the_mbarrier_layout():
     assert any(op.name == "thread_barrier" for op in func.walk())
 
 
-def test_mbarrier_layout_multicta_is_the_one_cta_layout():
+def test_mbarrier_layout_multicta_is_the_per_cta_or_the_pair_layout():
     assert mbarrier.MBarrierLayout.multicta(1) == mbarrier.MBarrierLayout()
-    with pytest.raises(ValueError, match="use mbarrier.allocate_mbarrier"):
-        mbarrier.MBarrierLayout.multicta(2)
+    assert mbarrier.MBarrierLayout.multicta(4) == mbarrier.MBarrierLayout(cga_layout=[[1], [2]])
+    assert mbarrier.MBarrierLayout.multicta(4) == mbarrier.MBarrierLayout()  # each CTA holds its own
+    pair = mbarrier.MBarrierLayout.multicta(2, two_cta=True)
+    assert pair.two_ctas and pair != mbarrier.MBarrierLayout() and pair == mbarrier.MBarrierLayout([[0]])
     with pytest.raises(ValueError, match="power of two"):
         mbarrier.MBarrierLayout.multicta(3)
-    with pytest.raises(ValueError, match="cluster"):
-        mbarrier.MBarrierLayout(cga_layout=[[1]])
+    with pytest.raises(ValueError, match="two_cta needs num_ctas >= 2"):
+        mbarrier.MBarrierLayout.multicta(1, two_cta=True)
+    with pytest.raises(ValueError, match="allocate_mbarrier"):
+        mbarrier.MBarrierLayout(cga_layout=[[2]])
 
 
 def test_host_descriptor_has_gluons_mode_and_repr():
@@ -324,7 +328,7 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
     (f"mbarrier.expect({_BAR})", CompilationError, "mbarrier.expect needs bytes_per_cta"),
     (f"mbarrier.arrive({_BAR}, from_cta=1)", CompilationError,
      "from_cta is a mask of CTA-rank bits in [0, num_ctas - 1] = [0, 0] (the kernel runs with num_ctas=1), got 1"),
-    ("mbarrier.allocate_mbarrier(two_ctas=True)", UnsupportedFeatureError, "two CTAs of a pair"),
+    ("mbarrier.allocate_mbarrier(two_ctas=True)", CompilationError, "two CTAs of a pair, but the kernel runs 1 CTA"),
     ("mbarrier.allocate_mbarrier(batch=0)", CompilationError, "batch must be a positive int"),
 ])
 def test_errors_name_the_line_and_what_to_do(tmp_path, body, cls, message):

@@ -242,7 +242,7 @@ def test_write_tile_places_elements_where_tcgen05_ld_finds_them(layout, dtype):
     itmem.write_tile(ref, ty, x, op)
     assert np.array_equal(itmem.read_tile(ref, ty, op), x)
     reg = ty.get_reg_layout(4)
-    value = itmem.read_view(types.SimpleNamespace(num_warps=4), ref, ty, ir.TensorType(element, ty.shape, reg), op)
+    value = itmem.read_view(types.SimpleNamespace(num_warps=4, threads=4), ref, ty, ir.TensorType(element, ty.shape, reg), op)
     assert np.array_equal(to_logical(value, 4, None), x)
 
 

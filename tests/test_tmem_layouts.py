@@ -180,7 +180,7 @@ def test_fp4_padded_gives_each_packed_byte_pair_two_slots():
         (lambda: TensorMemoryLayout((128, 64), 1, [[3, 0]]), "cga_layout.* power-of-two"),
         (lambda: TensorMemoryLayout((128, 64), 1, two_ctas=True), r"two_ctas needs a cga_layout .* \[1, 0\]"),
         (lambda: TensorMemoryLayout((128, 64), 1).to_linear_layout([64, 64]), "smaller than one block"),
-        (lambda: get_tmem_reg_layout(32, [256, 64], TensorMemoryLayout((128, 64), 1, [[1, 0]]), 4), "one CTA"),
+        (lambda: get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1, [[1, 0]]), 4), "smaller than one block"),
         (lambda: TensorMemoryLayout((128, 64), 1).to_linear_layout([64, 64]), "smaller than one block"),
         (lambda: get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1), 2), "num_warps must be"),
         (lambda: get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1), 4, "8x8b"), "instr_variant"),
@@ -192,3 +192,12 @@ def test_fp4_padded_gives_each_packed_byte_pair_two_slots():
 def test_invalid_parameters_name_the_parameter(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_a_split_tmem_layout_gives_a_register_layout_split_the_same_way():
+    """Each CTA of a pair loads its own TMEM share: the CTA bit moves by the per-CTA rows."""
+    layout = TensorMemoryLayout((128, 64), 1, [[1, 0]], two_ctas=True)
+    split = get_tmem_reg_layout(32, [256, 64], layout, 4).to_linear_layout([256, 64])
+    one = get_tmem_reg_layout(32, [128, 64], TensorMemoryLayout((128, 64), 1), 4).to_linear_layout([128, 64])
+    assert split.bases["block"] == [[128, 0]]
+    assert all(split.bases[d] == one.bases[d] for d in ("register", "lane", "warp"))

@@ -30,7 +30,7 @@ _ACCUMULATE = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor":
 def _logical(program, op, value, what: str) -> np.ndarray:
     """The operand as one value per element, flattened (one entry for a scalar)."""
     if isinstance(value, Tensor):
-        return to_logical(value, program.num_warps, op.loc, what).ravel()
+        return to_logical(value, program.threads, op.loc, what).ravel()
     return np.asarray(value).reshape(1)
 
 

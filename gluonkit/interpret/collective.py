@@ -54,7 +54,7 @@ def _scan(program, op, operands):
     axis, reverse = op.attrs["axis"], op.attrs["reverse"]
     combine = op.regions[0]
     _check_scan_layout(program, op, axis)
-    xs = [to_logical(t, program.num_warps, op.loc, "the scan operand") for t in operands]
+    xs = [to_logical(t, program.threads, op.loc, "the scan operand") for t in operands]
     shape = xs[0].shape
     n = shape[axis]
     prefix = [x.copy() for x in xs]
@@ -80,31 +80,31 @@ def _scan(program, op, operands):
             a[tuple(a_index)] = lat
         prefix = [a.reshape(shape) for a in p]
         total = [a.reshape(shape) for a in t]
-    return [from_logical(a, r.type, program.num_warps, op.loc) for a, r in zip(prefix, op.results)]
+    return [from_logical(a, r.type, program.threads, op.loc) for a, r in zip(prefix, op.results)]
 
 
 @rule("histogram")
 def _histogram(program, op, operands):
-    x = to_logical(operands[0], program.num_warps, op.loc, "the histogram input").astype(np.int64)
+    x = to_logical(operands[0], program.threads, op.loc, "the histogram input").astype(np.int64)
     if op.attrs["has_mask"]:
-        x = x[to_logical(operands[1], program.num_warps, op.loc, "the histogram mask").astype(bool)]
+        x = x[to_logical(operands[1], program.threads, op.loc, "the histogram mask").astype(bool)]
     bins = op.attrs["num_bins"]
     counts = np.bincount(x[(x >= 0) & (x < bins)], minlength=bins).astype(np.int32)
-    return [from_logical(counts, op.results[0].type, program.num_warps, op.loc)]
+    return [from_logical(counts, op.results[0].type, program.threads, op.loc)]
 
 
 @rule("gather")
 def _gather(program, op, operands):
     axis = op.attrs["axis"]
-    src = to_logical(operands[0], program.num_warps, op.loc, "the gather source")
-    index = to_logical(operands[1], program.num_warps, op.loc, "the gather index").astype(np.int64)
+    src = to_logical(operands[0], program.threads, op.loc, "the gather source")
+    index = to_logical(operands[1], program.threads, op.loc, "the gather index").astype(np.int64)
     bad = (index < 0) | (index >= src.shape[axis])
     if bad.any():
         k = int(np.flatnonzero(bad.ravel())[0])
         raise InterpreterError(
             f"gather: index {int(index.ravel()[k])} at {element_text(index.shape, k)} is outside the source's "
             f"{src.shape[axis]} elements along axis {axis}", op.loc)
-    return [from_logical(np.take_along_axis(src, index, axis=axis), op.results[0].type, program.num_warps, op.loc)]
+    return [from_logical(np.take_along_axis(src, index, axis=axis), op.results[0].type, program.threads, op.loc)]
 
 
 def _branches(block) -> bool:

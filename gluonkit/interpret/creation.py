@@ -16,7 +16,7 @@ def _constant(program, op, operands):
     element = ty.element if isinstance(ty, TensorType) else ty
     value = from_python(op.attrs["value"], element)
     if isinstance(ty, TensorType):
-        return [from_logical(value, ty, program.num_warps, op.loc)]
+        return [from_logical(value, ty, program.threads, op.loc)]
     return [value[()]]
 
 
@@ -33,9 +33,9 @@ def _num_programs(program, op, operands):
 @rule("arange")
 def _arange(program, op, operands):
     values = np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32)
-    return [from_logical(values, op.results[0].type, program.num_warps, op.loc)]
+    return [from_logical(values, op.results[0].type, program.threads, op.loc)]
 
 
 @rule("splat")
 def _splat(program, op, operands):
-    return [from_logical(operands[0], op.results[0].type, program.num_warps, op.loc)]
+    return [from_logical(operands[0], op.results[0].type, program.threads, op.loc)]

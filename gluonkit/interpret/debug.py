@@ -40,7 +40,7 @@ def _device_print(program, op, operands):
     for k, value in enumerate(operands):
         label = f"(operand {k}) " if len(operands) > 1 else ""
         if isinstance(value, Tensor):
-            logical = to_logical(value, program.num_warps, op.loc, f"printed operand {k}")
+            logical = to_logical(value, program.threads, op.loc, f"printed operand {k}")
             for idx in np.ndindex(logical.shape):
                 lines.append(f"pid ({pid}) idx ({', '.join(map(str, idx))}) {prefix}{label}"
                              f"{_text(logical[idx], op.attrs.get('hex'))}")
@@ -55,7 +55,7 @@ def _device_assert(program, op, operands):
     (value,) = operands
     where = ""
     if isinstance(value, Tensor):
-        logical = to_logical(value, program.num_warps, op.loc, "the asserted condition")
+        logical = to_logical(value, program.threads, op.loc, "the asserted condition")
         failed = np.argwhere(~logical.astype(bool))
         if not len(failed):
             return []
@@ -100,7 +100,7 @@ def _hint(program, op, operands):
 
 
 def _check_contiguous(program, op, value, contiguous, scale) -> None:
-    logical = to_logical(value, program.num_warps, op.loc, "the hinted value").astype(np.int64)
+    logical = to_logical(value, program.threads, op.loc, "the hinted value").astype(np.int64)
     for dim, run in enumerate(contiguous):
         if run <= 1 or logical.shape[dim] % run:
             continue

@@ -115,8 +115,13 @@ class Program:
         if trace is not None:
             self.progress["trace"] = trace.advance
 
+    @property
+    def threads(self) -> Tuple[int, int]:
+        """``(num_warps, cta_rank)``: what a tensor's placement depends on (values.placement)."""
+        return (self.num_warps, self.cta_rank)
+
     def placement(self, ty: TensorType, op: Operation) -> Placement:
-        return placement(ty, self.num_warps, op.loc)
+        return placement(ty, self.threads, op.loc)
 
     def run_block(self, block: Block, args: Sequence[object]) -> List[object]:
         """Bind ``args`` to ``block``'s arguments, run its ops; return its terminator's values."""

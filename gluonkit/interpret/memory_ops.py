@@ -50,13 +50,27 @@ def _load(program, op, operands):
     return [wrap(op.results[0].type, result)]
 
 
+def writes_here(program, ty, op) -> bool:
+    """This CTA writes the elements of a ``ty`` value it holds: without a cluster always; in
+    one, the CTAs that hold the same elements (zero ``block`` bases) leave it to the lowest
+    rank, and a layout split between CTAs lets each write its own share (the lowering's
+    ``cluster_leader``)."""
+    if not program.cta_rank:
+        return True
+    if not isinstance(ty, TensorType):
+        return False
+    bases = program.placement(ty, op).linear.bases.get("block", [])
+    split = sum(1 << i for i, v in enumerate(bases) if any(v))
+    return not program.cta_rank & ~split
+
+
 @rule("store")
 def _store(program, op, operands):
-    if program.cta_rank:  # in a cluster, every CTA holds the same values and rank 0 stores them
+    if not writes_here(program, op.operands[1].type, op):
         return []
     ptr_ty = op.operands[0].type
     if isinstance(operands[1], Tensor):
-        to_logical(operands[1], program.num_warps, op.loc, "the stored value")  # copies agree
+        to_logical(operands[1], program.threads, op.loc, "the stored value")  # copies agree
     addresses = np.asarray(raw(operands[0]), dtype=np.int64)
     values = np.broadcast_to(np.asarray(raw(operands[1])), addresses.shape)
     active = (np.asarray(raw(operands[2]), bool) if op.attrs.get("has_mask")

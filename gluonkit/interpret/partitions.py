@@ -60,13 +60,18 @@ class Scheduler:
     ``group`` names what the tasks are, for the deadlock report ("partition of the
     warp_specialize at line 12", "CTA of the cluster of program (0, 0, 0)")."""
 
-    def __init__(self, schedule: Schedule, tasks: List[Task], group: str):
+    def __init__(self, schedule: Schedule, tasks: List[Task], group: str,
+                 outer: Optional[Callable[[Callable[[], bool], Callable[[], str]], None]] = None):
         self.schedule, self.tasks, self.group = schedule, tasks, group
         self.clocks = Clocks([t.name for t in tasks])  # happens-before between the partitions
         self.rng = random.Random(f"partitions/{schedule.seed}")
         self.cond = threading.Condition()
         self.current: Optional[Task] = None
         self.error: Optional[BaseException] = None
+        # Nested in a task of another scheduler (the partitions of one CTA of a cluster): when every
+        # task here waits, ``outer(ready, describe)`` lets the enclosing scheduler's other tasks run.
+        self.outer = outer
+        self.parked = False
 
     # ------------------------------------------------------------ main thread
     def run(self) -> None:
@@ -79,8 +84,23 @@ class Scheduler:
             self.current = self.tasks[-1] if self.schedule.policy == "reverse" else self.tasks[0]
             for thread in threads:
                 thread.start()
-            while self.error is None and not all(t.done for t in self.tasks):
-                self.cond.wait()
+        while True:
+            with self.cond:
+                while self.error is None and not all(t.done for t in self.tasks) and not self.parked:
+                    self.cond.wait()
+                if not self.parked:
+                    break
+            # Every task here waits: the enclosing scheduler runs its other tasks until one can go on.
+            try:
+                self.outer(lambda: bool(self._runnable()), self._waits)
+            except BaseException as e:  # noqa: BLE001 - e.g. the enclosing scheduler's deadlock report
+                with self.cond:
+                    self.error, self.parked = e, False
+                    self.cond.notify_all()
+                break
+            with self.cond:
+                self.parked = False
+                self._hand_over(self.tasks[-1])
         for thread in threads:
             thread.join()
         if self.error is not None:
@@ -120,7 +140,10 @@ class Scheduler:
         runnable = self._runnable() if candidates is None else candidates
         if not runnable:
             if not all(t.done for t in self.tasks):
-                self.error = self._deadlock()
+                if self.outer is not None:  # others outside may still arrive: park (see ``run``)
+                    self.current, self.parked = None, True
+                else:
+                    self.error = self._deadlock()
             self.cond.notify_all()
             return
         n = len(self.tasks)
@@ -149,6 +172,11 @@ class Scheduler:
             self._hand_over(task, [t for t in self._runnable() if t is not task] or [task])
         self._await_turn(task)
 
+    def _waits(self) -> str:
+        """What the waiting tasks wait on (for the enclosing scheduler's deadlock report)."""
+        return "; ".join(f"its {t.name} waits at line {t.wait_loc.line if t.wait_loc else '?'}: {t.describe()}"
+                         for t in self.tasks if not t.done and t.describe is not None)
+
     def _deadlock(self) -> InterpreterError:
         waiting = [t for t in self.tasks if not t.done]
         first = waiting[0]
@@ -169,10 +197,6 @@ def _partition_name(index: int) -> str:
 
 @rule("warp_specialize")
 def _warp_specialize(program, op, operands):
-    if program.cluster is not None:
-        raise InterpreterError("warp_specialize in a kernel launched with num_ctas > 1 is not supported by the "
-                               "interpreter yet (its CTAs and partitions would need one scheduler); launch with "
-                               "num_ctas=1 to interpret it", op.loc)
     schedule = program.schedule or Schedule("forward")
     tasks: List[Task] = []
     for index, (region, warps) in enumerate(zip(op.regions, op.attrs["num_warps"])):
@@ -184,7 +208,10 @@ def _warp_specialize(program, op, operands):
             view.trace = program.trace.partition(index, _partition_name(index), warps, op)
         on_end = None if view.trace is None else (lambda v=view: v.trace.partition_end(op))
         tasks.append(Task(index, _partition_name(index), view, lambda v=view, r=region: v.run_block(r, []), on_end))
-    scheduler = Scheduler(schedule, tasks, f"partition of the warp_specialize at line {op.loc.line}")
+    # In a cluster the CTA's partitions run nested in the CTA's task: when all of them wait, the
+    # other CTAs run (program.blocker is the cluster's).
+    scheduler = Scheduler(schedule, tasks, f"partition of the warp_specialize at line {op.loc.line}",
+                          program.blocker if program.cluster is not None else None)
     for task in tasks:
         task.program.blocker = (lambda ready, describe, t=task:
                                 scheduler.block(t, ready, describe, t.current_op.loc))

@@ -110,8 +110,8 @@ def _join(program, op, operands):
 
 @rule("convert_layout")
 def _convert_layout(program, op, operands):
-    logical = to_logical(operands[0], program.num_warps, op.loc, "the converted value")
-    return [from_logical(logical, op.results[0].type, program.num_warps, op.loc)]
+    logical = to_logical(operands[0], program.threads, op.loc, "the converted value")
+    return [from_logical(logical, op.results[0].type, program.threads, op.loc)]
 
 
 @rule("set_auto_layout")

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..ir.diagnostics import Location
-from ..ir.memdesc import alloc_elements, slice_xor, stage_strides, view_to_offset
+from ..ir.memdesc import alloc_elements, cta_shares, shares_stride, slice_xor, stage_strides, view_to_offset
 from ..ir.types import SharedMemoryDescType
 from .dtypes import numpy_dtype
 from .engine import rule
@@ -36,6 +36,7 @@ from .happens_before import on_access
 from .values import element_text, from_logical, to_logical
 
 __all__ = ["SharedBuffer", "SharedRef", "AsyncRead", "AsyncWrite", "element_addresses", "byte_mask", "fill_view", "note_fence",
+           "owned",
            "unfenced_write"]
 
 _CLOCK = itertools.count(1)  # orders generic writes and fences (programs run one at a time)
@@ -79,6 +80,7 @@ class SharedBuffer:
     generic_ticks: Optional[np.ndarray] = None  # per byte: clock tick of its last generic write (0: none)
     generic_locs: Dict[int, Location] = field(default_factory=dict)  # tick -> the writing op's location
     generic_writers: Dict[int, dict] = field(default_factory=dict)  # tick -> the writer's async_state (its fences)
+    cta: int = 0  # a buffer split between CTAs: the share this CTA holds (see ``owned``)
 
     def describe(self) -> str:
         return f"the shared buffer {list(self.ty.shape)} x {self.ty.element} allocated at line {self.loc.line}"
@@ -94,9 +96,10 @@ class SharedRef:
 
 
 @lru_cache(maxsize=256)
-def _view_offsets(ty: SharedMemoryDescType) -> np.ndarray:
-    """Element offset of every view coordinate, as an array of the view's shape."""
-    table = view_to_offset(ty).table()[:, 0]  # rows: dim0 is the least significant input
+def _view_offsets(ty: SharedMemoryDescType, share_stride: int) -> np.ndarray:
+    """Element offset of every view coordinate, as an array of the view's shape (a split
+    buffer's shares ``share_stride`` elements apart, see ``owned``)."""
+    table = view_to_offset(ty, share_stride).table()[:, 0]  # rows: dim0 is the least significant input
     offsets = table.reshape(ty.shape[::-1]).transpose() if ty.shape else table
     offsets.setflags(write=False)
     return offsets
@@ -105,7 +108,8 @@ def _view_offsets(ty: SharedMemoryDescType) -> np.ndarray:
 def element_addresses(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     """Byte offset in ``ref.buffer`` of every element of the view (shape ``ty.shape``)."""
     item = ty.element.itemsize
-    addresses = ref.base + (_view_offsets(ty) ^ ref.xor) * item
+    stride = shares_stride(ref.buffer.ty) if cta_shares(ref.buffer.ty) > 1 else 0
+    addresses = ref.base + (_view_offsets(ty, stride) ^ ref.xor) * item
     if ref.base % item:
         raise InterpreterError(f"{op.name}: the view starts at byte {ref.base} of {ref.buffer.describe()}, "
                                f"which is not aligned to its {item}-byte elements", op.loc)
@@ -115,25 +119,40 @@ def element_addresses(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarra
     return addresses
 
 
+def owned(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
+    """Which elements of the view (an array of its shape) this buffer's CTA holds.
+
+    A buffer whose layout splits it between the CTAs of a cluster keeps, in the interpreter,
+    every CTA's share in one array (``view_to_offset(cta_blocks=True)``); only the share of
+    ``ref.buffer.cta`` is this CTA's memory, and only it is read or written."""
+    shares = cta_shares(ref.buffer.ty)
+    if shares == 1:
+        return np.ones(ty.shape, bool)
+    stride = shares_stride(ref.buffer.ty) * ty.element.itemsize
+    return element_addresses(ref, ty, op) // stride == ref.buffer.cta
+
+
 def _bytes_of(addresses: np.ndarray, item: int) -> np.ndarray:
     return addresses.reshape(-1, 1) + np.arange(item)
 
 
 def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     """The view's elements as an array of its shape; every byte must have been written."""
-    addresses = element_addresses(ref, ty, op)
+    mine = owned(ref, ty, op)
+    addresses = element_addresses(ref, ty, op)[mine]
     item = ty.element.itemsize
     index = _bytes_of(addresses, item)
     _check_async_writes(ref.buffer, index, op, "reads")
     on_access(ref.buffer, index, op, write=False)
     unwritten = ~ref.buffer.written[index].all(axis=1)
     if unwritten.any():
-        k = int(np.flatnonzero(unwritten)[0])
+        k = int(np.flatnonzero(mine.ravel())[np.flatnonzero(unwritten)[0]])
         raise InterpreterError(
             f"{op.name} reads {element_text(ty.shape, k)} of the view, which nothing has written yet "
             f"({ref.buffer.describe()}; shared memory starts with undefined contents)", op.loc)
-    raw = np.ascontiguousarray(ref.buffer.data[index])
-    return raw.view(numpy_dtype(ty.element)).reshape(ty.shape)
+    values = np.zeros(ty.shape, numpy_dtype(ty.element))
+    values[mine] = np.ascontiguousarray(ref.buffer.data[index]).view(numpy_dtype(ty.element)).ravel()
+    return values
 
 
 def _check_async_writes(buffer: SharedBuffer, index: np.ndarray, op, verb: str) -> None:
@@ -146,7 +165,7 @@ def _check_async_writes(buffer: SharedBuffer, index: np.ndarray, op, verb: str) 
 def byte_mask(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     """One bool per byte of ``ref``'s buffer: whether the view covers it."""
     mask = np.zeros(ref.buffer.data.size, bool)
-    mask[_bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)] = True
+    mask[_bytes_of(element_addresses(ref, ty, op)[owned(ref, ty, op)], ty.element.itemsize)] = True
     return mask
 
 
@@ -155,8 +174,10 @@ def fill_view(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) 
     asynchronous copy does when it lands (its hazards were checked when it was issued) and the
     last step of :func:`write`."""
     item = ty.element.itemsize
-    index = _bytes_of(element_addresses(ref, ty, op), item)
-    raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
+    mine = owned(ref, ty, op)
+    index = _bytes_of(element_addresses(ref, ty, op)[mine], item)
+    values = np.broadcast_to(np.asarray(values, dtype=numpy_dtype(ty.element)), ty.shape)[mine]
+    raw = np.ascontiguousarray(values).view(np.uint8)
     ref.buffer.data[index] = raw.reshape(-1, item)
     ref.buffer.written[index] = True
 
@@ -164,7 +185,7 @@ def fill_view(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) 
 def write(program, ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
     """Store an array of the view's shape into the view (not into bytes an async op still reads);
     ``program`` (the running partition) is the writer whose later ``fence_async_shared`` covers it."""
-    index = _bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)
+    index = _bytes_of(element_addresses(ref, ty, op)[owned(ref, ty, op)], ty.element.itemsize)
     for reader in ref.buffer.async_reads:
         if reader.mask[index].any():
             raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {reader.what} is still "
@@ -209,13 +230,14 @@ def unfenced_write(program, ref: SharedRef, ty: SharedMemoryDescType, op) -> Opt
 @rule("local_alloc")
 def _local_alloc(program, op, operands):
     ty = op.results[0].type
-    nbytes = alloc_elements(ty) * ty.element.itemsize
-    buffer = SharedBuffer(ty, op.loc, np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool))
+    shares = cta_shares(ty)  # split between CTAs: room for every share (see ``owned``)
+    nbytes = (alloc_elements(ty) if shares == 1 else shares_stride(ty) * shares) * ty.element.itemsize
+    buffer = SharedBuffer(ty, op.loc, np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool), cta=program.cta_rank)
     ref = SharedRef(buffer, 0, 0)
     if program.cluster is not None:  # other CTAs reach this buffer's copy in this CTA (nvidia/cluster.py)
         program.cluster.register(program.cta_rank, op, buffer)
     if operands:
-        write(program, ref, ty, to_logical(operands[0], program.num_warps, op.loc, "the initial value"), op)
+        write(program, ref, ty, to_logical(operands[0], program.threads, op.loc, "the initial value"), op)
     return [ref]
 
 
@@ -223,12 +245,12 @@ def _local_alloc(program, op, operands):
 @rule("local_load")
 def _local_load(program, op, operands):
     values = read(operands[0], op.operands[0].type, op)
-    return [from_logical(values, op.results[0].type, program.num_warps, op.loc)]
+    return [from_logical(values, op.results[0].type, program.threads, op.loc)]
 
 
 @rule("local_store")
 def _local_store(program, op, operands):
-    values = to_logical(operands[1], program.num_warps, op.loc, "the stored value")
+    values = to_logical(operands[1], program.threads, op.loc, "the stored value")
     write(program, operands[0], op.operands[0].type, values, op)
     return []
 

@@ -63,17 +63,25 @@ class Placement:
         return self.index.shape[1]
 
 
+def _threads(threads) -> Tuple[int, int]:
+    """``(num_warps, cta_rank)`` from a program's ``threads`` (a bare ``num_warps`` is CTA 0)."""
+    return (threads, 0) if isinstance(threads, (int, np.integer)) else tuple(threads)
+
+
 @lru_cache(maxsize=512)
-def _placement(layout, shape: Tuple[int, ...], num_warps: int) -> Placement:
+def _placement(layout, shape: Tuple[int, ...], num_warps: int, cta: int) -> Placement:
     ll = layout.to_linear_layout(list(shape))
     lanes, warps, blocks = (ll.in_dim_size(d) if ll.has_in_dim(d) else 1 for d in ("lane", "warp", "block"))
-    if (lanes, warps, blocks) != (_LANES, num_warps, 1):
+    if (lanes, warps) != (_LANES, num_warps):
         raise ValueError(
-            f"layout {layout!r} spreads a tensor of shape {list(shape)} over {lanes} lanes, "
-            f"{warps} warps and {blocks} blocks, but the kernel runs with 32 lanes, "
-            f"{num_warps} warps and 1 block")
+            f"layout {layout!r} spreads a tensor of shape {list(shape)} over {lanes} lanes and "
+            f"{warps} warps, but the kernel runs with 32 lanes and {num_warps} warps")
     regs = ll.in_dim_size("register") if ll.has_in_dim("register") else 1
-    coords = ll.table().reshape(lanes * warps, regs, len(shape))
+    # A layout split between the CTAs of a cluster (block bases): this CTA's share only.
+    own = ll.apply({"block": cta % blocks}) if blocks > 1 else {d: 0 for d in ll.out_dims}
+    table = ll.sublayout([d for d in ("register", "lane", "warp") if ll.has_in_dim(d)], ll.out_dims).table() \
+        if blocks > 1 else ll.table()
+    coords = table.reshape(lanes * warps, regs, len(shape)) ^ np.array([own[d] for d in ll.out_dims], dtype=table.dtype)
     index = np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape) if shape else \
         np.zeros((lanes * warps, regs), dtype=np.int64)
     flat = index.ravel()
@@ -81,7 +89,7 @@ def _placement(layout, shape: Tuple[int, ...], num_warps: int) -> Placement:
     owner = np.full(numel, -1, dtype=np.int64)
     held, first = np.unique(flat, return_index=True)
     owner[held] = first
-    if (owner < 0).any():
+    if blocks == 1 and (owner < 0).any():
         missing = np.unravel_index(int(np.flatnonzero(owner < 0)[0]), shape)
         raise ValueError(f"layout {layout!r} holds no copy of element {tuple(int(c) for c in missing)} "
                          f"of a tensor of shape {list(shape)}")
@@ -90,10 +98,11 @@ def _placement(layout, shape: Tuple[int, ...], num_warps: int) -> Placement:
     return Placement(tuple(shape), layout, ll, coords, index, owner)
 
 
-def placement(ty: TensorType, num_warps: int, loc: Location) -> Placement:
-    """The placement of tensor type ``ty``; a layout that does not fit raises at ``loc``."""
+def placement(ty: TensorType, threads, loc: Location) -> Placement:
+    """The placement of tensor type ``ty`` for a program's ``threads`` (``(num_warps, cta_rank)``,
+    or ``num_warps`` for CTA 0); a layout that does not fit raises at ``loc``."""
     try:
-        return _placement(ty.layout, tuple(ty.shape), num_warps)
+        return _placement(ty.layout, tuple(ty.shape), *_threads(threads))
     except ValueError as e:
         raise InterpreterError(str(e), loc) from None
 
@@ -111,6 +120,9 @@ def to_logical(t: Tensor, num_warps: int, loc: Location, what: str = "value") ->
     p = placement(t.type, num_warps, loc)
     flat_regs = t.regs.ravel()
     logical = flat_regs[p.owner]
+    if (p.owner < 0).any():  # split between CTAs: another CTA's elements are not this one's to see
+        logical = logical.copy()
+        logical[p.owner < 0] = np.zeros((), logical.dtype)
     bits = _bits(flat_regs)
     differ = bits != _bits(logical)[p.index.ravel()]
     if differ.any():

@@ -19,6 +19,7 @@ and XOR-ing commute with the tile bits) and ``xor`` the slices' constant.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import List, Optional, Sequence
 
 from ..layouts.linear import LinearLayout, is_power_of_two
@@ -27,7 +28,8 @@ from .types import SharedMemoryDescType
 
 __all__ = [
     "layout_problem", "tile_shape", "tile_layout", "tile_elements", "stage_strides", "alloc_elements",
-    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of",
+    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares", "cta_share_type",
+    "shares_stride",
 ]
 
 
@@ -49,9 +51,6 @@ def layout_problem(layout, shape: Sequence[int]) -> Optional[str]:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:
         return str(e)
-    if ll.has_in_dim("block") and any(any(v) for v in ll.bases.get("block", [])):
-        return (f"{layout!r} splits the buffer between the CTAs of a cluster, which is not supported yet; "
-                "use zero cga_layout bases (each CTA holds the whole buffer) or none")
     if not ll.is_surjective():
         return f"{layout!r} does not reach every element of a {tile} tile"
     return None
@@ -91,19 +90,62 @@ def alloc_elements(ty: SharedMemoryDescType) -> int:
     return n
 
 
-def _tile_inverse(ty: SharedMemoryDescType) -> LinearLayout:
-    """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`)."""
-    return tile_layout(ty).pseudoinvert()
+@lru_cache(maxsize=1024)
+def cta_shares(ty: SharedMemoryDescType) -> int:
+    """Into how many CTA shares the buffer's layout splits it (1: every CTA holds it whole)."""
+    ll = ty.layout.to_linear_layout(tile_shape(ty))
+    return 1 << sum(1 for v in ll.bases.get("block", []) if any(v)) if ll.has_in_dim("block") else 1
 
 
-def view_to_offset(ty: SharedMemoryDescType) -> LinearLayout:
+def _tile_inverse(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayout:
+    """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`).
+
+    A buffer split between CTAs: a coordinate maps to its offset in the CTA that holds it
+    (every CTA uses the same offsets for its share); with ``share_stride`` the holding CTA's
+    share index times it is added (a power of two above the whole buffer: the interpreter
+    keeps every share of a buffer in one array, :func:`shares_stride`)."""
+    if cta_shares(ty) == 1:
+        return tile_layout(ty).pseudoinvert()
+    ll = ty.layout.to_linear_layout(tile_shape(ty))
+    inverse = ll.sublayout(["offset", "block"], ll.out_dims).pseudoinvert()
+    bases = {d: [[b[0] + b[1] * share_stride] for b in vs] for d, vs in inverse.bases.items()}
+    size = share_stride * cta_shares(ty) if share_stride else inverse.out_dim_size("offset")
+    return LinearLayout(bases, {"offset": size})
+
+
+def cta_share_type(ty: SharedMemoryDescType) -> SharedMemoryDescType:
+    """One CTA's share of a view whose NVMMA layout splits it between CTAs: the per-CTA tile
+    shape and the layout without its CTA bases (what a CTA's MMA descriptor and TMA box see)."""
+    from ..layouts.distributed import cta_extent
+    from ..layouts.shared import NVMMASharedLayout
+
+    layout = ty.layout
+    if cta_shares(ty) == 1:
+        return ty
+    if not isinstance(layout, NVMMASharedLayout):
+        raise ValueError(f"{layout!r} splits the buffer between CTAs; only NVMMASharedLayout buffers may be split")
+    extent = [1] * ty.num_stage_dims + cta_extent(layout.cga_layout, layout.rank)
+    local = NVMMASharedLayout(layout.swizzle_byte_width, layout.element_bitwidth, layout.rank, layout.transposed,
+                              layout.fp4_padded)
+    return SharedMemoryDescType(ty.element, tuple(s // e for s, e in zip(ty.shape, extent)), local,
+                                tuple(s // e for s, e in zip(ty.alloc_shape, extent)))
+
+
+def shares_stride(ty: SharedMemoryDescType) -> int:
+    """Elements between two CTAs' shares of split buffer ``ty`` (the allocation's type) in the
+    interpreter's array: a power of two at least :func:`alloc_elements`."""
+    return 1 << (alloc_elements(ty) - 1).bit_length()
+
+
+def view_to_offset(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayout:
     """``dim0 … dim{r-1}`` (sized by the view's shape) ``→ offset``, before ``base``/``xor``.
 
     Stage dimensions of the view must be powers of two (they are whenever the view is a
     tensor's shape); their strides then are powers of two too and the map is linear.
+    ``share_stride``: see :func:`_tile_inverse`.
     """
     n_stage = ty.num_stage_dims
-    inverse = _tile_inverse(ty)
+    inverse = _tile_inverse(ty, share_stride)
     bases = {}
     for d, size in enumerate(ty.shape):
         bits = size.bit_length() - 1
@@ -113,7 +155,7 @@ def view_to_offset(ty: SharedMemoryDescType) -> LinearLayout:
         else:
             name = f"dim{d - n_stage}"
             bases[f"dim{d}"] = [[inverse.basis(name, b)[0]] for b in range(bits)]
-    total = alloc_elements(ty)
+    total = share_stride * cta_shares(ty) if share_stride and cta_shares(ty) > 1 else alloc_elements(ty)
     return LinearLayout(bases, {"offset": 1 << (total - 1).bit_length() if total > 1 else 1})
 
 
@@ -153,8 +195,9 @@ def _named_candidates(layout, order):
 
     out = []
     if isinstance(layout, NVMMASharedLayout) and not layout.fp4_padded:
+        cga = [[v[o] for o in order] for v in layout.cga_layout]  # a split moves with its dimension
         out.append(NVMMASharedLayout(layout.swizzle_byte_width, layout.element_bitwidth, layout.rank,
-                                     not layout.transposed))
+                                     not layout.transposed, cga_layout=cga or None))
     if type(layout) is SwizzledSharedLayout:
         inverse = [list(order).index(d) for d in range(len(order))]
         out.append(SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,

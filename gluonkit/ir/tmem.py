@@ -32,7 +32,7 @@ from .diagnostics import CompilationError
 from .types import TensorMemoryDescType
 
 __all__ = ["TMEM_COLUMNS", "MIN_ALLOC_COLUMNS", "layout_problem", "tile_layout", "tile_columns", "stage_columns",
-           "alloc_columns", "slice_offset", "access_map", "AccessMap", "plan_columns", "ColumnPlan"]
+           "alloc_columns", "slice_offset", "access_map", "AccessMap", "plan_columns", "ColumnPlan", "cta_group"]
 
 TMEM_COLUMNS = 512
 MIN_ALLOC_COLUMNS = 32  # tcgen05.alloc takes a power of two from 32 to 512 columns
@@ -56,8 +56,10 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
         return f"the leading (stage) dimensions {stages} must be positive ints"
     if any(not is_power_of_two(s) for s in tile):
         return f"the tile dimensions {tile} must be powers of two"
-    if layout.cga_layout:
-        return f"{layout!r} spreads the buffer over a CTA cluster; kernels run one CTA per program"
+    pair = getattr(layout, "two_ctas", False) and [list(v) for v in layout.cga_layout] == [[1, 0]]
+    if layout.cga_layout and not pair:
+        return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for a CTA pair's "
+                "accumulator: TensorMemoryLayout(..., cga_layout=[[1, 0]], two_ctas=True)")
     try:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:
@@ -67,6 +69,14 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
     if not ll.is_surjective():
         return f"{layout!r} does not reach every element of a {tile} tile"
     return None
+
+
+def cta_group(func) -> int:
+    """2 when some tensor memory of kernel ``func`` has a ``two_ctas`` layout (its MMAs are
+    ``cta_group::2``: every tcgen05 instruction of a kernel uses one cta_group, and the CTA
+    pair allocates and frees its tensor memory together), else 1."""
+    return 2 if any(op.name == "tmem_alloc" and getattr(op.results[0].type.layout, "two_ctas", False)
+                    for op in func.walk()) else 1
 
 
 def tile_layout(ty: TensorMemoryDescType) -> LinearLayout:

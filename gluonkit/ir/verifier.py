@@ -333,12 +333,18 @@ def _hint(op):
 # ------------------------------------------------------------------------------ driver
 def verify(func: Function, concrete: bool = False) -> None:
     """Check every op's rule, SSA scoping, and (``concrete``) that no AutoLayout is left."""
-    _verify_block(func.body, set(), concrete)
+    _verify_block(func.body, set(), concrete, func.num_ctas)
     if func.body.terminator is None or func.body.terminator.name != "return":
         raise CompilationError(f"kernel {func.name} must end with return", func.loc)
 
 
-def _verify_block(block: Block, visible: Set[int], concrete: bool) -> None:
+def _cta_bits(layout) -> int:
+    """How many CTA bits a layout's ``cga_layout`` (or ``block_bases``) splits over (0: one CTA's worth)."""
+    bases = getattr(layout, "cga_layout", None) or getattr(layout, "block_bases", None) or ()
+    return len(bases) if any(any(v) for v in bases) else 0
+
+
+def _verify_block(block: Block, visible: Set[int], concrete: bool, num_ctas: int = 1) -> None:
     scope = set(visible) | {a.uid for a in block.args}
     for op in block.ops:
         for v in op.operands:
@@ -351,6 +357,11 @@ def _verify_block(block: Block, visible: Set[int], concrete: bool) -> None:
             for r in op.results:
                 if isinstance(r.type, TensorType) and isinstance(r.type.layout, AutoLayout):
                     fail(op, "result still has an AutoLayout after layout inference")
+                layout = getattr(r.type, "layout", None)
+                if layout is not None and 1 << _cta_bits(layout) > num_ctas:
+                    fail(op, f"the layout {layout!r} splits its value between {1 << _cta_bits(layout)} CTAs, but the "
+                             f"kernel runs with num_ctas={num_ctas}; launch it with num_ctas={1 << _cta_bits(layout)} "
+                             "or use a layout without cga_layout")
         for region in op.regions:
-            _verify_block(region, scope, concrete)
+            _verify_block(region, scope, concrete, num_ctas)
         scope.update(r.uid for r in op.results)

@@ -87,14 +87,19 @@ def tcgen05_shape_problem(a, b, acc) -> Optional[str]:
     if acc.element not in allowed:
         return f"acc must be {' or '.join(str(t) for t in allowed)} for {a.element} inputs, got {acc.element}"
     layout = acc.layout
-    if not isinstance(layout, TensorMemoryLayout) or layout.two_ctas:
-        return f"acc must be in a one-CTA TensorMemoryLayout, got {layout!r}"
+    if not isinstance(layout, TensorMemoryLayout):
+        return f"acc must be in a TensorMemoryLayout, got {layout!r}"
     (m, k), (k2, n) = a.shape, b.shape
     if tuple(acc.shape) != (m, n) or k != k2:
         return (f"shapes do not chain: a is {list(a.shape)}, b is {list(b.shape)}, acc is {list(acc.shape)}; "
                 "expected [M, K] x [K, N] -> [M, N]")
-    if m not in (64, 128) or layout.block[0] != m:
-        return f"M = {m} must be 64 or 128 and equal acc's TensorMemoryLayout block M ({layout.block[0]})"
+    pair = _pair_problem(a, b, layout)
+    if pair:
+        return pair
+    m_cta = m // 2 if layout.two_ctas else m
+    if m_cta not in (64, 128) or layout.block[0] != m_cta:
+        what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
+        return f"{what} = {m_cta} must be 64 or 128 and equal acc's TensorMemoryLayout block M ({layout.block[0]})"
     if layout.col_stride != 32 // acc.element.primitive_bitwidth:
         return (f"acc's layout packs {layout.col_stride} column(s) per element; an MMA accumulator of {acc.element} "
                 f"needs col_stride={32 // acc.element.primitive_bitwidth}")
@@ -104,6 +109,27 @@ def tcgen05_shape_problem(a, b, acc) -> Optional[str]:
     k_step = tcgen05_k_step(a.element)
     if k % k_step:
         return f"K = {k} must be a multiple of {k_step} (one {a.element} tcgen05.mma)"
+    return None
+
+
+def _cga(ty):
+    return [list(v) for v in getattr(ty.layout, "cga_layout", None) or () if any(v)]
+
+
+def _pair_problem(a, b, layout) -> Optional[str]:
+    """A ``two_ctas`` MMA needs A split by rows and B by columns between the CTA pair (each CTA
+    holds its share); a one-CTA MMA needs whole operands in every CTA."""
+    if not layout.two_ctas:
+        for ty, name in ((a, "a"), (b, "b")):
+            if _cga(ty):
+                return (f"{name}'s layout {ty.layout!r} splits it between CTAs, but acc's TensorMemoryLayout is not "
+                        "two_ctas; a one-CTA MMA reads whole operands")
+        return None
+    if [list(v) for v in layout.cga_layout] != [[1, 0]]:
+        return f"two_ctas acc must have cga_layout=[[1, 0]] (one CTA pair), got {layout!r}"
+    if _cga(a) != [[1, 0]] or _cga(b) != [[0, 1]]:
+        return (f"a two_ctas MMA reads A split by rows and B by columns between the CTA pair: a's and b's "
+                f"NVMMASharedLayout need cga_layout=[[1, 0]] and [[0, 1]], got {_cga(a)} and {_cga(b)}")
     return None
 
 

@@ -224,17 +224,59 @@ def check_single_cta(owner: str, cga_layout) -> Tuple[Tuple[int, ...], ...]:
     (Gluon's ``[[0]]`` for ``num_ctas=2``) replicate the tensor on every CTA of the cluster,
     which is how gluonkit runs clusters (``docs/clusters.rst``), so they are dropped: the
     layout equals its one-CTA form.  A non-zero basis would split the tensor between the
-    CTAs, which is not supported yet and raises.
+    CTAs, which this layout does not support and raises.
     """
     bases = tuple(tuple(v) for v in (cga_layout or ()))
     split = [list(v) for v in bases if any(v)]
     if split:
         raise ValueError(
             f"{owner}: cga_layout {[list(v) for v in bases]} splits the tensor between the CTAs of a cluster, "
-            "which gluonkit does not support yet; use zero bases (every CTA holds the whole tensor), e.g. "
-            "[[0]] for num_ctas=2, or leave cga_layout empty"
+            "which gluonkit does not support for this layout; use zero bases (every CTA holds the whole "
+            "tensor), e.g. [[0]] for num_ctas=2, or leave cga_layout empty"
         )
     return ()
+
+
+def cluster_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
+    """Gluon's ``cga_layout`` of a layout that may split a tensor between CTAs.
+
+    Each basis (one per CTA bit) is a CTA-tile index: ``[1, 0]`` puts CTA 1 on the second
+    half of dim 0 (``docs/clusters.rst``, "Splitting tensors between CTAs").  All-zero bases
+    only replicate and are dropped, so such a layout equals its one-CTA form.
+    """
+    bases = tuple(tuple(v) for v in (cga_layout or ()))
+    if not any(any(v) for v in bases):
+        return ()
+    for i, v in enumerate(bases):
+        if len(v) != rank or not all(_is_int(c) and c >= 0 and (c == 0 or is_power_of_two(c)) for c in v):
+            raise ValueError(f"{owner}: cga_layout[{i}] must be {rank} non-negative powers of two or zeros "
+                             f"(one per dimension), got {list(v)}")
+    return bases
+
+
+def cta_extent(cga_layout, rank: int) -> List[int]:
+    """How many CTA tiles the cluster's ``cga_layout`` spans along each dimension."""
+    return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
+
+
+def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
+    """One CTA's share of ``shape`` under ``cga_layout``; an error naming ``owner`` when the
+    cluster's split does not divide it."""
+    extent = cta_extent(cga_layout, len(shape))
+    for d, (s, e) in enumerate(zip(shape, extent)):
+        if s % e:
+            raise ValueError(
+                f"{owner}: shape {list(shape)} is not divisible by the CTA split {extent} "
+                f"of cga_layout {[list(v) for v in cga_layout]} (dimension {d})"
+            )
+    return [s // e for s, e in zip(shape, extent)]
+
+
+def with_cta_bases(tile: LinearLayout, cga_layout) -> LinearLayout:
+    """Append the ``block`` input to one CTA's layout: each CTA bit moves by whole tiles."""
+    names = tile.out_dims
+    extent = cta_extent(cga_layout, len(names))
+    return tile * LinearLayout({"block": [list(v) for v in cga_layout]}, dict(zip(names, extent)))
 
 
 def _int_list(owner: str, name: str, values) -> Tuple[int, ...]:
@@ -272,7 +314,8 @@ class BlockedLayout(DistributedLayout):
     ``size_per_thread`` (registers), ``threads_per_warp`` (lanes, product 32) and
     ``warps_per_cta`` (warps).  For a tensor shape, the tile repeats (more registers) where
     the shape is larger and is broadcast where it is smaller (see :func:`fit_to_shape`).
-    ``cga_layout`` (the cluster's CTA bases) may only replicate: see :func:`check_single_cta`.
+    ``cga_layout`` (the cluster's CTA bases): see :func:`cluster_bases`; a split layout
+    gives each CTA ``shape_per_cta`` elements, tiled as above.
     """
 
     def __init__(self, size_per_thread, threads_per_warp, warps_per_cta, order, cga_layout=None):
@@ -299,7 +342,7 @@ class BlockedLayout(DistributedLayout):
             )
         if sorted(self.order) != list(range(rank)):
             raise ValueError(f"{owner}: order must be a permutation of {list(range(rank))}, got {list(self.order)}")
-        self.cga_layout = check_single_cta(owner, cga_layout)
+        self.cga_layout = cluster_bases(owner, cga_layout, rank)
 
     @property
     def rank(self) -> int:
@@ -312,21 +355,25 @@ class BlockedLayout(DistributedLayout):
 
     def to_linear_layout(self, shape: Sequence[int]) -> LinearLayout:
         shape = check_shape("BlockedLayout", shape, self.rank)
+        # A size-1 dimension (a SliceLayout's parent) is broadcast over the CTAs.
+        cga = tuple(tuple(c if shape[d] > 1 else 0 for d, c in enumerate(v)) for v in self.cga_layout)
+        per_cta = shape_per_cta("BlockedLayout", shape, cga)
         tile = (
             identity_nd("register", self.size_per_thread, self.order)
             * identity_nd("lane", self.threads_per_warp, self.order)
             * identity_nd("warp", self.warps_per_cta, self.order)
         )
-        return fit_to_shape(tile, shape, broadcast_registers=False)
+        return with_cta_bases(fit_to_shape(tile, per_cta, broadcast_registers=False), cga)
 
     def _key(self) -> tuple:
-        return (self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order)
+        return (self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order, self.cga_layout)
 
     def __repr__(self) -> str:
         return (
             f"BlockedLayout(size_per_thread={list(self.size_per_thread)}, "
             f"threads_per_warp={list(self.threads_per_warp)}, "
-            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)}, cga_layout=[])"
+            f"warps_per_cta={list(self.warps_per_cta)}, order={list(self.order)}, "
+            f"cga_layout={[list(v) for v in self.cga_layout]})"
         )
 
 

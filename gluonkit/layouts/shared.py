@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from .distributed import check_shape, out_dim_names
+from .distributed import check_shape, out_dim_names, shape_per_cta, with_cta_bases
 from .base import TensorLayout
 from .linear import LinearLayout, is_power_of_two, log2_exact
 
@@ -203,7 +203,7 @@ class NVMMASharedLayout(SharedLayout):
             for d in order:
                 tile = tile * LinearLayout.identity_1d(box[d], "offset", names[d])
             tile = _grow(tile, "offset", dict(zip(names, per_cta))).transpose_outs(names)
-            return _with_cga(tile, self.cga_layout)
+            return with_cta_bases(tile, self.cga_layout)
         if self.rank < 2:
             raise ValueError("NVMMASharedLayout: a swizzled layout needs rank >= 2, got rank 1")
         # Collapse the box to 2-D (rows x contiguous), tile it with the 8-row core matrix,
@@ -228,7 +228,7 @@ class NVMMASharedLayout(SharedLayout):
         else:
             tile = _reshape_row_major(tile, box)
         tile = _grow(tile, "offset", dict(zip(names, per_cta)))
-        return _with_cga(tile, self.cga_layout)
+        return with_cta_bases(tile, self.cga_layout)
 
     def _core_matrix(self) -> LinearLayout:
         """8 rows x one swizzle width of columns: ``offset`` → (row, column).
@@ -295,7 +295,7 @@ class SwizzledSharedLayout(SharedLayout):
         names = out_dim_names(self.rank)
         if self.rank == 1:
             tile = LinearLayout.identity_1d(per_cta[0], "offset", "dim0")
-            return _with_cga(tile, self.cga_layout)
+            return with_cta_bases(tile, self.cga_layout)
         col, row = self.order[0], self.order[1]
         n_cols, n_rows = per_cta[col], per_cta[row]
         bases = [[0, 1 << i] for i in range(log2_exact(n_cols))]
@@ -305,7 +305,7 @@ class SwizzledSharedLayout(SharedLayout):
         tile = LinearLayout({"offset": bases}, {names[row]: n_rows, names[col]: n_cols})
         for d in self.order[2:]:
             tile = tile * LinearLayout.identity_1d(per_cta[d], "offset", names[d])
-        return _with_cga(tile.transpose_outs(names), self.cga_layout)
+        return with_cta_bases(tile.transpose_outs(names), self.cga_layout)
 
     def _key(self) -> tuple:
         return (self.vec, self.per_phase, self.max_phase, self.order, self.cga_layout)
@@ -403,7 +403,7 @@ class PaddedSharedLayout(SharedLayout):
                     f"shape {per_cta}"
                 )
         tile = LinearLayout({"offset": self.offset_bases}, dict(zip(out_dim_names(rank), per_cta)))
-        self._linear = _with_cga(tile, self.cga_layout)
+        self._linear = with_cta_bases(tile, self.cga_layout)
 
     @staticmethod
     def with_identity_for(interval_padding_pairs, shape, order, cga_layout=()):
@@ -473,31 +473,6 @@ def cga_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
         if any(c and not is_power_of_two(c) for c in v):
             raise ValueError(f"{owner}: cga_layout[{i}] must have power-of-two entries, got {list(v)}")
     return bases
-
-
-def _cga_extent(cga_layout, rank: int) -> List[int]:
-    """How many CTA tiles the cluster spans along each dimension."""
-    return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
-
-
-def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
-    """One CTA's share of ``shape`` under ``cga_layout``; an error naming ``owner`` when the
-    cluster's split does not divide it."""
-    extent = _cga_extent(cga_layout, len(shape))
-    for d, (s, e) in enumerate(zip(shape, extent)):
-        if s % e:
-            raise ValueError(
-                f"{owner}: shape {list(shape)} is not divisible by the CTA split {extent} "
-                f"of cga_layout {show_vectors(cga_layout)} (dimension {d})"
-            )
-    return [s // e for s, e in zip(shape, extent)]
-
-
-def _with_cga(tile: LinearLayout, cga_layout) -> LinearLayout:
-    """Append the ``block`` input: each CTA bit moves by whole tiles (``tile * cga``)."""
-    names = tile.out_dims
-    extent = _cga_extent(cga_layout, len(names))
-    return tile * LinearLayout({"block": [list(v) for v in cga_layout]}, dict(zip(names, extent)))
 
 
 def _grow(layout: LinearLayout, in_dim: str, sizes: Dict[str, int]) -> LinearLayout:

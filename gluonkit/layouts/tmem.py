@@ -209,11 +209,6 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
                          "partition of 4 or more warps)")
     if not isinstance(layout, (TensorMemoryLayout, TensorMemoryScalesLayout)):
         raise ValueError(f"get_tmem_reg_layout: layout must be a TensorMemoryLayout, got {layout!r}")
-    if layout.cga_layout:
-        raise ValueError(
-            f"get_tmem_reg_layout: layout.cga_layout must be empty (one CTA); multi-CTA layouts are "
-            f"unsupported, got {show_vectors(layout.cga_layout)}"
-        )
     if isinstance(layout, TensorMemoryLayout) and layout.col_stride * bits > 32:
         raise ValueError(
             f"get_tmem_reg_layout: layout.col_stride * element bits must be at most 32, "
@@ -229,7 +224,10 @@ def get_tmem_reg_layout(element_ty, shape, layout, num_warps: int, instr_variant
     b = result.bases
     if splitn:
         _move_half_n_into_registers(b, shape[1], bits)
-    return DistributedLinearLayout(b["register"], b["lane"], b["warp"], [], shape)
+    # A cluster layout: each CTA reaches its own share (TMEM is per CTA), placed by its rank.
+    per_cta = shape_per_cta("get_tmem_reg_layout", shape, layout.cga_layout)
+    block = [[c * e for c, e in zip(v, per_cta)] for v in layout.cga_layout]
+    return DistributedLinearLayout(b["register"], b["lane"], b["warp"], block, shape)
 
 
 def _move_half_n_into_registers(bases: Dict[str, List[List[int]]], n: int, bits: int) -> None:

@@ -72,7 +72,8 @@ class KernelLowering:
         tid = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, []), [], name="tid")
         self.lane = self.prologue.and_(tid, I32(31), name="lane")
         self.warp = self.prologue.lshr(tid, I32(5), name="warp")
-        self._cluster_leader: Optional[lir.Value] = None
+        self._cluster_leader: Dict[int, lir.Value] = {}  # by the rank bits that must be zero
+        self._cta_rank: Optional[lir.Value] = None
         self._thread_parts: Dict[LinearLayout, Tuple[lir.Value, ...]] = {}
         self._axis_info = None
         self.shared_plan = plan_shared_memory(func)  # the buffers' regions of global_smem (see smem_plan)
@@ -140,18 +141,28 @@ class KernelLowering:
             value = self.builder.lshr(value, I32(self.func.num_ctas.bit_length() - 1))
         return value
 
-    def cluster_leader(self) -> lir.Value:
-        """i1: this CTA is rank 0 of its cluster (always true without a cluster).
+    def cta_rank(self) -> lir.Value:
+        """i32: this CTA's rank in its cluster (``%cluster_ctarank``), read once in the prologue."""
+        if self._cta_rank is None:
+            self._cta_rank = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []),
+                                                [], name="cta_rank")
+        return self._cta_rank
 
-        Every tensor is replicated on each CTA of a cluster (``docs/clusters.rst``), so global
-        stores and atomics are left to rank 0, as Triton does for CTA-replicated layouts."""
+    def cluster_leader(self, ll: Optional[LinearLayout] = None) -> lir.Value:
+        """i1: this CTA writes the elements it holds (always true without a cluster).
+
+        A tensor replicated on the CTAs of a cluster is written by rank 0 only, as Triton does
+        for CTA-replicated layouts; with ``ll`` (a layout whose ``block`` bases may split the
+        tensor) the CTAs that differ only in split bits each write their own share, so the
+        predicate is "the rank's replicated bits are zero"."""
         if self.func.num_ctas == 1:
             return I1(1)
-        if self._cluster_leader is None:
-            rank = self.prologue.call(self.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []), [],
-                                      name="cta_rank")
-            self._cluster_leader = self.prologue.icmp_unsigned("==", rank, I32(0), name="cluster_leader")
-        return self._cluster_leader
+        bases = ll.bases.get("block", []) if ll is not None and ll.has_in_dim("block") else []
+        replicated = (self.func.num_ctas - 1) & ~sum(1 << i for i, v in enumerate(bases) if any(v))
+        if replicated not in self._cluster_leader:
+            bits = self.prologue.and_(self.cta_rank(), I32(replicated))
+            self._cluster_leader[replicated] = self.prologue.icmp_unsigned("==", bits, I32(0), name="cluster_leader")
+        return self._cluster_leader[replicated]
 
     def thread_part(self, ll: LinearLayout) -> Tuple[lir.Value, ...]:
         """Per output dim, the XOR of the lane and warp bases of this thread (i32).
@@ -161,7 +172,10 @@ class KernelLowering:
         if ll not in self._thread_parts:
             b = self.prologue
             parts: List[lir.Value] = [I32(0)] * len(ll.out_dims)
-            for dim_name, index in (("lane", self.lane), ("warp", self.warp)):
+            threads = [("lane", self.lane), ("warp", self.warp)]
+            if ll.has_in_dim("block") and any(any(v) for v in ll.bases["block"]):
+                threads.append(("block", self.cta_rank()))  # a layout split between the CTAs of a cluster
+            for dim_name, index in threads:
                 if not ll.has_in_dim(dim_name):
                     continue
                 for bit, basis in enumerate(ll.bases[dim_name]):

@@ -140,7 +140,7 @@ def _at_exit(program, op) -> None:
 
 def _logical(program, op, value, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
-        return to_logical(value, program.num_warps, op.loc, what)
+        return to_logical(value, program.threads, op.loc, what)
     return np.asarray(value)
 
 

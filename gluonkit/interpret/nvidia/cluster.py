@@ -34,6 +34,7 @@ class Cluster:
 
     def __init__(self, num_ctas: int):
         self.arrivals: List[int] = [0] * num_ctas
+        self.tmem: Dict[int, object] = {}  # rank -> its tensor memory (a CTA pair's MMA writes both: tcgen05.py)
         self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
         self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it

@@ -46,7 +46,7 @@ from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
 from ..trace import view_name
 
-__all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "issue_tx"]
+__all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "is_pair_barrier", "issue_tx", "pair_home"]
 
 
 @dataclass
@@ -90,8 +90,23 @@ def _where(ref: SharedRef, op, operand: int = 0) -> int:
     return int(element_addresses(ref, op.operands[operand].type, op).ravel()[0])
 
 
-def barrier_state(ref: SharedRef, op, operand: int = 0) -> BarrierState:
-    """The state of the mbarrier that operand ``operand`` of ``op`` (with runtime value ``ref``) names."""
+def is_pair_barrier(ty) -> bool:
+    """A ``two_ctas`` barrier: one per CTA pair, living in the even CTA (``allocate_mbarrier``)."""
+    return bool(getattr(ty.layout, "two_ctas", False))
+
+
+def pair_home(program, ref: SharedRef, op, operand: int = 0) -> SharedRef:
+    """Where the barrier operand ``operand`` of ``op`` lives: a pair barrier in the even CTA of
+    this CTA's pair (distributed shared memory), any other in this CTA."""
+    if program is None or program.cluster is None or not is_pair_barrier(op.operands[operand].type):
+        return ref
+    return program.cluster.peer(ref, program.cta_rank & ~1, op) if program.cta_rank & 1 else ref
+
+
+def barrier_state(ref: SharedRef, op, operand: int = 0, program=None) -> BarrierState:
+    """The state of the mbarrier that operand ``operand`` of ``op`` (with runtime value ``ref``) names
+    (with ``program``: a pair barrier's, in the even CTA)."""
+    ref = pair_home(program, ref, op, operand)
     state = ref.buffer.barriers.get(_where(ref, op, operand))
     if state is None:
         raise InterpreterError(f"{op.name}: the mbarrier is used before mbarrier.init", op.loc)
@@ -206,12 +221,15 @@ def _maybe_complete(state: BarrierState, loc: Location, lane=None, op=None) -> N
 @rule("mbarrier_init")
 def _mbarrier_init(program, op, operands):
     ref = operands[0]
+    pair = is_pair_barrier(op.operands[0].type)
+    if pair and program.cta_rank & 1:  # a pair barrier lives in the even CTA, which initializes it
+        return []
     where = _where(ref, op)
     old = ref.buffer.barriers.get(where)
     if old is not None and old.invalidated_at is None:
         raise InterpreterError(f"mbarrier_init: the mbarrier was already initialized at line {old.init_loc.line}; "
                                "invalidate it before initializing it again", op.loc)
-    count = op.attrs["count"]
+    count = op.attrs["count"] * (2 if pair else 1)  # a pair barrier: each CTA's arrivals
     state = ref.buffer.barriers[where] = BarrierState(count, count, 0, 0, op.loc)
     if program.trace is not None:
         state.name = view_name(ref, op.operands[0].type)
@@ -242,7 +260,7 @@ def _routed_states(program, ref: SharedRef, op) -> List[BarrierState]:
     same barrier in each CTA of the cluster that the mask selects (none when this CTA's rank
     has a bit outside the mask).  See ``docs/clusters.rst``."""
     if "from_cta" not in op.attrs:
-        return [barrier_state(ref, op)]
+        return [barrier_state(ref, op, program=program)]
     cluster, rank = program.cluster, program.cta_rank
     free = (len(cluster.arrivals) - 1) & ~op.attrs["from_cta"]
     if rank & free:
@@ -264,8 +282,8 @@ def _routed_states(program, ref: SharedRef, op) -> List[BarrierState]:
 @rule("mbarrier_wait")
 def _mbarrier_wait(program, op, operands):
     ref, phase, pred = operands[:3]
-    if not bool(pred):
-        return []
+    if not bool(pred) or is_pair_barrier(op.operands[0].type) and program.cta_rank & 1:
+        return []  # (the odd CTA of a pair does not wait on the pair's barrier, as in Triton 3.9)
     state = barrier_state(ref, op)
     parity = int(phase) & 1
     trace = program.trace
@@ -333,7 +351,8 @@ def _bytes_note(state: BarrierState) -> str:
 
 @rule("mbarrier_invalidate")
 def _mbarrier_invalidate(program, op, operands):
-    barrier_state(operands[0], op).invalidated_at = op.loc
+    if not (is_pair_barrier(op.operands[0].type) and program.cta_rank & 1):
+        barrier_state(operands[0], op).invalidated_at = op.loc
     return []
 
 

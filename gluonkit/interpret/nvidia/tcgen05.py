@@ -35,13 +35,14 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from ...ir.tmem import cta_group
 from ...ir.types import TensorMemoryDescType
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..happens_before import release
-from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
+from ..shared_memory import AsyncRead, byte_mask, owned, read, unfenced_write
 from ..trace import view_name
-from .tmem import TensorMemory, TmemRef, read_tile, write_tile  # (its rules exist before _checked wraps them)
+from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile  # (rules exist before _checked)
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
@@ -58,35 +59,47 @@ def _footprint(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
     """
     memory = ref.memory
     scratch = TensorMemory(np.zeros_like(memory.data), np.zeros_like(memory.written), memory.plan)
-    write_tile(TmemRef(scratch, ref.lane, ref.column), ty, np.zeros(ty.shape), op)
+    write_tile(TmemRef(scratch, ref.lane, ref.column), ty, np.zeros(share_shape(ty)), op)
     return scratch.written
 
 
 class _Mma:
-    """One issued MMA: its operands, and the shared bytes it reads until released."""
+    """One issued MMA: its operands, and the shared bytes it reads until released.
 
-    def __init__(self, program, op, operands, tmem_reads: Optional[np.ndarray] = None):
+    A ``cta_group::2`` MMA (issued by the even CTA of a pair) reads A's and B's shares from
+    both CTAs' shared memory and writes each CTA's rows of the accumulator into that CTA's
+    tensor memory: ``shares`` lists, per CTA of the pair, its (a, b, acc) runtime values (one
+    entry, the operands, without a pair).  ``tmem_reads``: tensor memory the MMA reads besides
+    an A there (a block-scaled MMA's scales, in the issuing CTA)."""
+
+    def __init__(self, program, op, operands, shares=None, tmem_reads: Optional[np.ndarray] = None):
         self.op = op
-        self.a, self.b, self.acc, self.use_acc = operands[:4]
+        self.use_acc = operands[3]
         self.types = [v.type for v in op.operands[:3]]
+        self.shares = shares if shares is not None else [tuple(operands[:3])]
+        self.a, self.b, self.acc = self.shares[0]  # the issuing CTA's
         self.what = f"the {op.name} at line {op.loc.line}"
         self.done = False
-        self.acc_mask = _footprint(self.acc, self.types[2], op)
-        # Tensor memory the MMA only reads: A when it lives there, a block-scaled MMA's scales; storing
-        # into it before the MMA is known complete is reported.
+        self.acc_masks = [(acc.memory, _footprint(acc, self.types[2], op)) for _, _, acc in self.shares]
+        # Tensor memory the MMA only reads: A when it lives there, and tmem_reads; storing into it
+        # before the MMA is known complete is reported.
         self.a_in_tmem = isinstance(self.types[0], TensorMemoryDescType)
-        self.a_mask = _footprint(self.a, self.types[0], op) if self.a_in_tmem else np.zeros_like(self.acc_mask)
-        self.tmem_reads = np.zeros_like(self.acc_mask) if tmem_reads is None else tmem_reads
+        self.a_mask = _footprint(self.a, self.types[0], op) if self.a_in_tmem else None
+        self.tmem_reads = tmem_reads
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
         # there); writing them before the MMA is known complete is reported, so the values cannot change.
         self.values = self.multiplicands()
-        self.reads = []
-        for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1]))[self.a_in_tmem:]:
-            reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
-            ref.buffer.async_reads.append(reader)
-            self.reads.append((ref.buffer, reader))
-        _IN_FLIGHT.setdefault(self.acc.memory, []).append(self)
+        self.reads = []  # per share: (buffer, reader) pairs, until that CTA observes the completion
+        for a, b, _ in self.shares:
+            self.reads.append([])
+            for ref, ty in ((a, self.types[0]), (b, self.types[1]))[self.a_in_tmem:]:
+                reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
+                ref.buffer.async_reads.append(reader)
+                self.reads[-1].append((ref.buffer, reader))
+        for memory, _ in self.acc_masks:
+            _IN_FLIGHT.setdefault(memory, []).append(self)
+        self.held = set(range(len(self.shares)))  # shares whose CTA has not observed the completion yet
         self.span = None  # its span on a trace (issue to completion), while recording one
         if program.trace is not None:
             reads = ", ".join("tensor memory" if isinstance(ty, TensorMemoryDescType) else view_name(ref, ty)
@@ -95,27 +108,47 @@ class _Mma:
                                             reads=reads)
 
     def multiplicands(self) -> List[np.ndarray]:
-        """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read now (A from shared or
-        tensor memory, B from shared memory)."""
-        a = read_tile(self.a, self.types[0], self.op) if self.a_in_tmem else read(self.a, self.types[0], self.op)
-        return [_multiplicand(a, self.types[0]), _multiplicand(read(self.b, self.types[1], self.op), self.types[1])]
+        """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read now (A from tensor memory
+        or, like B, gathered from the shares in shared memory)."""
+        if self.a_in_tmem:
+            a = read_tile(self.a, self.types[0], self.op)
+        else:
+            a = _gather([(share[0], self.types[0]) for share in self.shares], self.op)
+        b = _gather([(share[1], self.types[1]) for share in self.shares], self.op)
+        return [_multiplicand(a, self.types[0]), _multiplicand(b, self.types[1])]
 
     def compute(self) -> None:
-        """Run the MMA now: update acc in tensor memory."""
+        """Run the MMA now: update acc (each CTA's rows in its own tensor memory)."""
         acc_ty = self.types[2]
         product = self.values[0] @ self.values[1]
-        if bool(self.use_acc):
-            product += read_tile(self.acc, acc_ty, self.op).astype(np.float64)
-        write_tile(self.acc, acc_ty, product, self.op)
+        rows = share_shape(acc_ty)[0]
+        for r, (_, _, acc) in enumerate(self.shares):
+            part = product[r * rows:(r + 1) * rows]
+            if bool(self.use_acc):
+                part = part + read_tile(acc, acc_ty, self.op).astype(np.float64)
+            write_tile(acc, acc_ty, part, self.op)
         self.done = True
         if self.span is not None:
             self.span.finish()
 
-    def release(self) -> None:
-        for buffer, reader in self.reads:
-            buffer.async_reads.remove(reader)
-        self.reads = []
-        _IN_FLIGHT[self.acc.memory].remove(self)
+    def release(self, share: Optional[int] = None) -> None:
+        """A wait observed the completion: in CTA ``share``'s memory (all when ``None``) the
+        operands may be rewritten and the accumulator used."""
+        for i in sorted(self.held if share is None else self.held & {share}):
+            for buffer, reader in self.reads[i]:
+                buffer.async_reads.remove(reader)
+            _IN_FLIGHT[self.acc_masks[i][0]].remove(self)
+            self.held.discard(i)
+
+
+def _gather(views, op) -> np.ndarray:
+    """An operand's whole value from each CTA's share of it (one view without a pair)."""
+    (ref, ty), *others = views
+    values = read(ref, ty, op)
+    for peer, peer_ty in others:
+        mine = owned(peer, peer_ty, op)
+        values[mine] = read(peer, peer_ty, op)[mine]
+    return values
 
 
 def _multiplicand(values: np.ndarray, ty) -> np.ndarray:
@@ -153,12 +186,17 @@ def _units(program) -> _Units:
 
 
 class _Commit:
-    """A ``tcgen05.commit`` as a completion on its barrier (the protocol of :mod:`.mbarrier`'s copies)."""
+    """A ``tcgen05.commit`` as a completion on its barrier (the protocol of :mod:`.mbarrier`'s copies).
 
-    def __init__(self, program, op, state, mma: _Mma):
+    A CTA pair's commit arrives on the barrier of both CTAs: one :class:`_Commit` per barrier,
+    sharing ``group``; the MMAs are released when every barrier's wait has observed it."""
+
+    def __init__(self, program, op, state, mma: _Mma, group: list, share: int = 0):
         self.program, self.op, self.loc, self.state, self.last = program, op, op.loc, state, mma
         self.what = f"the tcgen05 commit at line {op.loc.line}"
         self.landed = False
+        self.group, self.share = group, share  # the CTA of the pair whose barrier this is
+        group.append(self)
         # The phase its arrival counts towards: after the arrivals made and those of earlier commits still to land.
         earlier = sum(1 for c in state.copies if isinstance(c, _Commit) and not c.landed)
         self.issued_in = (state.arrivals + earlier) // state.count
@@ -173,19 +211,56 @@ class _Commit:
         arrive(self.program, self.state, 1, self.op)
 
     def release(self) -> None:
-        _units(self.program).release(self._upto())
+        units, upto = _units(self.program), self._upto()
+        for mma in units.issued[:upto]:
+            mma.release(self.share)
+        self.group.remove(self)
+        if not self.group:
+            units.release(upto)
 
 
 def _commit(program, op, bar_ref, operand: int) -> None:
+    """A commit onto barrier ``bar_ref``: in a CTA pair's kernel, issued by the even CTA onto
+    the barrier at that address in both CTAs (the odd CTA's commit does nothing)."""
     units = _units(program)
-    state = barrier_state(bar_ref, op, operand)
+    refs = [bar_ref]
+    if _pair(program):
+        if program.cta_rank & 1:
+            return
+        refs.append(program.cluster.peer(bar_ref, program.cta_rank | 1, op))
+    states = [barrier_state(ref, op, operand) for ref in refs]
     if not units.issued:  # nothing in flight: the arrival is immediate
-        arrive(program, state, 1, op)
+        for state in states:
+            arrive(program, state, 1, op)
         return
     units.committed = len(units.issued)
-    commit = _Commit(program, op, state, units.issued[-1])
-    state.copies.append(commit)
-    release(state, commit.issued_in)  # what this partition did so far happens before the arrival
+    group: list = []
+    for share, state in enumerate(states):
+        commit = _Commit(program, op, state, units.issued[-1], group, share)
+        state.copies.append(commit)
+        release(state, commit.issued_in)  # what this partition did so far happens before the arrival
+
+
+def _pair(program) -> bool:
+    """Whether the kernel's tcgen05 ops are a CTA pair's (``cta_group::2``, :func:`~gluonkit.ir.tmem.cta_group`)."""
+    group = program.async_state.get("cta_group")
+    if group is None:
+        group = program.async_state["cta_group"] = cta_group(program.func)
+    return group == 2 and program.cluster is not None
+
+
+def _pair_shares(program, op, operands) -> list:
+    """Per CTA of the pair, the (a, b, acc) of a ``cta_group::2`` MMA issued by the even CTA."""
+    cluster, peer_rank = program.cluster, program.cta_rank | 1
+    memory = cluster.tmem.get(peer_rank)
+    if memory is None:
+        raise InterpreterError(f"tcgen05_mma: the two_ctas MMA writes the accumulator's rows of CTA {peer_rank}, which "
+                               "has not allocated its tensor memory yet; allocate it in both CTAs and put a "
+                               "cluster.barrier() before the first MMA", op.loc)
+    acc = operands[2]
+    return [tuple(operands[:3]),
+            (cluster.peer(operands[0], peer_rank, op), cluster.peer(operands[1], peer_rank, op),
+             TmemRef(memory, acc.lane, acc.column))]
 
 
 @rule("tcgen05_mma")
@@ -200,7 +275,12 @@ def _tcgen05_mma(program, op, operands):
             raise InterpreterError(f"tcgen05_mma reads {ref.buffer.describe()}, which the store at line "
                                    f"{unfenced.line} wrote through the generic proxy with no fence_async_shared() "
                                    "since; call fence_async_shared() between the store and the MMA", op.loc)
-    issue(program, op, _Mma(program, op, operands), 5, operands)
+    shares = None
+    if op.operands[2].type.layout.two_ctas:
+        if program.cta_rank & 1:  # the even CTA issues the pair's MMA
+            return []
+        shares = _pair_shares(program, op, operands)
+    issue(program, op, _Mma(program, op, operands, shares), 5, operands)
     return []
 
 
@@ -233,11 +313,11 @@ def mma_in_flight(ref, mask: np.ndarray, writing: bool) -> Tuple[Optional[_Mma],
     """An MMA of any partition, its completion not yet observed, that writes (or, for a write, reads) the bytes
     ``mask`` of ``ref``'s tensor memory, and what it does there."""
     for m in _IN_FLIGHT.get(ref.memory, ()):
-        if m.acc_mask[mask].any():
+        if any(memory is ref.memory and acc_mask[mask].any() for memory, acc_mask in m.acc_masks):
             return m, "updating"
-        if writing and m.a_mask[mask].any():
+        if writing and m.a_mask is not None and m.a.memory is ref.memory and m.a_mask[mask].any():
             return m, "reading (its A operand)"
-        if writing and m.tmem_reads[mask].any():
+        if writing and m.tmem_reads is not None and m.acc.memory is ref.memory and m.tmem_reads[mask].any():
             return m, "reading (its scales)"
     return None, ""
 

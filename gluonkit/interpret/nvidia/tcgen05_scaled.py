@@ -23,7 +23,7 @@ with both lines:
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 from weakref import WeakKeyDictionary
 
 import ml_dtypes
@@ -93,10 +93,14 @@ class _Copy:
     def compute(self) -> None:
         """Nothing to do: the copy landed when issued."""
 
-    def release(self) -> None:
+    def release(self, share: Optional[int] = None) -> None:
+        """A wait observed the copy's completion (``share``: the CTA, as for MMAs; copies are one CTA's).
+        Called again when the tcgen05 pipe drops it: then there is nothing left to release."""
+        if self.reads is None:
+            return
         for buffer, reader in self.reads:
             buffer.async_reads.remove(reader)
-        self.reads = []
+        self.reads = None
         _COPIES[self.memory].remove(self)
 
 
@@ -147,7 +151,7 @@ class _ScaledMma(_Mma):
                                        notes=[("the copy in flight", copy.op.loc)])
             self.scales.append(_scales(read_tile(ref, ty, op), op))
             reads |= mask
-        super().__init__(program, op, [a, b, acc, use_acc], reads)
+        super().__init__(program, op, [a, b, acc, use_acc], tmem_reads=reads)
 
     def multiplicands(self) -> List[np.ndarray]:
         a = _decode(read(self.a, self.types[0], self.op), self.formats[0], 1)

@@ -54,7 +54,7 @@ from ..engine import rule
 from ..errors import InterpreterError
 from ..happens_before import on_access, release
 from .mbarrier import barrier_state, complete_tx, issue_tx
-from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, fill_view, read, unfenced_write
+from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, fill_view, owned, read, unfenced_write
 from ..trace import view_name
 from .tma_im2col import Im2ColMap, im2col_box
 
@@ -120,6 +120,7 @@ class _Load:
         self.issued_in = -1  # the barrier phase its bytes count towards (mbarrier.issue_tx)
         self.writer = AsyncWrite(byte_mask(ref, ty, op), self.what,
                                  "wait on its mbarrier (mbarrier.wait(bar, phase)) first")
+        self.nbytes = int(self.writer.mask.sum())  # this CTA's share of a block split between CTAs
         self.span = None  # its span on a trace, while recording one
 
     def land(self) -> None:
@@ -133,7 +134,7 @@ class _Load:
         self.landed = True
         if self.span is not None:
             self.span.finish()
-        complete_tx(self.barrier, self.ty.nbytes, self.loc, self.program.trace, self.op)
+        complete_tx(self.barrier, self.nbytes, self.loc, self.program.trace, self.op)
 
     def release(self) -> None:
         self.ref.buffer.async_writes.remove(self.writer)
@@ -148,7 +149,8 @@ class _Store:
         self.what = f"the TMA store issued at line {op.loc.line}"
         values = read(ref, ty, op)
         addresses, inside = _box(tmap, ty.shape, coords)
-        self.addresses, self.values = addresses, values[inside]
+        mine = owned(ref, ty, op)[inside]  # a block split between CTAs: each writes its own share
+        self.addresses, self.values = addresses[mine], values[inside][mine]
         self.buffer = ref.buffer
         self.reader = AsyncRead(byte_mask(ref, ty, op), self.what,
                                 "call tma.store_wait(n) until it has completed, first")
@@ -214,7 +216,7 @@ def _global_to_shared(program, op, operands):
     if not bool(pred):
         return []
     ty = op.operands[1].type
-    barrier = barrier_state(bar, op, operand=2)
+    barrier = barrier_state(bar, op, operand=2, program=program)  # a pair barrier: the even CTA's
     rank = len(tmap.shape)
     if tmap.im2col is not None:
         coords = _coords(operands[4:4 + rank])
@@ -234,7 +236,7 @@ def _global_to_shared(program, op, operands):
             raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
                                    f"writing it; {other.fix}", op.loc)
     on_access(ref.buffer, np.flatnonzero(mask), op, write=True)  # between partitions: written at issue
-    load.issued_in = issue_tx(barrier, ty.nbytes, op)
+    load.issued_in = issue_tx(barrier, load.nbytes, op)
     release(barrier, load.issued_in)  # its bytes complete that phase: the write happens before it
     ref.buffer.async_writes.append(load.writer)
     barrier.copies.append(load)
@@ -242,7 +244,7 @@ def _global_to_shared(program, op, operands):
         dest = view_name(ref, ty)
         load.span = program.trace.start(f"TMA load → {dest}", "tma.load", op, destination=dest,
                                         barrier=barrier.name, phase=load.issued_in, coords=coords,
-                                        bytes=ty.nbytes)
+                                        bytes=load.nbytes)
     _tma(program).loads.append(load)
     return []
 

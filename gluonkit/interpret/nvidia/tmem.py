@@ -25,6 +25,7 @@ import numpy as np
 from ...ir.diagnostics import CompilationError
 from ...ir.tmem import TMEM_COLUMNS, access_map, plan_columns, slice_offset, stage_columns, tile_layout
 from ...ir.types import TensorMemoryDescType, TensorType
+from ...layouts.distributed import shape_per_cta
 from ...layouts.linear import LinearLayout
 from ...layouts.tmem import TMEM_ROWS
 from ..dtypes import numpy_dtype
@@ -32,7 +33,7 @@ from ..engine import rule
 from ..errors import InterpreterError
 from ..values import Tensor, from_logical, to_logical
 
-__all__ = ["TensorMemory", "TmemRef", "read_view", "write_view", "read_tile", "write_tile"]
+__all__ = ["TensorMemory", "TmemRef", "read_view", "write_view", "read_tile", "write_tile", "share_shape"]
 
 
 @dataclass(eq=False)
@@ -54,6 +55,8 @@ class TensorMemory:
             shape = (TMEM_ROWS, 4 * TMEM_COLUMNS)
             tm = cls(np.zeros(shape, np.uint8), np.zeros(shape, bool), plan)
             program.async_state["tmem"] = tm
+            if program.cluster is not None:  # the even CTA of a pair writes its peer's (cta_group::2 MMAs)
+                program.cluster.tmem[program.cta_rank] = tm
         return tm
 
 
@@ -109,13 +112,13 @@ def read_view(program, ref: TmemRef, ty: TensorMemoryDescType, tensor_type: Tens
     raw = np.ascontiguousarray(mem.data[rows, cols])
     regs = raw.view(numpy_dtype(ty.element))[..., 0]
     value = Tensor(tensor_type, regs)
-    to_logical(value, program.num_warps, op.loc, "the TMEM copies of")  # copies of one element must agree
+    to_logical(value, program.threads, op.loc, "the TMEM copies of")  # copies of one element must agree
     return value
 
 
 def write_view(program, ref: TmemRef, ty: TensorMemoryDescType, value: Tensor, op) -> None:
     """``tcgen05.st`` of ``value`` (its replicated copies must agree) into the view."""
-    to_logical(value, program.num_warps, op.loc, "the stored value")
+    to_logical(value, program.threads, op.loc, "the stored value")
     rows, cols = _addresses(ref, ty, value.type, op)
     raw = np.ascontiguousarray(value.regs.astype(numpy_dtype(ty.element), copy=False)).view(np.uint8)
     mem = ref.memory
@@ -130,12 +133,13 @@ def _element_cells(ty: TensorMemoryDescType):
     the extra lane offsets (32, 64, 96 …) where the layout keeps copies of the tile."""
     tile = tile_layout(ty)
     inverse = tile.pseudoinvert()
+    shape = share_shape(ty)
     bases = {f"dim{d}": [inverse.basis(f"dim{d}", b) for b in range(size.bit_length() - 1)]
-             for d, size in enumerate(ty.shape)}
+             for d, size in enumerate(shape)}
     view = LinearLayout(bases, tile.in_dim_sizes)
     table = view.table()  # rows: dim0 is the least significant input
-    rows = table[:, 0].reshape(ty.shape[::-1]).transpose()
-    slots = table[:, 1].reshape(ty.shape[::-1]).transpose()
+    rows = table[:, 0].reshape(shape[::-1]).transpose()
+    slots = table[:, 1].reshape(shape[::-1]).transpose()
     copies = [0]
     for b in range(tile.in_dim_size_log2("row")):
         if tile.basis("row", b) == [0, 0]:
@@ -143,6 +147,12 @@ def _element_cells(ty: TensorMemoryDescType):
     for a in (rows, slots):
         a.setflags(write=False)
     return rows, slots, tuple(copies)
+
+
+def share_shape(ty: TensorMemoryDescType) -> tuple:
+    """The shape of one CTA's share of a 2-D view (the view's own without a cluster split): what
+    :func:`read_tile` returns and :func:`write_tile` takes."""
+    return tuple(shape_per_cta("tensor memory", list(ty.shape), ty.layout.cga_layout))
 
 
 def _tile_index(ref: TmemRef, ty: TensorMemoryDescType, op, copy: int = 0):
@@ -156,7 +166,8 @@ def _tile_index(ref: TmemRef, ty: TensorMemoryDescType, op, copy: int = 0):
 
 
 def read_tile(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
-    """The 2-D view's elements as an array of its shape (what an MMA reads); every cell must be written."""
+    """The 2-D view's elements (this CTA's share, :func:`share_shape`) as an array (what an MMA
+    reads); every cell must be written."""
     rows, cols = _tile_index(ref, ty, op)
     if not ref.memory.written[rows, cols].all():
         raise InterpreterError(f"{op.name} reads tensor memory that nothing has written yet (tensor memory starts "
@@ -190,7 +201,7 @@ def _tmem_load(program, op, operands):
     value = read_view(program, operands[0], op.operands[0].type, op.results[0].type, op)
     if op.attrs["red"] == "none":
         return [value]
-    x = to_logical(value, program.num_warps, op.loc).astype(np.float32)
+    x = to_logical(value, program.threads, op.loc).astype(np.float32)
     if op.attrs["abs"]:
         x = np.abs(x)
     reduce = np.min if op.attrs["red"] == "min" else np.max
@@ -198,7 +209,7 @@ def _tmem_load(program, op, operands):
         red = reduce(x, axis=1)
     else:
         red = (np.nanmin if op.attrs["red"] == "min" else np.nanmax)(x, axis=1)
-    return [value, from_logical(red, op.results[1].type, program.num_warps, op.loc)]
+    return [value, from_logical(red, op.results[1].type, program.threads, op.loc)]
 
 
 @rule("tmem_store")

@@ -70,7 +70,7 @@ def _logical(program, op, value, ty, what: str) -> np.ndarray:
         return read(value, ty, op)
     if isinstance(value, Pending):  # a chained accumulator still in flight (retired ones arrive resolved)
         value = _pending_tensor(program, value)
-    return to_logical(value, program.num_warps, op.loc, what)
+    return to_logical(value, program.threads, op.loc, what)
 
 
 #: The bits of a float32 that a tf32 operand keeps: sign, exponent and the top 10 mantissa bits.
@@ -100,7 +100,7 @@ def _warpgroup_mma(program, op, operands):
     product = _multiplicand(program, op, a, a_ty, "a") @ _multiplicand(program, op, b, b_ty, "b")
     if bool(use_acc):
         product += _logical(program, op, acc, acc_ty, "acc").astype(np.float64)
-    value = from_logical(product.astype(np.float32), op.results[0].type, program.num_warps, op.loc)
+    value = from_logical(product.astype(np.float32), op.results[0].type, program.threads, op.loc)
     if not op.attrs["is_async"]:
         _retire(program, 0)
         if program.trace is not None:

@@ -10,9 +10,13 @@ Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.blackw
 ``acc`` an ``[M, N]`` tensor-memory descriptor that the MMA updates in place.  With
 ``mbarriers`` (a list, possibly empty) the MMA is asynchronous and each barrier (where its
 ``mbarrier_preds`` entry holds) gets one arrival when it completes, as a ``tcgen05_commit``
-right after it would give; with ``mbarriers=None`` it is synchronous.  ``multicast=True``
-(and ``tcgen05_commit``'s ``descs``) concern clusters of several CTAs, which gluonkit does
-not launch yet: they are errors, as everywhere.
+right after it would give; with ``mbarriers=None`` it is synchronous.  An accumulator with a
+``two_ctas`` layout makes a ``cta_group::2`` MMA of a CTA pair (``num_ctas=2``): A split by
+rows and B by columns between the two CTAs' shared memory, the accumulator's halves in
+each CTA's tensor memory, issued by the even CTA, its commit arriving on both CTAs'
+barriers (``docs/blackwell_2cta.rst``); ``multicast=True`` and ``tcgen05_commit``'s
+``descs`` are accepted there (the pair's commit already reaches both CTAs) and are errors
+elsewhere.
 """
 
 from __future__ import annotations
@@ -69,9 +73,23 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
     if problem:
         sem.error(f"tcgen05_mma: {problem}", LayoutMismatchError if "layout" in problem else TypeMismatchError)
     bars, preds = _barriers(sem, "tcgen05_mma", mbarriers, mbarrier_preds)
-    if sem.require_constexpr(multicast, "tcgen05_mma's multicast"):
-        sem.error("tcgen05_mma: multicast=True commits to the CTAs of a cluster, which gluonkit does not launch "
-                  "yet (one CTA per cluster); leave multicast=False", UnsupportedFeatureError)
+    pair = acc.type.layout.two_ctas
+    if pair and sem.num_ctas != 2:
+        sem.error(f"tcgen05_mma: a two_ctas accumulator is a cta_group::2 MMA of a CTA pair; launch the kernel with "
+                  f"num_ctas=2 (it runs with {sem.num_ctas}; larger clusters of pairs are not supported yet)",
+                  UnsupportedFeatureError)
+    if pair and isinstance(a, tensor_memory_descriptor):
+        sem.error("tcgen05_mma: A in tensor memory with a two_ctas accumulator (a cta_group::2 MMA) is not supported "
+                  "yet; keep A in shared memory for CTA-pair MMAs", UnsupportedFeatureError)
+    if pair and mbarriers is None:
+        sem.error("tcgen05_mma: a two_ctas (cta_group::2) MMA must be asynchronous: pass mbarriers=[bar] (a barrier "
+                  "from allocate_mbarrier(), which the commit reaches in both CTAs) and wait on it", ArgumentError)
+    for bar in ([] if mbarriers is None else mbarriers):
+        _not_pair_barrier(sem, bar, "tcgen05_mma's mbarriers")
+    if sem.require_constexpr(multicast, "tcgen05_mma's multicast") and not pair:
+        sem.error("tcgen05_mma: multicast=True commits to the CTAs of a cluster that supplied multicast operands; "
+                  "gluonkit builds it for two_ctas MMAs of a CTA pair only (the commit reaches both CTAs); leave "
+                  "multicast=False", UnsupportedFeatureError)
     operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
     sem.create("tcgen05_mma", operands, [], {"num_barriers": len(bars), "is_async": mbarriers is not None})
 
@@ -83,13 +101,24 @@ def tcgen05_commit(barrier, pred=True, descs=(), _semantic=None):
     ``descs`` name multicast operands of a cluster, which gluonkit does not launch yet.
     """
     sem = _semantic
-    if descs:
-        sem.error("tcgen05_commit: descs multicast the commit to the CTAs of a cluster, which gluonkit does not "
-                  "launch yet (one CTA per cluster); leave descs=()", UnsupportedFeatureError)
+    if descs and sem.num_ctas != 2:
+        sem.error("tcgen05_commit: descs multicast the commit to the CTAs that supplied multicast operands; gluonkit "
+                  "builds that for a CTA pair (num_ctas=2, where a two_ctas commit reaches both CTAs) only; leave "
+                  "descs=()", UnsupportedFeatureError)
+    _not_pair_barrier(sem, barrier, "tcgen05_commit's barrier")
     bar = barrier_type(sem, barrier, "tcgen05_commit's barrier")
     p = predicate(sem, pred)
     if p is not None:
         sem.create("tcgen05_commit", [bar, p.handle], [], {})
+
+
+def _not_pair_barrier(sem, bar, what: str) -> None:
+    """MMA completions arrive on a barrier in each CTA (a pair's commit multicasts), so a
+    ``two_ctas`` barrier, which only the even CTA holds, is refused (as Triton 3.9 does)."""
+    if getattr(getattr(getattr(bar, "type", None), "layout", None), "two_ctas", False):
+        sem.error(f"{what}: a two_ctas barrier (allocate_mbarrier(two_ctas=True)) only exists in the even CTA, but "
+                  "an MMA's commit arrives on the barrier of each CTA of the pair; use allocate_mbarrier()",
+                  ArgumentError)
 
 
 def tcgen05_mma_barrier_count(smems, multicast, two_ctas):

@@ -23,12 +23,30 @@ from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
 from ..memplan.scratch import barrier
 
-__all__ = ["elected_thread"]
+__all__ = ["elected_thread", "even_cta", "is_pair_barrier", "pair_address"]
 
 
 def _address(ctx: KernelLowering, op: Operation) -> lir.Value:
     desc: SharedPointer = ctx.get(op.operands[0])  # a [1] view: its one element is at the pointer
     return ctx.builder.ptrtoint(desc.pointer, I32)
+
+
+def is_pair_barrier(ty) -> bool:
+    """A ``two_ctas`` barrier (``allocate_mbarrier(two_ctas=True)``): one per CTA pair, in the even CTA."""
+    return bool(getattr(ty.layout, "two_ctas", False))
+
+
+def even_cta(ctx: KernelLowering) -> lir.Value:
+    """i1: this CTA is the even one of its pair (the pair barrier's and the MMA's owner)."""
+    b = ctx.builder
+    return b.icmp_unsigned("==", b.and_(ctx.cta_rank(), I32(1)), I32(0))
+
+
+def pair_address(ctx: KernelLowering, address: lir.Value) -> lir.Value:
+    """The ``shared::cluster`` address of a pair barrier: the one in the even CTA (``mapa``)."""
+    even = ctx.builder.and_(ctx.cta_rank(), I32(~1 & 0xFFFFFFFF))
+    return ctx.builder.asm(lir.FunctionType(I32, [I32, I32]), "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
+                           [address, even], side_effect=False)
 
 
 def elected_thread(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
@@ -41,8 +59,10 @@ def elected_thread(ctx: KernelLowering, pred: lir.Value | None) -> lir.Value:
 @lowering("mbarrier_init")
 def _init(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
+    pair = is_pair_barrier(op.operands[0].type)  # in the even CTA, with both CTAs' arrivals
+    pred = ctx.builder.and_(elected_thread(ctx, None), even_cta(ctx)) if pair else elected_thread(ctx, None)
     emit_ptx(ctx.builder, "@$2 mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,b",
-             [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, None)])
+             [_address(ctx, op), I32(op.attrs["count"] * (2 if pair else 1)), pred])
     if ctx.func.num_ctas > 1:  # other CTAs may arrive on it (after a cluster barrier): publish the init
         emit_ptx(ctx.builder, "@$0 fence.mbarrier_init.release.cluster;", "b", [elected_thread(ctx, None)])
 
@@ -53,6 +73,9 @@ def _expect(ctx: KernelLowering, op: Operation) -> None:
     if "from_cta" in op.attrs:
         _routed(ctx, op, "mbarrier.arrive.expect_tx", op.attrs["bytes"])
         return
+    if is_pair_barrier(op.operands[0].type):
+        _to_pair(ctx, op, "mbarrier.arrive.expect_tx", op.attrs["bytes"])
+        return
     emit_ptx(ctx.builder, "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,b",
              [_address(ctx, op), I32(op.attrs["bytes"]), elected_thread(ctx, ctx.get(op.operands[1]))])
 
@@ -62,6 +85,9 @@ def _arrive(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
     if "from_cta" in op.attrs:
         _routed(ctx, op, "mbarrier.arrive", op.attrs["count"])
+        return
+    if is_pair_barrier(op.operands[0].type):
+        _to_pair(ctx, op, "mbarrier.arrive", op.attrs["count"])
         return
     emit_ptx(ctx.builder, "@$2 mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,b",
              [_address(ctx, op), I32(op.attrs["count"]), elected_thread(ctx, ctx.get(op.operands[1]))])
@@ -90,6 +116,12 @@ def _routed(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -
             break
 
 
+def _to_pair(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -> None:
+    """``instruction`` from thread 0 of each CTA onto its pair's barrier (in the even CTA)."""
+    emit_ptx(ctx.builder, f"@$2 {instruction}.release.cluster.shared::cluster.b64 _, [$0], $1;", "r,r,b",
+             [pair_address(ctx, _address(ctx, op)), I32(amount), elected_thread(ctx, ctx.get(op.operands[1]))])
+
+
 @lowering("mbarrier_wait")
 def _wait(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
@@ -98,7 +130,10 @@ def _wait(ctx: KernelLowering, op: Operation) -> None:
     parity = b.and_(ctx.get(op.operands[1]), I32(1))
     loop = ctx.fn.append_basic_block("mbarrier.wait")
     done = ctx.fn.append_basic_block("mbarrier.done")
-    b.cbranch(ctx.get(op.operands[2]), loop, done)
+    pred = ctx.get(op.operands[2])
+    if is_pair_barrier(op.operands[0].type):  # the odd CTA of a pair does not wait (as Triton 3.9)
+        pred = b.and_(pred, even_cta(ctx))
+    b.cbranch(pred, loop, done)
     b.position_at_end(loop)
     text = ("{ .reg .pred complete; mbarrier.try_wait.parity.shared::cta.b64 complete, [$1], $2; "
             "selp.u32 $0, 1, 0, complete; }")
@@ -110,7 +145,10 @@ def _wait(ctx: KernelLowering, op: Operation) -> None:
 @lowering("mbarrier_invalidate")
 def _invalidate(ctx: KernelLowering, op: Operation) -> None:
     order_access(ctx, op)
-    emit_ptx(ctx.builder, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), elected_thread(ctx, None)])
+    pred = elected_thread(ctx, None)
+    if is_pair_barrier(op.operands[0].type):
+        pred = ctx.builder.and_(pred, even_cta(ctx))
+    emit_ptx(ctx.builder, "@$1 mbarrier.inval.shared::cta.b64 [$0];", "r,b", [_address(ctx, op), pred])
 
 
 @lowering("fence_async_shared")

@@ -32,14 +32,16 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
 from ...ir.types import TensorMemoryDescType
+from ...ir.memdesc import cta_share_type
+from ...ir.tmem import cta_group
 from ...ir.verify_tcgen05 import tcgen05_k_step, tcgen05_kind
 from ...ir.verify_wgmma import is_k_major
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
-from ..llvm_types import I1, I32, I64
+from ..llvm_types import I1, I16, I32, I64
 from ..ops.shared_memory import SharedPointer, order_access
 from ..registry import lowering
-from .mbarrier import elected_thread
+from .mbarrier import elected_thread, even_cta
 from .tmem import synchronize
 from .wgmma_descriptor import OperandDescriptor, describe_operand
 
@@ -83,9 +85,17 @@ def _step(ctx: KernelLowering, start: lir.Value, plan: OperandDescriptor, k: int
     return ctx.builder.add(start, I64(offset >> 4)) if offset else start
 
 
-def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value) -> None:
-    emit_ptx(ctx.builder, "@$1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,b",
-             [bar, issuer])
+def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value, group: int = 1) -> None:
+    """One arrival on ``bar`` when the issuer's MMAs complete; a pair's (``group`` 2) arrives on
+    the barrier at that address in both CTAs of the pair (``multicast::cluster`` with their mask)."""
+    if group == 1:
+        emit_ptx(ctx.builder, "@$1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+                 "r,b", [bar, issuer])
+        return
+    b = ctx.builder
+    mask = b.trunc(b.shl(I32(3), b.and_(ctx.cta_rank(), I32(~1 & 0xFFFFFFFF))), I16)
+    emit_ptx(b, "@$2 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 "
+                "[$0], $1;", "r,h,b", [bar, mask, issuer])
 
 
 def _barrier_address(ctx: KernelLowering, value) -> lir.Value:
@@ -100,27 +110,36 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
     a, b_value, acc = op.operands[:3]
     n_bars = op.attrs["num_barriers"]
     element = a.type.element
-    m, n = acc.type.shape
+    group = 2 if acc.type.layout.two_ctas else 1
+    if group != cta_group(ctx.func):
+        raise CompilationError("tcgen05_mma: this kernel also has two_ctas tensor memory, so its tcgen05 "
+                               "instructions use cta_group::2, but this MMA's accumulator layout is not two_ctas; "
+                               "every tcgen05 instruction of a kernel must use the same cta_group (PTX ISA)", op.loc)
+    # cta_group::2: each CTA of the pair holds its share of A (rows) and B (columns); the
+    # descriptors describe the share, the instruction descriptor the whole [M, N] product.
+    a_in_tmem = isinstance(a.type, TensorMemoryDescType)
+    a_type = a.type if a_in_tmem else cta_share_type(a.type)
+    b_type = cta_share_type(b_value.type)
     k_step = tcgen05_k_step(element)
     order_access(ctx, op)
-    a_in_tmem = isinstance(a.type, TensorMemoryDescType)
-    a_plan = None if a_in_tmem else describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, k_step, op.loc,
-                                                     "tcgen05_mma")
-    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, k_step, op.loc,
-                              "tcgen05_mma")
-    a_k_major = a_in_tmem or is_k_major(a.type, 0)  # A in tensor memory: rows on lanes, K along the columns
-    idesc = instruction_descriptor(a.type, b_value.type, acc.type, a_k_major, is_k_major(b_value.type, 1))
+    a_plan = None if a_in_tmem else describe_operand(a_type, 0, ctx.get(a).xor, ctx.get(a).align, a_type.shape[0],
+                                                     k_step, op.loc, "tcgen05_mma")
+    b_plan = describe_operand(b_type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, b_type.shape[1], k_step,
+                              op.loc, "tcgen05_mma")
+    a_k_major = a_in_tmem or is_k_major(a_type, 0)  # A in tensor memory: rows on lanes, K along the columns
+    idesc = instruction_descriptor(a.type, b_value.type, acc.type, a_k_major, is_k_major(b_type, 1))
     b = ctx.builder
     synchronize(ctx)
     issuer = elected_thread(ctx, ctx.get(op.operands[4]))
+    if group == 2:  # the even CTA of the pair issues the pair's MMA
+        issuer = b.and_(issuer, even_cta(ctx))
     a_start = ctx.get(a) if a_in_tmem else _start(ctx, ctx.get(a), a_plan)
     b_start = _start(ctx, ctx.get(b_value), b_plan)
+    kind = f"tcgen05.mma.cta_group::{group}.kind::{tcgen05_kind(element)}"
     if a_in_tmem:  # [a]: a TMEM address; one K step is 32 bytes, 8 packed columns
-        text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], [$1], $2, $3, $4;"
-        constraints = "r,r,l,r,b,b"
+        text, constraints = f"@$5 {kind} [$0], [$1], $2, $3, $4;", "r,r,l,r,b,b"
     else:
-        text = f"@$5 tcgen05.mma.cta_group::1.kind::{tcgen05_kind(element)} [$0], $1, $2, $3, $4;"
-        constraints = "r,l,l,r,b,b"
+        text, constraints = f"@$5 {kind} [$0], $1, $2, $3, $4;", "r,l,l,r,b,b"
     for step in range(a.type.shape[1] // k_step):
         k = step * k_step
         enable_d = ctx.get(op.operands[3]) if step == 0 else I1(1)
@@ -129,7 +148,7 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
                                         issuer])
     for i in range(n_bars):
         bar_issuer = b.and_(issuer, ctx.get(op.operands[5 + n_bars + i]))
-        _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer)
+        _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer, group)
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 
@@ -169,4 +188,8 @@ def _tcgen05_commit(ctx: KernelLowering, op: Operation) -> None:
         raise CompilationError(f"tcgen05_commit: tcgen05 is a Blackwell (sm_100a) instruction; {ctx.target.arch} "
                                "has none; compile for target='sm_100a'", op.loc)
     order_access(ctx, op)
-    _commit(ctx, _barrier_address(ctx, op.operands[0]), elected_thread(ctx, ctx.get(op.operands[1])))
+    issuer = elected_thread(ctx, ctx.get(op.operands[1]))
+    group = cta_group(ctx.func)  # every tcgen05 op of a kernel uses one cta_group (PTX ISA)
+    if group == 2:  # commits the pair's MMAs, issued by the even CTA
+        issuer = ctx.builder.and_(issuer, even_cta(ctx))
+    _commit(ctx, _barrier_address(ctx, op.operands[0]), issuer, group)

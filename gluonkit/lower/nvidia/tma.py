@@ -44,11 +44,12 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType
 from ...ir.memdesc import view_to_offset
+from ...layouts.distributed import shape_per_cta
 from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I16, I32
-from .mbarrier import elected_thread
+from .mbarrier import elected_thread, is_pair_barrier, pair_address
 from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
 
@@ -67,8 +68,10 @@ def _box(desc: TensorDescType) -> List[int]:
     return desc.layout.tma_block_shape(block)
 
 
-def _boxes(op: Operation, desc: TensorDescType, view: SharedMemoryDescType, xor: int) -> List[Tuple[tuple, int]]:
-    """(first element, element offset in the view) of every box of the block, in row-major order."""
+def _boxes(op: Operation, desc: TensorDescType, view: SharedMemoryDescType, xor: int,
+           share: List[int]) -> List[Tuple[tuple, int]]:
+    """(first element, element offset in the view) of every box of the block (of this CTA's
+    ``share`` of it), in row-major order."""
     box = _box(desc)
     box_numel = 1
     for b in box:
@@ -83,9 +86,26 @@ def _boxes(op: Operation, desc: TensorDescType, view: SharedMemoryDescType, xor:
                                        f"the {list(desc.block_shape)} block contiguous", op.loc)
     if xor % box_numel:
         raise CompilationError(f"{op.name}: the shared view does not start at a TMA box boundary", op.loc)
-    starts = itertools.product(*[range(0, size, extent) for size, extent in zip(desc.block_shape, box)])
+    starts = itertools.product(*[range(0, size, extent) for size, extent in zip(share, box)])
     return [(start, placement.apply({f"dim{d}": s for d, s in enumerate(start)})["offset"] ^ xor)
             for start in starts]
+
+
+def _cta_share(ctx: KernelLowering, desc: TensorDescType, coords: List[lir.Value]):
+    """A block split between the CTAs of a cluster (``cga_layout``): this CTA's share as
+    (its block shape, its first coordinates): each CTA copies its own share."""
+    bases = getattr(desc.layout, "cga_layout", None) or ()
+    if not any(any(v) for v in bases):
+        return list(desc.block_shape), coords
+    share = shape_per_cta("tma", list(desc.block_shape), bases)
+    b = ctx.builder
+    out = list(coords)
+    for bit, basis in enumerate(bases):
+        on = b.and_(b.lshr(ctx.cta_rank(), I32(bit)), I32(1))
+        for d, step in enumerate(basis):
+            if step:
+                out[d] = b.add(out[d], b.mul(on, I32(step * share[d])))
+    return share, out
 
 
 def _copies(ctx: KernelLowering, op: Operation, smem_index: int, coord_start: int):
@@ -93,10 +113,10 @@ def _copies(ctx: KernelLowering, op: Operation, smem_index: int, coord_start: in
     desc: TensorDescType = op.operands[0].type
     view: SharedMemoryDescType = op.operands[smem_index].type
     smem: SharedPointer = ctx.get(op.operands[smem_index])
-    coords = [ctx.get(c) for c in op.operands[coord_start:coord_start + desc.rank]]
+    share, coords = _cta_share(ctx, desc, [ctx.get(c) for c in op.operands[coord_start:coord_start + desc.rank]])
     b = ctx.builder
     out = []
-    for start, offset in _boxes(op, desc, view, smem.xor):
+    for start, offset in _boxes(op, desc, view, smem.xor, share):
         pointer = b.gep(smem.pointer, [I32(offset * view.element.itemsize)], source_etype=I8)
         if isinstance(desc, TensorDescIm2ColType):  # a box holds every pixel: only the channel moves
             start = (0,) * (desc.rank - 1) + start[1:]
@@ -124,6 +144,10 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
                  [pred, dst, tmap] + coords + [bar] + taps)
         return
+    if op.attrs.get("multicast") and any(any(v) for v in getattr(op.operands[0].type.layout, "cga_layout", ())):
+        raise CompilationError(f"{op.name}: multicast=True copies one block to every CTA, but the descriptor's layout "
+                               "splits the block between the CTAs (cga_layout); each CTA loads its share: drop "
+                               "multicast=True", op.loc)
     if op.attrs.get("multicast"):  # rank 0 copies for the whole cluster: the same offsets in every CTA
         num_ctas = ctx.func.num_ctas
         pred = ctx.builder.and_(pred, ctx.cluster_leader())
@@ -133,7 +157,10 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r", "h"],
                  [pred, dst, tmap] + coords + [bar, I16((1 << num_ctas) - 1)])
         return
-    text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+    group = ""
+    if is_pair_barrier(op.operands[2].type):  # both CTAs' shares complete on the even CTA's barrier
+        bar, group = pair_address(ctx, bar), ".cta_group::2"
+    text = (f"@$0 cp.async.bulk.tensor.{rank}d{group}.shared::cluster.global.mbarrier::complete_tx::bytes "
             f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
     for dst, coords in _copies(ctx, op, 1, 4):
         _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"], [pred, dst, tmap] + coords + [bar])
@@ -145,8 +172,9 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
     rank = op.operands[0].type.rank
     tmap = ctx.get(op.operands[0])
     pred = elected_thread(ctx, None)
-    if ctx.func.num_ctas > 1:  # the CTAs hold the same block: rank 0 writes it (context.cluster_leader)
-        pred = ctx.builder.and_(pred, ctx.cluster_leader())
+    if ctx.func.num_ctas > 1:  # CTAs holding the same block: one writes it (context.cluster_leader)
+        desc = op.operands[0].type
+        pred = ctx.builder.and_(pred, ctx.cluster_leader(desc.layout.to_linear_layout(list(desc.block_shape))))
     text = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_braces(2, rank)}], [${2 + rank}];"
     for src, coords in _copies(ctx, op, 1, 2):
         _asm(ctx, text, ["b", "l"] + ["r"] * rank + ["r"], [pred, tmap] + coords + [src])

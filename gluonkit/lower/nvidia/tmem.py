@@ -34,7 +34,7 @@ from typing import Dict, List, Tuple
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
-from ...ir.tmem import access_map, plan_columns, slice_offset, stage_columns
+from ...ir.tmem import access_map, cta_group, plan_columns, slice_offset, stage_columns
 from ...layouts.linear import log2_exact
 from ...layouts.tmem import TMEM_ATOMS
 from ..context import KernelLowering
@@ -67,13 +67,17 @@ def prepare(ctx: KernelLowering) -> None:
     slot.initializer = lir.Constant(I32, None)
     slot.align = 4
     b = ctx.builder
+    group = cta_group(ctx.func)
+    if group == 2:  # both CTAs of each pair allocate together (as Triton 3.9, after a cluster barrier)
+        emit_ptx(b, "barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
     is_warp0 = b.icmp_unsigned("==", ctx.warp, I32(0))
     with b.if_then(is_warp0):
         smem = b.ptrtoint(slot, I32)  # the shared-window address
-        emit_ptx(b, f"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], {plan.total};", "r", [smem])
-        emit_ptx(b, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;")
+        emit_ptx(b, f"tcgen05.alloc.cta_group::{group}.sync.aligned.shared::cta.b32 [$0], {plan.total};", "r",
+                 [smem])
+        emit_ptx(b, f"tcgen05.relinquish_alloc_permit.cta_group::{group}.sync.aligned;")
     synchronize(ctx)
-    ctx.tmem = _KernelTmem(b.load(slot, align=4), plan.first_column, plan.total)
+    ctx.tmem = _KernelTmem(b.load(slot, align=4), plan.first_column, plan.total, group)
     ctx.before_return.append(_deallocate)
 
 
@@ -82,6 +86,7 @@ class _KernelTmem:
     base: lir.Value  # the allocation's address (lane 0, first column)
     first_column: Dict[int, int]
     total: int
+    group: int = 1  # the cta_group of alloc/dealloc: 2 when a two_ctas MMA writes into the pair's TMEM
 
 
 def synchronize(ctx: KernelLowering) -> None:
@@ -94,8 +99,12 @@ def synchronize(ctx: KernelLowering) -> None:
 def _deallocate(ctx: KernelLowering) -> None:
     b = ctx.builder
     synchronize(ctx)
+    group = ctx.tmem.group
+    if group == 2:  # the peer's MMAs may still write into this CTA's TMEM until it is done too
+        emit_ptx(b, "barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
     with b.if_then(b.icmp_unsigned("==", ctx.warp, I32(0))):
-        emit_ptx(b, f"tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, {ctx.tmem.total};", "r", [ctx.tmem.base])
+        emit_ptx(b, f"tcgen05.dealloc.cta_group::{group}.sync.aligned.b32 $0, {ctx.tmem.total};", "r",
+                 [ctx.tmem.base])
 
 
 @lowering("tmem_alloc")

@@ -108,8 +108,8 @@ def _store(ctx: KernelLowering, op: Operation) -> None:
     count = len(pointers)
     values = _as_registers(ctx.get(value), count)
     masks = _as_registers(ctx.get(mask), count) if mask is not None else None
-    if ctx.func.num_ctas > 1:  # the other CTAs of the cluster hold the same values (ctx.cluster_leader)
-        leader = ctx.cluster_leader()
+    if ctx.func.num_ctas > 1:  # CTAs holding the same values: one writes them (ctx.cluster_leader)
+        leader = ctx.cluster_leader(ctx.linear_layout(value.type) if isinstance(value.type, TensorType) else None)
         masks = [leader] * count if masks is None else [ctx.builder.and_(leader, m) for m in masks]
     cache = _STORE_CACHE.get(op.attrs.get("cache_modifier") or "")
     eviction = _EVICTION.get(op.attrs.get("eviction_policy") or "")

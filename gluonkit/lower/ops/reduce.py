@@ -51,6 +51,11 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
     axis = op.attrs["axis"]
     src_ty: TensorType = op.operands[0].type
     ll = ctx.linear_layout(src_ty)
+    if any(basis[axis] for basis in ll.bases.get("block", [])):
+        raise CompilationError(
+            f"reduce along axis {axis}: the operand's layout {src_ty.layout!r} splits that axis between the CTAs of "
+            "the cluster (cga_layout), and a reduction across CTAs is not supported; reduce along an axis each CTA "
+            "holds whole, or use a layout whose cga_layout does not split this axis", op.loc)
     operands = [ctx.get(v) for v in op.operands]
     # 1. Within the thread: one partial per kept (non-axis) register coordinate.
     partials: Dict[Tuple[int, ...], List[lir.Value]] = {}

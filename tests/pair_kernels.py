@@ -1,0 +1,64 @@
+"""Kernels of CTA pairs (``cta_group::2`` tcgen05 MMAs), shared by the interpreter, ptxas and Triton cross-check tests.
+
+Written once as a factory over the ``gl`` and ``blackwell`` modules (Gluon 3.9 names only),
+like :mod:`tcgen05_kernels`, so ``tests/test_triton39_crosscheck.py`` builds the same source
+with Triton's Gluon.
+"""
+
+from __future__ import annotations
+
+
+def pair_mma_source(gl, blackwell):
+    """``c = a @ b`` by one CTA pair: a ``[BM, K]`` (BM = 256) times ``[K, BN]``, K in BK steps
+    (with B_KMAJOR, B is ``[N, K]`` and its ``[BN, BK]`` blocks are passed permuted).
+
+    Each CTA loads its half of A's rows and of B's columns (TMA, split ``cga_layout``) onto
+    the pair's ``ready`` barrier (``two_ctas``), which the even CTA waits on before issuing
+    the pair's MMA; the MMA's commit arrives on ``done`` in both CTAs, and each CTA stores
+    its rows of ``c`` from its own tensor memory.  With SKIP_READY_WAIT the even CTA does
+    not wait for the loads (a planted bug); with EARLY_LOAD each CTA reads the accumulator
+    before waiting on ``done`` (another); DONE_COUNT is ``done``'s arrival count (1 is right:
+    the pair's one commit arrives once on each CTA's barrier).
+    """
+
+    def pair_mma(a_desc, b_desc, c_ptr, N, K, SKIP_READY_WAIT: gl.constexpr, EARLY_LOAD: gl.constexpr,
+                 DONE_COUNT: gl.constexpr, B_KMAJOR: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
+        a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+        ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
+        done = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.mbarrier.init(ready, count=1)
+        blackwell.mbarrier.init(done, count=DONE_COUNT)
+        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, BN), col_stride=1, cga_layout=[[1, 0]],
+                                                                 two_ctas=True)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
+        gl.barrier(cluster=True)  # both CTAs' barriers are initialized before any CTA arrives on them
+        off_m = gl.program_id(0) * BM
+        off_n = gl.program_id(1) * BN
+        phase = 0
+        for k in range(0, K, BK):
+            blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            blackwell.tma.async_load(a_desc, [off_m, k], ready, a_smem)
+            if B_KMAJOR:
+                blackwell.tma.async_load(b_desc, [off_n, k], ready, b_smem)
+            else:
+                blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem)
+            if not SKIP_READY_WAIT:
+                blackwell.mbarrier.wait(ready, phase)
+            if B_KMAJOR:
+                blackwell.tcgen05_mma(a_smem, b_smem.permute((1, 0)), acc, use_acc=k > 0, mbarriers=[done])
+            else:
+                blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done])
+            if EARLY_LOAD:
+                acc.load(acc.get_reg_layout())
+            blackwell.mbarrier.wait(done, phase)
+            phase ^= 1
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = off_m + gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = off_n + gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+    return pair_mma

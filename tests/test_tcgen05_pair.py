@@ -1,0 +1,144 @@
+"""CTA pairs: ``cta_group::2`` tcgen05 MMAs, ``two_ctas`` barriers and split operands (docs/blackwell_2cta.rst).
+
+The interpreter runs the pair's MMA exactly (A's rows and B's columns from both CTAs' shared
+memory, each CTA's accumulator rows in its own tensor memory) against float64 numpy; planted
+protocol bugs are reported at their lines; ptxas assembles the kernel for sm_100a.  The PTX
+is compared with Triton 3.9's in ``tests/test_triton39_crosscheck.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit import ir
+from gluonkit.interpret.errors import InterpreterError
+from gluonkit.language.nvidia import blackwell
+from gluonkit.lang.errors import CompilationError
+from gluonkit.nvidia.hopper import TensorDescriptor
+
+import pair_kernels
+from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
+
+pair_mma = gluonkit.jit(pair_kernels.pair_mma_source(gl, blackwell))
+_NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8e4nv": ml_dtypes.float8_e4m3fn}
+
+
+def _layouts(dtype, BN, BK, b_kmajor=False):
+    element = getattr(gl, dtype)
+    b_block, b_cga = ([BN, BK], [[1, 0]]) if b_kmajor else ([BK, BN], [[0, 1]])
+    return (gl.NVMMASharedLayout.get_default_for([256, BK], element, cga_layout=[[1, 0]]),
+            gl.NVMMASharedLayout.get_default_for(b_block, element, cga_layout=b_cga))
+
+
+def _run(dtype, M, N, K, BN, BK, skip_ready_wait=False, early_load=False, done_count=1, b_kmajor=False):
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(_NP[dtype])
+    b = rng.standard_normal((K, N)).astype(_NP[dtype])
+    c = np.full((M, N), np.nan, np.float32)
+    a_layout, b_layout = _layouts(dtype, BN, BK, b_kmajor)
+    a_desc = TensorDescriptor(a, a.shape, [K, 1], [256, BK], a_layout)
+    if b_kmajor:  # B stored [N, K]
+        bt = np.ascontiguousarray(b.T)
+        b_desc = TensorDescriptor(bt, bt.shape, [K, 1], [BN, BK], b_layout)
+    else:
+        b_desc = TensorDescriptor(b, b.shape, [N, 1], [BK, BN], b_layout)
+    with interpreter_on():
+        pair_mma[(M // 256, N // BN)](a_desc, b_desc, c, N, K, skip_ready_wait, early_load, done_count, b_kmajor,
+                                      num_ctas=2)
+    return a, b, c
+
+
+@pytest.mark.parametrize("dtype, M, N, K, BN, BK, b_kmajor", [
+    ("float16", 256, 128, 128, 128, 64, False),    # two K steps: the pair barrier's and done's phases flip
+    ("bfloat16", 512, 128, 64, 64, 64, False),     # two pairs along M, two along N: program ids and offsets
+    ("float8e4nv", 256, 64, 256, 64, 128, False),  # fp8 (kind::f8f6f4)
+    ("float16", 256, 128, 128, 128, 64, True),     # B as [N, K], its split blocks permuted
+])
+def test_pair_mma_in_the_interpreter_is_exact(dtype, M, N, K, BN, BK, b_kmajor):
+    a, b, c = _run(dtype, M, N, K, BN, BK, b_kmajor=b_kmajor)
+    ref = np.zeros((M, N), np.float32)  # each K step: exact products and sum, rounded once into the fp32 acc
+    for k in range(0, K, BK):
+        ref = (ref + a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(c, ref)
+
+
+@pytest.mark.parametrize("kwargs, message, line", [
+    ({"skip_ready_wait": True}, "while the TMA load issued at line", "blackwell.tcgen05_mma("),
+    # (the odd CTA runs ahead while the even one waits for its loads: its TMEM is not written yet)
+    ({"early_load": True}, "tmem_load reads", "acc.load(acc.get_reg"),
+    ({"done_count": 2}, "deadlock", "blackwell.mbarrier.wait(done, phase)"),  # a pair's commit arrives once per CTA
+])
+def test_pair_protocol_bugs_are_reported_at_their_line(kwargs, message, line):
+    with pytest.raises(InterpreterError, match=re.escape(message)) as info:
+        _run("float16", 256, 64, 64, 64, 64, **kwargs)
+    source = open(pair_kernels.__file__).read().splitlines()
+    assert line in source[info.value.loc.line - 1]
+
+
+@gluonkit.jit
+def _one_cta_acc_in_pair_kernel(a_ptr, MODE: gl.constexpr):
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, 64], gl.float16, cga_layout=[[1, 0]])
+    b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 128], gl.float16, cga_layout=[[0, 1]])
+    a = gl.allocate_shared_memory(gl.float16, [256, 64], a_layout)
+    b = gl.allocate_shared_memory(gl.float16, [64, 128], b_layout)
+    pair: gl.constexpr = blackwell.TensorMemoryLayout((128, 128), 1, cga_layout=[[1, 0]], two_ctas=True)
+    acc = blackwell.allocate_tensor_memory(gl.float32, [256, 128], pair)
+    if MODE == "sync":
+        blackwell.tcgen05_mma(a, b, acc)  # ERROR
+    elif MODE == "pair_barrier":
+        bar = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
+        blackwell.tcgen05_mma(a, b, acc, mbarriers=[bar])  # ERROR
+    else:
+        whole: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, 64], gl.float16)
+        a2 = gl.allocate_shared_memory(gl.float16, [256, 64], whole)
+        bar2 = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.tcgen05_mma(a2, b, acc, mbarriers=[bar2])  # ERROR
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("sync", "must be asynchronous"),
+    ("pair_barrier", "only exists in the even CTA"),
+    ("whole_a", "split by rows and B by columns"),
+])
+def test_pair_mma_misuse_is_an_error_at_the_call(mode, message):
+    with pytest.raises(CompilationError, match=message) as info:
+        _one_cta_acc_in_pair_kernel.compile("*fp16:16", MODE=mode, num_ctas=2, target="sm_100a")
+    source = open(__file__).read().splitlines()
+    assert source[info.value.loc.line - 1].rstrip().endswith("# ERROR")
+
+
+def test_two_ctas_tensor_memory_needs_a_pair():
+    with pytest.raises(CompilationError, match="num_ctas=2"):
+        _one_cta_acc_in_pair_kernel.compile("*fp16:16", MODE="sync", num_ctas=1, target="sm_100a")
+
+
+def _compiled(dtype="float16", BN=128, BK=64, b_kmajor=False):
+    a_layout, b_layout = _layouts(dtype, BN, BK, b_kmajor)
+    element = getattr(ir, dtype)
+    b_block = (BN, BK) if b_kmajor else (BK, BN)
+    return pair_mma.compile(ir.TensorDescType((256, BK), element, a_layout),
+                            ir.TensorDescType(b_block, element, b_layout), "*fp32:16", "i32", "i32",
+                            SKIP_READY_WAIT=False, EARLY_LOAD=False, DONE_COUNT=1, B_KMAJOR=b_kmajor,
+                            num_warps=4, num_ctas=2, target="sm_100a")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype, BN, BK, b_kmajor", [("float16", 128, 64, False), ("bfloat16", 64, 64, False),
+                                                      ("float8e4nv", 128, 128, False), ("float16", 128, 64, True)])
+def test_pair_mma_assembles_for_sm_100a(dtype, BN, BK, b_kmajor):
+    compiled = _compiled(dtype, BN, BK, b_kmajor)
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
+    assert re.search(rf"tcgen05\.alloc\.cta_group::2\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], {BN};", ptx)
+    assert "tcgen05.mma.cta_group::2.kind::" in ptx and "tcgen05.mma.cta_group::1" not in ptx
+    assert "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64" in ptx
+    assert "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64" in ptx  # onto the even CTA's barrier
+    assert "tcgen05.dealloc.cta_group::2" in ptx
