@@ -180,3 +180,62 @@ def test_mma_descriptors_match_triton(case):
     """The instruction descriptor and the matrix descriptors' fixed fields agree bit for bit."""
     ours, theirs = _mma_words(_gluonkit_ptx(case)), _mma_words(_triton_ptx(case))
     assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
+
+
+# ------------------------------------------------------------------ TMA gather / scatter
+def gather_scatter_source(gl, tma, mbarrier):
+    """Gathers rows ``x`` (columns from ``y``) and scatters them back 16 columns further."""
+
+    def gather_scatter(desc, x_ptr, y, BX: gl.constexpr, offsets_layout: gl.constexpr):
+        BY: gl.constexpr = desc.block_type.shape[1]
+        x = gl.load(x_ptr + gl.arange(0, BX, offsets_layout))
+        smem = gl.allocate_shared_memory(desc.dtype, [BX, BY], desc.layout)
+        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(bar, count=1)
+        mbarrier.expect(bar, BX * desc.block_type.nbytes)
+        tma.async_gather(desc, x, y, bar, smem)
+        mbarrier.wait(bar, 0)
+        tma.async_scatter(desc, x, y + 16, smem)
+        tma.store_wait(0)
+
+    return gather_scatter
+
+
+GATHER_CASES = [(32, 64, "fp16", "sliced"), (32, 128, "fp16", "sliced"), (8, 16, "fp32", "sliced"),
+                (16, 64, "bf16", "one_warp"), (64, 32, "fp8e4nv", "sliced")]
+
+
+def _gather_layouts(gl, which):
+    if which == "sliced":
+        return gl.SliceLayout(0, gl.BlockedLayout([1, 4], [32, 1], [1, 4], [1, 0]))
+    return gl.BlockedLayout([16], [32], [4], [0])
+
+
+def _bulk_copies(ptx: str) -> Counter:
+    """Every ``cp.async.bulk`` instruction's mnemonic, counted (the predicate dropped)."""
+    found = Counter()
+    for line in ptx.splitlines():
+        line = re.sub(r"^@%p\d+\s+", "", line.strip())
+        if line.startswith("cp.async.bulk"):
+            found[line.split()[0].rstrip(";")] += 1
+    return found
+
+
+@pytest.mark.parametrize("bx, by, dtype, which", GATHER_CASES, ids=lambda v: str(v))
+def test_gather_scatter_instructions_match_triton(bx, by, dtype, which):
+    """The same gather4/scatter4 instructions, one per four rows and column box of each issuing warp."""
+    from gluonkit.language.nvidia.blackwell import mbarrier as gk_mbarrier, tma as gk_tma
+    from triton.experimental.gluon.language.nvidia.blackwell import mbarrier as tr_mbarrier, tma as tr_tma
+
+    names = {"fp16": "float16", "fp32": "float32", "bf16": "bfloat16", "fp8e4nv": "float8e4nv"}
+    tr_layout = tr_gl.NVMMASharedLayout.get_default_for([bx, by], getattr(tr_gl, names[dtype]))
+    signature = {"desc": f"tensordesc<{dtype}[1, {by}],{tr_layout!r}>", "x_ptr": "*i32", "y": "i32",
+                 "BX": "constexpr", "offsets_layout": "constexpr"}
+    src = GluonASTSource(gluon.jit(gather_scatter_source(tr_gl, tr_tma, tr_mbarrier)), signature,
+                         {(3,): bx, (4,): _gather_layouts(tr_gl, which)})
+    theirs = triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_warps": 4}).asm["ptx"]
+    gk_layout = gk_gl.NVMMASharedLayout.get_default_for([bx, by], getattr(gk_gl, names[dtype]))
+    desc = gluonkit.ir.TensorDescType((1, by), getattr(gluonkit.ir, names[dtype]), gk_layout)
+    ours = gluonkit.jit(gather_scatter_source(gk_gl, gk_tma, gk_mbarrier)).compile(
+        desc, "*i32:16", "i32", BX=bx, offsets_layout=_gather_layouts(gk_gl, which), target="sm_100a").asm["ptx"]
+    assert _bulk_copies(ours) == _bulk_copies(theirs), f"gluonkit: {_bulk_copies(ours)}; triton: {_bulk_copies(theirs)}"
