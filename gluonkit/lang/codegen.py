@@ -324,6 +324,8 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         try:
             return self.bind_method(base, node.attr, unwrap(getattr(base, node.attr)))
         except AttributeError:
+            if node.attr == "value" and not is_runtime(base) and not hasattr(base, "handle"):
+                return base  # a compile-time value is a gl.constexpr in Gluon: its .value is the value itself
             what = f"a tensor of type {base.type}" if isinstance(base, tensor) else repr(base)
             self.error(f"{what} has no attribute '{node.attr}'", UndefinedNameError)
 
