@@ -9,9 +9,12 @@ a subprocess of its own, with:
 
 * the CPU interpreter (``GLUONKIT_INTERPRET=1``): CUDA tensors the tutorial asks torch for are
   made on the CPU, and the GPU queries the tutorials gate their tests on answer as a
-  Blackwell GPU (capability 10.0, 148 SMs) would;
+  Blackwell GPU (capability 10.0, 148 SMs) would (``torch.cuda.is_available()``, which they
+  use only to set up cuBLAS for benchmarks, answers False);
 * every kernel launch first compiled for sm_100a (``kernel.compile(..., target="sm_100a")``,
   ptxas included when it is found) with the launch's own arguments, then interpreted;
+* with ``--renames-39``, also the renames Gluon 3.9 made (``async_copy_global_to_shared`` →
+  ``async_load``, ``async_copy_shared_to_global`` → ``async_store``), for copies that predate it;
 * per test function, only its smallest parametrization (the product of its integer
   parameters; ``--all`` for every one), each under ``--timeout`` seconds.
 
@@ -46,6 +49,10 @@ _IMPORT_RULES = [
 ]
 
 
+# What Gluon 3.9 renamed (its errors name the replacement), for tutorial copies older than 3.9.
+RENAMES_39 = [("async_copy_global_to_shared(", "async_load("), ("async_copy_shared_to_global(", "async_store(")]
+
+
 def rewrite_imports(source: str) -> str:
     """``source`` with its import lines moved from ``triton.experimental.gluon`` to ``gluonkit``."""
     lines = []
@@ -58,10 +65,13 @@ def rewrite_imports(source: str) -> str:
     return "\n".join(lines)
 
 
-def copy_rewritten(src_dirs, dest: Path) -> None:
+def copy_rewritten(src_dirs, dest: Path, renames=()) -> None:
     for src_dir in src_dirs:
         for path in sorted(Path(src_dir).glob("*.py")):
-            (dest / path.name).write_text(rewrite_imports(path.read_text()))
+            text = rewrite_imports(path.read_text())
+            for old, new in renames:
+                text = text.replace(old, new)
+            (dest / path.name).write_text(text)
     (dest / "pytest.ini").write_text("[pytest]\npython_files = *.py\n")
 
 
@@ -153,7 +163,7 @@ def _pretend_blackwell() -> None:
             return func(*args, **kwargs)
 
     CudaOnCpu().__enter__()
-    torch.cuda.is_available = lambda: True
+    torch.cuda.is_available = lambda: False  # what the tutorials gate on it is cuBLAS, which needs a GPU
     torch.cuda.get_device_capability = lambda *a, **k: (10, 0)
     torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(multi_processor_count=148,
                                                                              name="interpreter (sm_100a)")
@@ -236,6 +246,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=120, help="seconds per test in the interpreter")
     parser.add_argument("--all", action="store_true", help="every parametrization, not only the smallest")
     parser.add_argument("--json", help="write the per-tutorial results here")
+    parser.add_argument("--renames-39", action="store_true",
+                        help="also apply Gluon 3.9's renames (async_copy_* → async_load/async_store) to older copies")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -248,7 +260,7 @@ def main(argv=None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="gluon_tutorials_") as tmp:
         tmp = Path(tmp)
-        copy_rewritten(args.tutorials, tmp)
+        copy_rewritten(args.tutorials, tmp, RENAMES_39 if args.renames_39 else ())
         files = [p for p in sorted(tmp.glob("*.py")) if p.name != "conftest.py"
                  and (not prefixes or any(p.name.startswith(x) for x in prefixes))]
         for path in files:
