@@ -78,6 +78,7 @@ class SharedBuffer:
     async_writes: List[AsyncWrite] = field(default_factory=list)  # in-flight writers (see AsyncWrite)
     generic_ticks: Optional[np.ndarray] = None  # per byte: clock tick of its last generic write (0: none)
     generic_locs: Dict[int, Location] = field(default_factory=dict)  # tick -> the writing op's location
+    generic_writers: Dict[int, dict] = field(default_factory=dict)  # tick -> the writing program's async_state
 
     def describe(self) -> str:
         return f"the shared buffer {list(self.ty.shape)} x {self.ty.element} allocated at line {self.loc.line}"
@@ -160,8 +161,8 @@ def fill_view(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) 
     ref.buffer.written[index] = True
 
 
-def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
-    """Store an array of the view's shape into the view (not into bytes an async op still reads)."""
+def write(program, ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> None:
+    """``program`` stores an array of the view's shape into the view (not into bytes an async op still reads)."""
     index = _bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)
     for reader in ref.buffer.async_reads:
         if reader.mask[index].any():
@@ -176,6 +177,7 @@ def write(ref: SharedRef, ty: SharedMemoryDescType, values: np.ndarray, op) -> N
     tick = next(_CLOCK)
     buffer.generic_ticks[index] = tick
     buffer.generic_locs[tick] = op.loc
+    buffer.generic_writers[tick] = program.async_state  # where its writer's fence_async_shared is noted
 
 
 def note_fence(program) -> None:
@@ -184,13 +186,20 @@ def note_fence(program) -> None:
 
 
 def unfenced_write(program, ref: SharedRef, ty: SharedMemoryDescType, op) -> Optional[Location]:
-    """Where a generic write to the view's bytes happened after the program's last fence, if one did."""
+    """Where a generic write to the view's bytes happened with no fence since, if one did.
+
+    A write is fenced by a later ``fence_async_shared`` of the program reading it through the
+    async proxy, or of the program (warp-specialize partition) that wrote it: the producer's
+    "store, fence, arrive" then the consumer's "wait, TMA store" is the usual hand-off."""
     ticks = ref.buffer.generic_ticks
     if ticks is None:
         return None
     index = _bytes_of(element_addresses(ref, ty, op), ty.element.itemsize)
-    latest = int(ticks[index].max(initial=0))
-    return ref.buffer.generic_locs[latest] if latest > program.async_state.get("fence_tick", 0) else None
+    own = program.async_state.get("fence_tick", 0)
+    for tick in np.unique(ticks[index])[::-1].tolist():
+        if tick > own and tick > ref.buffer.generic_writers[tick].get("fence_tick", 0):
+            return ref.buffer.generic_locs[tick]
+    return None
 
 
 # ---------------------------------------------------------------------- allocation
@@ -203,7 +212,7 @@ def _local_alloc(program, op, operands):
     if program.cluster is not None:  # other CTAs reach this buffer's copy in this CTA (nvidia/cluster.py)
         program.cluster.register(program.cta_rank, op, buffer)
     if operands:
-        write(ref, ty, to_logical(operands[0], program.num_warps, op.loc, "the initial value"), op)
+        write(program, ref, ty, to_logical(operands[0], program.num_warps, op.loc, "the initial value"), op)
     return [ref]
 
 
@@ -217,7 +226,7 @@ def _local_load(program, op, operands):
 @rule("local_store")
 def _local_store(program, op, operands):
     values = to_logical(operands[1], program.num_warps, op.loc, "the stored value")
-    write(operands[0], op.operands[0].type, values, op)
+    write(program, operands[0], op.operands[0].type, values, op)
     return []
 
 
