@@ -24,7 +24,7 @@ from ..ir.diagnostics import Location
 from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
-from .callables import is_jit_function
+from .callables import is_jit_function, triton_jit_function
 from .constexpr import constexpr, unwrap
 from .aggregate import is_aggregate
 from .codegen_structs import NOT_HANDLED, StructsMixin
@@ -462,6 +462,9 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
             return result
         if is_jit_function(fn):
             return self.call_jit(fn, args, kwargs)
+        twin = triton_jit_function(fn, type(self.fn))  # (self.fn is a JITFunction: its class makes the twin)
+        if twin is not None:
+            return self.call_jit(twin, args, kwargs)
         if is_builtin(fn):
             try:
                 inspect.signature(fn).bind(*args, _semantic=self.sem, **kwargs)
