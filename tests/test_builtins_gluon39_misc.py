@@ -397,3 +397,30 @@ def test_flip_and_sigmoid_tensor_methods(dim):
         for target in ("sm_90a", "sm_100a"):
             _flip_kernel.compile("*fp32:16", "*fp32:16", target=target, num_warps=4, M=16, N=64, DIM=dim,
                                  layout=BLOCKED)
+
+
+# --------------------------------------------------------------- constexpr .value
+@gluonkit.jit
+def _constexpr_value(out, BLOCK: gl.constexpr, SHAPE: gl.constexpr):
+    """Gluon's compile-time values are ``gl.constexpr`` objects: ``.value`` is the plain value."""
+    size: gl.constexpr = SHAPE.value[0] * SHAPE.value[1]
+    gl.static_assert(size == BLOCK.value)
+    offs = gl.arange(0, BLOCK.value, gl.BlockedLayout([1], [32], [4], [0]))
+    gl.store(out + offs, offs * SHAPE[1])
+
+
+def test_constexpr_parameters_have_gluons_value_attribute():
+    out = np.zeros(128, np.int32)
+    with interpreter_on():
+        _constexpr_value[(1,)](out, 128, (16, 8))
+    np.testing.assert_array_equal(out, np.arange(128) * 8)
+
+
+@gluonkit.jit
+def _runtime_value(x):
+    x = x.value  # a runtime scalar has no .value
+
+
+def test_a_runtime_value_has_no_value_attribute():
+    with pytest.raises(CompilationError, match="has no attribute 'value'"):
+        _runtime_value.compile("i32")

@@ -267,6 +267,25 @@ CASES = [
             for i in range(n):  # <-
                 B = B + 1
         """, [gl.int32], {"B": 4}, TypeMismatchError, "the compile-time value 'B' = 4 is reassigned inside a runtime for loop"),
+    ("descriptor_carried_through_loop", """
+        @gluonkit.jit
+        def kernel(n):
+            bufs = gl.allocate_shared_memory(gl.float32, [2, 32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+            view = bufs.index(0)
+            for i in range(n):  # <-
+                view.store(gl.zeros([32], gl.float32, gl.BlockedLayout([1], [32], [4], [0])))
+                view = bufs.index(1)
+        """, [gl.int32], {}, TypeMismatchError, "the shared memory descriptor 'view' is reassigned inside a runtime for loop"),
+    ("descriptor_of_the_last_iteration", """
+        @gluonkit.jit
+        def kernel(n):
+            bufs = gl.allocate_shared_memory(gl.float32, [2, 32], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+            view = bufs.index(0)
+            for i in range(n):
+                view = bufs.index(i % 2)
+                view.store(gl.zeros([32], gl.float32, gl.BlockedLayout([1], [32], [4], [0])))
+            x = view.load(gl.BlockedLayout([1], [32], [4], [0]))  # <-
+        """, [gl.int32], {}, UndefinedNameError, "its value after the for loop is not supported yet"),
     ("bad_layout_parameters", """
         @gluonkit.jit
         def kernel(n):
@@ -373,3 +392,28 @@ def test_convert_layout_assert_trivial_rejects_data_movement():
     assert "assert_trivial=True" in str(info.value)
     # The same layout both ways is trivial.
     k.build_ir([gluonkit.ir.PointerType(gluonkit.ir.float32)], dict(A=rows, B=rows))
+
+
+@gluonkit.jit
+def _view_per_iteration(out, n):
+    """Each iteration rebinds ``view`` before using it (as Gluon's tutorials do): nothing is carried."""
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    bufs = gl.allocate_shared_memory(gl.int32, [2, 128], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    view = bufs.index(0)
+    view.store(gl.zeros([128], gl.int32, L))
+    bufs.index(1).store(gl.zeros([128], gl.int32, L))
+    offs = gl.arange(0, 128, L)
+    for i in range(n):
+        view = bufs.index(i % 2)
+        view.store(view.load(L) + offs * (i + 1))
+    gl.store(out + offs, bufs.index(0).load(L))
+    gl.store(out + 128 + offs, bufs.index(1).load(L))
+
+
+def test_a_view_rebound_before_use_in_each_iteration_needs_no_carrying():
+    import numpy as np
+    from interpreting import launch_interpreted
+    out = np.zeros(256, np.int32)
+    launch_interpreted(_view_per_iteration, (1,), out, 5)
+    np.testing.assert_array_equal(out[:128], np.arange(128) * (1 + 3 + 5))
+    np.testing.assert_array_equal(out[128:], np.arange(128) * (2 + 4))

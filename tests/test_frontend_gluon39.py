@@ -846,3 +846,46 @@ def test_jit_takes_gluons_parameters():
     assert gluonkit.jit(repr=str)(body).options["do_not_specialize"] == []
     with pytest.raises(TypeError):
         gluonkit.jit(body, num_stages=3)
+
+
+# ------------------------------------------------------- @triton.jit helpers in kernels
+class JITFunction:
+    """Stands in for Triton's ``triton.runtime.jit.JITFunction`` (what ``@triton.jit`` makes):
+    gluonkit recognises it by its class name and its Python function ``fn``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("a @triton.jit function is called from kernels only")
+
+
+def _tile_of(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M):
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    return first_pid_m + (tile_id % group_size_m), (tile_id % num_pid_in_group) // group_size_m
+
+
+tile_of = JITFunction(_tile_of)
+
+
+@gluonkit.jit
+def _grouped_tiles(out, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    t = gl.arange(0, 128, L)
+    pid_m, pid_n = tile_of(t, GROUP_SIZE_M * num_pid_n, num_pid_m, GROUP_SIZE_M)
+    gl.store(out + t, pid_m * 1000 + pid_n)
+
+
+def test_a_triton_jit_helper_is_inlined_like_a_jit_function():
+    import numpy as np
+    from interpreting import launch_interpreted
+    out = np.zeros(128, np.int32)
+    launch_interpreted(_grouped_tiles, (1,), out, 10, 13, 4)
+    expected = []
+    for t in range(128):
+        group, first = t // (4 * 13), (t // (4 * 13)) * 4
+        size = min(10 - first, 4)
+        expected.append((first + t % size) * 1000 + (t % (4 * 13)) // size)
+    np.testing.assert_array_equal(out, expected)

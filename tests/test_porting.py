@@ -322,7 +322,9 @@ _SMEM = "gl.allocate_shared_memory(gl.float32, [32, 64], d.layout)"
     ("x = gl.zeros([32], gl.float8e4b15)", UnsupportedFeatureError, "gl.float8e4b15 is not supported"),
     ("gl.extra.libdevice.exp(1.0)", UnsupportedFeatureError, "libdevice.exp is not supported by gluonkit yet"),
     ("ampere.mma_v2(d, d, d)", UnsupportedFeatureError, "mma_v2 is not supported by gluonkit yet"),
-    ("blackwell.tma.async_gather(d, d, 0, d, d)", UnsupportedFeatureError, "async_gather is not supported"),
+    ("blackwell.tma.async_gather(d, d, 0, d, d)", CompilationError,
+     "async_gather's x_offsets must be a 1-D tensor of row offsets"),
+    ("tma.async_atomic_add(d, [0, 0], d)", UnsupportedFeatureError, "async_atomic_add is not supported"),
     ("gl.barrier(True)", CompilationError, "gl.barrier(): too many positional arguments"),
     (f"mbarrier.arrive({_BAR}, 2)", CompilationError, "too many positional arguments"),
     (f"mbarrier.expect({_BAR})", CompilationError, "mbarrier.expect needs bytes_per_cta"),
@@ -353,7 +355,7 @@ STUBS = list(_stubs())
 
 def test_the_unbuilt_features_are_stubs_not_missing_names():
     stubs = {(rel, name) for rel, name, _ in STUBS}
-    assert {("language.nvidia.blackwell.tma", "async_gather")} <= stubs
+    assert {("language.nvidia.hopper.tma", "async_atomic_add")} <= stubs
     assert not {("language.nvidia.hopper.tma", "async_load"), ("language.nvidia.hopper.tma", "async_store"),
                 ("language.nvidia.hopper.tma", "store_wait"), ("language.nvidia.hopper.mbarrier", "allocate_mbarrier"),
                 ("language", "barrier"), ("language", "add"), ("nvidia.hopper", "TensorDescriptor"),
@@ -361,7 +363,8 @@ def test_the_unbuilt_features_are_stubs_not_missing_names():
                 ("language.nvidia.hopper", "warpgroup_mma"), ("language", "atomic_add"),
                 ("language", "inline_asm_elementwise"), ("language", "warp_specialize"),
                 ("language", "associative_scan"), ("language.nvidia.ampere.async_copy", "async_load"),
-                ("language.nvidia.blackwell", "tcgen05_copy"), ("language.nvidia.blackwell", "tcgen05_mma_scaled")} & stubs
+                ("language.nvidia.blackwell", "tcgen05_copy"), ("language.nvidia.blackwell", "tcgen05_mma_scaled"),
+                ("language.nvidia.blackwell.tma", "async_gather"), ("language.nvidia.blackwell.tma", "async_scatter")} & stubs
 
 
 @pytest.mark.parametrize("rel, name, stub", STUBS, ids=[f"{r}.{n}" for r, n, _ in STUBS])

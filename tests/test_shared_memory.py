@@ -178,7 +178,9 @@ def test_frontend_errors_name_the_line_and_the_fix(tmp_path, body, fragment):
 def test_descriptor_reassigned_in_a_runtime_loop_is_refused(tmp_path):
     source = ("import gluonkit, gluonkit.lang as gl\n@gluonkit.jit\ndef bad(n):\n"
               "    bufs = gl.allocate_shared_memory(gl.float32, [2, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))\n"
-              "    b = bufs.index(0)\n    for i in range(n):\n        b = bufs.index(1)\n")
+              "    b = bufs.index(0)\n    for i in range(n):\n"
+              "        b.store(gl.zeros([64], gl.float32, gl.BlockedLayout([1], [32], [4], [0])))\n"
+              "        b = bufs.index(1)\n")  # b's value flows into the next iteration: it would be carried
     path = tmp_path / "bad_loop.py"
     path.write_text(source)
     import importlib.util

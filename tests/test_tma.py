@@ -345,3 +345,39 @@ def test_lowering_of_a_multi_stage_ragged_loader_assembles():
     c = tile_kernel.compile(d, "*fp16:16", "*i32:16", layout=REG, STAGES=3)
     assert c.asm["ptx"].count("cp.async.bulk.tensor.2d.shared::cluster") == 3
     assert "cubin" in c.asm
+
+
+# ------------------------------------------------- fences across warp-specialize partitions
+@gluonkit.jit
+def _fill_partition(smem, ready, layout: gl.constexpr, FENCE: gl.constexpr):
+    smem.store(gl.full(smem.shape, 5.0, smem.dtype, layout))  # GENERIC
+    if FENCE:
+        fence_async_shared()  # the writer fences, then hands the buffer over
+    mbarrier.arrive(ready, count=1)
+
+
+@gluonkit.jit
+def _store_partition(desc, smem, ready):
+    mbarrier.wait(ready, 0)
+    tma.async_store(desc, [0, 0], smem)  # STORE
+    tma.store_wait(0)
+
+
+@gluonkit.jit
+def handoff_kernel(desc, layout: gl.constexpr, FENCE: gl.constexpr):
+    smem = gl.allocate_shared_memory(desc.dtype, desc.block_type.shape, desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(ready, count=1)
+    fence_async_shared()
+    gl.warp_specialize([(_fill_partition, (smem, ready, layout, FENCE)), (_store_partition, (desc, smem, ready))],
+                       [1])
+
+
+def test_a_fence_in_the_writing_partition_orders_its_writes_before_another_partitions_tma_store():
+    x = np.zeros((64, 64), np.float16)
+    launch_interpreted(handoff_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=True)
+    np.testing.assert_array_equal(x, 5)
+    with pytest.raises(InterpreterError) as err:
+        launch_interpreted(handoff_kernel, (1,), _desc(x, [64, 64]), REG, FENCE=False)
+    assert f"the store at line {marked_line(_fill_partition, 'GENERIC')}" in str(err.value)
+    assert f":{marked_line(_store_partition, 'STORE')}" in str(err.value)

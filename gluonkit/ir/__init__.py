@@ -22,6 +22,7 @@ from . import verify_tmem  # noqa: F401,E402  (registers the tensor-memory rules
 from . import verify_tcgen05  # noqa: F401,E402  (registers the tcgen05 MMA rules)
 from . import verify_tcgen05_scaled  # noqa: F401,E402  (registers tcgen05_copy and the block-scaled MMA)
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)
+from . import verify_tma_gather  # noqa: F401,E402  (registers the TMA gather/scatter rules)
 from . import verify_atomics  # noqa: F401,E402  (registers the atomic rules)
 from . import verify_inline_asm  # noqa: F401,E402  (registers the inline_asm_elementwise rule)
 from . import verify_async_copy  # noqa: F401,E402  (registers the cp.async rules)

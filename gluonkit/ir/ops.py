@@ -233,6 +233,13 @@ _CATALOGUE = [
     OpDef("async_tma_copy_shared_to_global", "desc, src, coord…", (), "", "none",
           "Starts copying the shared view src to the block of desc at coord (one bulk group); elements "
           "outside the tensor are not written. src must not change until a store_wait retires the group."),
+    OpDef("async_tma_gather", "desc, result, bar, pred, x_offsets, y_offset", (), "", "none",
+          "Blackwell: where pred holds, starts copying rows x_offsets (an int32 1-D tensor) of desc, columns "
+          "y_offset … y_offset + block_shape[1] - 1, into the shared view result (one row per offset); rows "
+          "or columns outside the tensor read as zero; on arrival the bytes complete transactions on bar."),
+    OpDef("async_tma_scatter", "desc, src, x_offsets, y_offset", (), "", "none",
+          "Blackwell: starts copying row i of the shared view src to row x_offsets[i] of desc, columns "
+          "y_offset …; elements outside the tensor are not written.  One bulk group, as a TMA store."),
     OpDef("async_tma_store_wait", "", ("pendings", "read_only"), "", "none",
           "Waits until at most pendings shared-to-global copies still read their shared memory (read_only) "
           "or are still incomplete, their global writes included (not read_only)."),

@@ -16,12 +16,33 @@ up on it in a kernel, so the code generator passes the instance as the first arg
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+import inspect
+import weakref
+from typing import Any, Callable, Optional
 
 from .constexpr import unwrap
 
 __all__ = ["ConstexprFunction", "constexpr_function", "must_use_result", "BoundMethod", "is_constexpr_function",
-           "is_jit_function"]
+           "is_jit_function", "triton_jit_function"]
+
+
+_FROM_TRITON: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Python function -> its gluonkit jit
+
+
+def triton_jit_function(value, make_jit: Callable) -> Optional[Any]:
+    """The ``@gluonkit.jit`` twin of a Triton ``@triton.jit`` function (Triton's ``JITFunction``,
+    recognised by its class name and its Python function ``fn``), made once with ``make_jit``;
+    None for anything else.
+
+    Gluon kernels may call ``@triton.jit`` helpers (Gluon's tutorials do, for tile index
+    arithmetic); gluonkit inlines the same Python function through its own frontend, so the
+    helper may use what a gluonkit kernel may use (Triton-language builtins stay errors)."""
+    fn = getattr(value, "fn", None)
+    if type(value).__name__ != "JITFunction" or is_jit_function(value) or not inspect.isfunction(fn):
+        return None
+    if fn not in _FROM_TRITON:
+        _FROM_TRITON[fn] = make_jit(fn)
+    return _FROM_TRITON[fn]
 
 
 def is_jit_function(value) -> bool:

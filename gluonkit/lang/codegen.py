@@ -24,7 +24,7 @@ from ..ir.diagnostics import Location
 from ..ir.types import DType, PointerType
 from ..layouts.distributed import DistributedLayout
 from . import builtins as gl_builtins
-from .callables import is_jit_function
+from .callables import is_jit_function, triton_jit_function
 from .constexpr import constexpr, unwrap
 from .aggregate import is_aggregate
 from .codegen_structs import NOT_HANDLED, StructsMixin
@@ -324,6 +324,8 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
         try:
             return self.bind_method(base, node.attr, unwrap(getattr(base, node.attr)))
         except AttributeError:
+            if node.attr == "value" and not is_runtime(base) and not hasattr(base, "handle"):
+                return base  # a compile-time value is a gl.constexpr in Gluon: its .value is the value itself
             what = f"a tensor of type {base.type}" if isinstance(base, tensor) else repr(base)
             self.error(f"{what} has no attribute '{node.attr}'", UndefinedNameError)
 
@@ -460,6 +462,9 @@ class CodeGenerator(ControlFlowMixin, StructsMixin, ast.NodeVisitor):
             return result
         if is_jit_function(fn):
             return self.call_jit(fn, args, kwargs)
+        twin = triton_jit_function(fn, type(self.fn))  # (self.fn is a JITFunction: its class makes the twin)
+        if twin is not None:
+            return self.call_jit(twin, args, kwargs)
         if is_builtin(fn):
             try:
                 inspect.signature(fn).bind(*args, _semantic=self.sem, **kwargs)

@@ -44,6 +44,22 @@ def assigned_names(stmts) -> List[str]:
     return list(names)
 
 
+def assigned_before_read(stmts, name: str) -> bool:
+    """Whether the first top-level statement of ``stmts`` that mentions ``name`` is a plain
+    assignment to it whose right-hand side does not read it (so no value flows in from before).
+    Conservative: a first mention inside a nested statement counts as a read."""
+    for stmt in stmts:
+        mentioned = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+        if not mentioned:
+            continue
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            return False
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        reads = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value))
+        return not reads and any(isinstance(t, ast.Name) and t.id == name for t in targets)
+    return False
+
+
 class StaticBind(ast.stmt):
     """A synthetic statement binding an unrolled loop's target to one compile-time value."""
 
@@ -144,9 +160,17 @@ class ControlFlowMixin:
         for name, structure, n in zip(carried, structures, leaf_counts):
             scope[name] = unflatten(structure, [tensor(next(it)) for _ in range(n)])
 
-    def _check_constants_unchanged(self, before: dict, after: dict, kind: str) -> None:
+    def _check_constants_unchanged(self, before: dict, after: dict, kind: str, body=(), line: int = 0) -> None:
         for name, value in after.items():
             if name in before and not is_runtime(before[name]) and after[name] is not before[name]:
+                if isinstance(before[name], shared_memory_descriptor) and assigned_before_read(body, name):
+                    # Each iteration makes its own view before using it: nothing is carried.  Its
+                    # last value would be a loop result, which descriptors cannot be yet.
+                    self.hidden[name] = (f"the shared memory descriptor '{name}' is reassigned inside the runtime "
+                                         f"{kind} at line {line}; its value after the {kind} is not supported yet: "
+                                         f"compute the view again after the {kind}")
+                    self.scope.pop(name, None)
+                    continue
                 if isinstance(before[name], shared_memory_descriptor):
                     self.error(f"the shared memory descriptor '{name}' is reassigned inside a runtime {kind}; "
                                "descriptors cannot be carried through loops or branches yet: compute the view "
@@ -373,7 +397,7 @@ class ControlFlowMixin:
 
         before = {n: v for n, v in self.scope.items() if n != target}  # the target may rebind any old value
         after = self._region(body, "for loop", gen_body)
-        self._check_constants_unchanged(before, after, "for loop")
+        self._check_constants_unchanged(before, after, "for loop", node.body, node.lineno)
         op = self.sem.create("for", [lb, ub, step] + flat_inits, [v.type for v in flat_inits], regions=[body])
         self._bind_results(node.body, carried, structures, counts, op, "for loop", node.lineno)
         self.scope.pop(target, None)
@@ -391,8 +415,8 @@ class ControlFlowMixin:
 
     def _bind_results(self, body, carried, structures, counts, op, kind: str, line: int) -> None:
         for name in assigned_names(body):
-            if name not in self.scope:
-                self.hidden[name] = f"it is assigned only inside the {kind} at line {line}"
+            if name not in self.scope:  # (a descriptor rebound per iteration already says why)
+                self.hidden.setdefault(name, f"it is assigned only inside the {kind} at line {line}")
         self._name_results(op.results, list(zip(carried, counts)))
         self._bind_leaves(self.scope, carried, structures, counts, op.results)
 
@@ -426,6 +450,6 @@ class ControlFlowMixin:
         before = dict(self.scope)
         self._region(before_block, "while loop", gen_before)
         after = self._region(after_block, "while loop", gen_after)
-        self._check_constants_unchanged(before, after, "while loop")
+        self._check_constants_unchanged(before, after, "while loop", [ast.Expr(node.test)] + node.body, node.lineno)
         op = self.sem.create("while", flat_inits, types, regions=[before_block, after_block])
         self._bind_results(node.body, carried, structures, counts, op, "while loop", node.lineno)

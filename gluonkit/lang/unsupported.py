@@ -31,7 +31,6 @@ __all__ = ["UnsupportedFeatureError", "FEATURES", "unsupported", "unsupported_cl
 # feature -> (what it is, the issue that builds it; None: not scheduled yet)
 FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "clusters": ("CTA clusters, multicast and cluster-scope barriers", 12),
-    "tma_gather": ("TMA gather and scatter", 12),
     "tma_reduce": ("TMA reductions (async_atomic_*)", 12),
     "device_descriptors": ("tensor descriptors made inside a kernel", 10),
     "atomic_poll": ("spin-waiting on memory words", 10),
@@ -211,11 +210,6 @@ TMA = {  # gluonkit.language.nvidia.hopper.tma
     "async_atomic_or": ("fn", "tma_reduce"),
     "async_atomic_xor": ("fn", "tma_reduce"),
     "make_tensor_descriptor": ("fn", "device_descriptors"),
-}
-
-BLACKWELL_TMA = {  # gluonkit.language.nvidia.blackwell.tma, besides hopper's
-    "async_gather": ("fn", "tma_gather"),
-    "async_scatter": ("fn", "tma_gather"),
 }
 
 BLACKWELL = {  # gluonkit.language.nvidia.blackwell (rubin re-exports them)

@@ -54,6 +54,8 @@ EVENTS: Dict[str, tuple] = {
     "thread_barrier": ("thread_barrier", "wait"),
     "async_tma_copy_global_to_shared": ("tma.load", "issue"),
     "async_tma_copy_shared_to_global": ("tma.store", "issue"),
+    "async_tma_gather": ("tma.load", "issue"),
+    "async_tma_scatter": ("tma.store", "issue"),
     "warpgroup_mma": ("wgmma", "issue"),
     "async_copy_global_to_shared": ("cp_async", "issue"),
     "mbarrier_arrive": ("mbarrier.arrive", "issue"),

@@ -58,7 +58,7 @@ from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, fill_vi
 from ..trace import view_name
 from .tma_im2col import Im2ColMap, im2col_box
 
-__all__ = ["TensorMap", "Im2ColMap"]
+__all__ = ["TensorMap", "Im2ColMap", "start_load", "start_store"]
 
 _COMPLETE_PROBABILITY = 0.25
 
@@ -144,11 +144,11 @@ class _Load:
 class _Store:
     """One shared-to-global copy: its data (read at issue), written to global memory on completion."""
 
-    def __init__(self, program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, coords):
+    def __init__(self, program, op, ref: SharedRef, ty: SharedMemoryDescType, box, coords):
         self.program, self.loc = program, op.loc
         self.what = f"the TMA store issued at line {op.loc.line}"
         values = read(ref, ty, op)
-        addresses, inside = _box(tmap, ty.shape, coords)
+        addresses, inside = box
         mine = owned(ref, ty, op)[inside]  # a block split between CTAs: each writes its own share
         self.addresses, self.values = addresses[mine], values[inside][mine]
         self.buffer = ref.buffer
@@ -225,6 +225,13 @@ def _global_to_shared(program, op, operands):
     else:
         coords = _coords(operands[4:])
         box = _box(tmap, ty.shape, coords)
+    start_load(program, op, tmap, ref, ty, box, barrier, coords)
+    return []
+
+
+def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, box, barrier, coords) -> None:
+    """Issue a load of ``ty``'s bytes into ``ref`` from ``box`` (byte address per in-bounds element, in-bounds
+    mask): the hazard checks, the barrier's transaction count and the in-flight bookkeeping of every TMA load."""
     load = _Load(program, op, tmap, ref, ty, box, barrier)
     mask = load.writer.mask
     for other in ref.buffer.async_reads:
@@ -246,20 +253,26 @@ def _global_to_shared(program, op, operands):
                                         barrier=barrier.name, phase=load.issued_in, coords=coords,
                                         bytes=load.nbytes)
     _tma(program).loads.append(load)
-    return []
 
 
 @rule("async_tma_copy_shared_to_global")
 def _shared_to_global(program, op, operands):
     tmap, ref = operands[:2]
     ty = op.operands[1].type
+    coords = _coords(operands[2:])
+    start_store(program, op, ref, ty, _box(tmap, ty.shape, coords), coords)
+    return []
+
+
+def start_store(program, op, ref: SharedRef, ty: SharedMemoryDescType, box, coords) -> None:
+    """Issue a store of ``ref`` to ``box`` (byte address per in-bounds element, in-bounds mask): the fence
+    check and one bulk group, as every TMA store."""
     unfenced = unfenced_write(program, ref, ty, op)
     if unfenced is not None:
         raise InterpreterError(f"{op.name} reads {ref.buffer.describe()}, which the store at line {unfenced.line} "
                                "wrote through the generic proxy with no fence_async_shared() since; call "
                                "fence_async_shared() between the store and the TMA copy", op.loc)
-    _tma(program).stores.append(_Store(program, op, tmap, ref, ty, _coords(operands[2:])))
-    return []
+    _tma(program).stores.append(_Store(program, op, ref, ty, box, coords))
 
 
 @rule("async_tma_store_wait")

@@ -39,7 +39,8 @@ Gluon 3.9.  ``multicast=True`` on a tiled ``async_load`` in a cluster kernel cop
 block into the buffer (and completes the bytes on the barrier) of every CTA of the cluster:
 CTA rank 0 issues it with ``.multicast::cluster`` (``docs/clusters.rst``); ``multicast`` on
 im2col loads and a ``cache_policy`` are not supported yet;
-the gather/scatter and reduction copies are stubs (:mod:`gluonkit.lang.unsupported`).
+the reduction copies are stubs (:mod:`gluonkit.lang.unsupported`); Blackwell's gather and scatter are
+:mod:`.tma_gather`'s (in ``blackwell.tma`` only, as in Gluon).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ...ir.types import BlockType, DType, SharedMemoryDescType, TensorDescIm2Col
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from ..tensor import builtin, shape_args, tensor
-from ..unsupported import BLACKWELL_TMA, TMA, UnsupportedFeatureError, install, refuse_parameter, removed
+from ..unsupported import TMA, UnsupportedFeatureError, install, refuse_parameter, removed
 
 __all__ = ["tensor_descriptor", "tensor_descriptor_type", "tensor_descriptor_im2col", "tensor_descriptor_im2col_type",
            "block_type", "async_load", "async_load_im2col", "async_store", "store_wait",
@@ -261,4 +262,4 @@ async_copy_global_to_shared = removed("async_copy_global_to_shared", "async_load
 async_copy_shared_to_global = removed("async_copy_shared_to_global", "async_store")
 async_copy_global_to_shared_im2col = removed("async_copy_global_to_shared_im2col", "async_load_im2col")
 
-__all__ += install(globals(), TMA) + install(globals(), BLACKWELL_TMA)
+__all__ += install(globals(), TMA)

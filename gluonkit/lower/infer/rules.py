@@ -51,6 +51,7 @@ def infer_rule(*names: str):
             "mbarrier_wait", "mbarrier_invalidate", "fence_async_shared", "thread_barrier",
             "cluster_barrier", "clc_try_cancel", "clc_load_result",
             "async_tma_copy_global_to_shared", "async_tma_copy_shared_to_global", "async_tma_store_wait",
+            "async_tma_gather", "async_tma_scatter",
             "tmem_alloc", "tmem_load", "tmem_store", "tmem_index", "tmem_slice", "tmem_reinterpret",
             "tcgen05_mma", "tcgen05_commit", "tcgen05_copy", "tcgen05_mma_scaled")
 def _no_constraint(op: Operation, c: Constraints) -> None:

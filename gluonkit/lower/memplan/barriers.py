@@ -188,9 +188,9 @@ class _Analysis:
         if name == "warpgroup_mma":
             shared = [v for v in operands[:2] if isinstance(v.type, SharedMemoryDescType)]
             return [(READ, self._bytes(v)) for v in shared]
-        if name == "async_tma_copy_global_to_shared":
+        if name in ("async_tma_copy_global_to_shared", "async_tma_gather"):
             return [(ASYNC_WRITE, self._bytes(operands[1])), (READ, self._bytes(operands[2]))]
-        if name == "async_tma_copy_shared_to_global":
+        if name in ("async_tma_copy_shared_to_global", "async_tma_scatter"):
             return [(READ, self._bytes(operands[1]))]
         if name == "async_copy_global_to_shared":
             return [(ASYNC_WRITE, self._bytes(operands[0]))]
@@ -240,7 +240,7 @@ class _Analysis:
                 in_flight = self._issue(in_flight, _WGMMA, [rng for _, rng in accesses])
             else:  # its wgmma.wait_group 0 retires every earlier group
                 pending, in_flight = self._retire(pending, in_flight, _WGMMA, 0)
-        elif op.name == "async_tma_copy_shared_to_global":
+        elif op.name in ("async_tma_copy_shared_to_global", "async_tma_scatter"):
             in_flight = self._issue(in_flight, _TMA_STORE, [rng for _, rng in accesses])
         elif op.name == "warpgroup_mma_wait":
             pending, in_flight = self._retire(pending, in_flight, _WGMMA, op.attrs["num_outstanding"])

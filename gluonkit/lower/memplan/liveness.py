@@ -83,9 +83,9 @@ def _is_loop(op: Optional[Operation]) -> bool:
 
 def _async_uses(op: Operation) -> List[Tuple[int, str]]:
     """``(operand index, group kind)`` of the operands ``op`` keeps using after it is issued."""
-    if op.name == "async_tma_copy_shared_to_global":
+    if op.name in ("async_tma_copy_shared_to_global", "async_tma_scatter"):
         return [(1, _TMA_STORE)]
-    if op.name == "async_tma_copy_global_to_shared":
+    if op.name in ("async_tma_copy_global_to_shared", "async_tma_gather"):
         return [(1, _TMA_LOAD), (2, _TMA_LOAD)]
     if op.name == "clc_try_cancel":  # its response lands like a TMA load: until a wait on the barrier
         return [(0, _TMA_LOAD), (1, _TMA_LOAD)]

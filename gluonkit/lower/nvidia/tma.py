@@ -24,8 +24,10 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   than the swizzle is one instruction per slice of channels, each starting that many
   channels further.
 * ``async_tma_copy_shared_to_global``: thread 0 issues
-  ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box, then
-  ``cp.async.bulk.commit_group`` (one group per copy); in a cluster, CTA rank 0 only.  As a read it follows a
+  ``cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`` per box (in a cluster, CTA rank 0
+  only), then every thread runs ``cp.async.bulk.commit_group`` (one group per copy; empty in
+  threads that issued nothing, so the counts agree with Blackwell scatters, which several
+  warps issue, as Triton 3.9 emits it).  As a read it follows a
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
   (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
@@ -178,7 +180,7 @@ def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
     text = f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$1, {_braces(2, rank)}], [${2 + rank}];"
     for src, coords in _copies(ctx, op, 1, 2):
         _asm(ctx, text, ["b", "l"] + ["r"] * rank + ["r"], [pred, tmap] + coords + [src])
-    _asm(ctx, "@$0 cp.async.bulk.commit_group;", ["b"], [pred])
+    _asm(ctx, "cp.async.bulk.commit_group;", [], [])  # every thread: group counts agree with scatters' (tma_gather)
 
 
 @lowering("async_tma_store_wait")
