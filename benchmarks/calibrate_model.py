@@ -75,17 +75,147 @@ def measure(shapes, samples: int) -> None:
                   f" | rel.err {err:.1e}", flush=True)
 
 
+# ---------------------------------------------------------------------------- the model's side
+SMS = 132
+BK = 64
+POINTS = ((2, 3), (8, 16))  # tiles and K-steps of the problems the model interprets (extrapolate)
+
+
+def _tile(config: dict):
+    return config.get("BM", 128), config.get("BN", 128 if config.get("PINGPONG") else 256)
+
+
+def record(example: str, config: dict, tiles: int, k_steps: int, target="sm_90a"):
+    """The model's :class:`~gluonkit.runtime.model.Prediction` of one program doing ``tiles``
+    tiles of ``k_steps`` K-slices (zero inputs: the values do not change the schedule)."""
+    import numpy as np
+    from gluonkit.runtime.model import modelling
+
+    BM, BN = _tile(config) if example != "pipe" else (config.get("BM", 128), config.get("BN", 128))
+    M, N, K = BM * tiles, BN, BK * k_steps
+    a, b, c = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16), np.zeros((M, N), np.float16)
+    extra = {} if example == "pipe" else dict(num_programs=1)
+    with modelling(target, timeline=False) as found:
+        runner(example, a, b, c, dict(config, **extra))()
+    return found[0]
+
+
+class Model:
+    """The recorded small problems of every configuration, and predictions at full size from them."""
+
+    def __init__(self, configs=CONFIGS, target="sm_90a", log=print):
+        self.recorded = {}
+        for name, (example, config) in configs.items():
+            ts = (1, 1) if example == "pipe" else POINTS[0]
+            for t in sorted(set(ts)):
+                for k in POINTS[1]:
+                    self.recorded[name, t, k] = record(example, config, t, k, target)
+            log(f"  recorded {name}")
+        self.configs = configs
+
+    def predict_us(self, name: str, shape, table) -> float:
+        """Predicted time of configuration ``name`` on ``shape`` with cost table ``table``."""
+        from gluonkit.runtime.model import extrapolate, launch_time_us
+
+        example, config = self.configs[name]
+        M, N, K = shape
+        BM, BN = _tile(config) if example != "pipe" else (config.get("BM", 128), config.get("BN", 128))
+        tiles = -(-M // BM) * -(-N // BN)
+        k_steps = -(-K // BK)
+        sample = self.recorded[next(key for key in self.recorded if key[0] == name)]
+        if example == "pipe":
+            per_tile, points = 1, ((1, 1), POINTS[1])
+            waves = -(-tiles // (SMS * sample.ctas_per_sm))
+        else:
+            per_tile, points, waves = -(-tiles // min(tiles, SMS)), POINTS, 1
+
+        def program_us(t, k):
+            return self.recorded[name, t, k].with_table(table).program_us
+
+        program = extrapolate(program_us, (per_tile, k_steps), points)
+        return launch_time_us(table, program, waves, 2 * (M * K + K * N + M * N))
+
+
+def read_measured(path: str) -> dict:
+    """``{(shape, config name): µs}`` from the ``measured`` lines of a ``--measure`` run's output."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("measured "):
+                parts = [p.strip() for p in line[len("measured "):].split("|")]
+                shape = tuple(int(x) for x in parts[0].split("x"))
+                found[shape, parts[1]] = float(parts[2].split()[0])
+    return found
+
+
+def spearman(xs, ys) -> float:
+    """Spearman's rank correlation of two sequences (average ranks for ties)."""
+    def ranks(values):
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        r = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            for m in range(i, j + 1):
+                r[order[m]] = (i + j) / 2
+            i = j + 1
+        return r
+    rx, ry = ranks(list(xs)), ranks(list(ys))
+    n = len(rx)
+    mx, my = sum(rx) / n, sum(ry) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return cov / (vx * vy) ** 0.5 if vx and vy else 1.0
+
+
+def compare(model: Model, measured: dict, table) -> list:
+    """``[(shape, name, predicted µs, measured µs)]`` for every measured configuration the model has."""
+    rows = []
+    for (shape, name), us in sorted(measured.items()):
+        if name in model.configs:
+            rows.append((shape, name, model.predict_us(name, shape, table), us))
+    return rows
+
+
+def report(rows) -> None:
+    """Print predicted against measured, error in percent, Spearman per shape."""
+    print(f"{'shape':16s} {'configuration':24s} {'model us':>9s} {'H100 us':>9s} {'error':>7s} "
+          f"{'model TF/s':>10s} {'H100 TF/s':>9s}")
+    for shape in sorted({r[0] for r in rows}, key=lambda s: -s[0] * s[1] * s[2]):
+        mine = [r for r in rows if r[0] == shape]
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        for _, name, p, m in sorted(mine, key=lambda r: r[3]):
+            print(f"{'x'.join(map(str, shape)):16s} {name:24s} {p:9.1f} {m:9.1f} {(p - m) / m * 100:+6.1f}% "
+                  f"{flops / p / 1e6:10.0f} {flops / m / 1e6:9.0f}")
+        rho = spearman([r[2] for r in mine], [r[3] for r in mine])
+        print(f"{'x'.join(map(str, shape)):16s} Spearman (predicted vs measured order of {len(mine)} configs): "
+              f"{rho:.2f}")
+    errors = [abs(r[2] - r[3]) / r[3] * 100 for r in rows]
+    within = sum(e <= 15 for e in errors)
+    print(f"all: mean |error| {sum(errors) / len(errors):.1f}%, max {max(errors):.1f}%, "
+          f"{within}/{len(errors)} within ±15%")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--measure", action="store_true", help="time the configurations on the GPU")
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
+    parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
+                        help="a --measure run's output (its measured lines)")
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
         measure(shapes, args.samples)
         return 0
-    raise SystemExit("prediction: not yet")
+    os.environ["GLUONKIT_INTERPRET"] = "1"
+    from gluonkit.runtime.model import SM90A
+
+    measured = read_measured(args.measured)
+    model = Model()
+    report(compare(model, measured, SM90A))
 
 
 if __name__ == "__main__":
