@@ -161,12 +161,21 @@ def _commit(program, op, bar_ref, operand: int) -> None:
     units = _units(program)
     state = barrier_state(bar_ref, op, operand)
     if not units.issued:  # nothing in flight: the arrival is immediate
+        _trace_commit(program, op, state, state.arrivals // state.count)
         arrive(program, state, 1, op)
         return
     units.committed = len(units.issued)
     commit = _Commit(program, op, state, units.issued[-1])
+    _trace_commit(program, op, state, commit.issued_in)
     state.copies.append(commit)
     release(state, commit.issued_in)  # what this partition did so far happens before the arrival
+
+
+def _trace_commit(program, op, state, phase: int) -> None:
+    """On a trace: the commit, issued here, arrives on ``state``'s ``phase`` when the MMAs so far are done
+    (its arrival itself is recorded where the interpreter lands it)."""
+    if program.trace is not None:
+        program.trace.instant(f"commit → {state.name}", "tcgen05.commit", op, barrier=state.name, phase=phase)
 
 
 @rule("tcgen05_mma")
@@ -182,6 +191,9 @@ def _tcgen05_mma(program, op, operands):
     units = _units(program)
     mma = _Mma(program, op, operands)
     units.issued.append(mma)
+    if program.trace is not None:
+        program.trace.instant("tcgen05_mma", "tcgen05.mma", op, shape=list(op.operands[2].type.shape),
+                              sync=not op.attrs["is_async"])
     n = op.attrs["num_barriers"]
     if not op.attrs["is_async"]:  # synchronous: everything issued so far completes now
         units.land(len(units.issued))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Callable, Iterator, List, Optional, Tuple
 
 from ...interpret.engine import run_program
@@ -33,7 +33,7 @@ from .recorder import Recorder
 from .simulate import Simulation, simulate
 from .tables import CostTable, table_for
 
-__all__ = ["predict", "predict_ir", "modelling", "Prediction", "extrapolate", "launch_time_us", "MAX_SHARED_PER_SM"]
+__all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us", "MAX_SHARED_PER_SM"]
 
 #: Shared memory per SM that CTAs can use together (bytes), for how many fit on an SM.
 MAX_SHARED_PER_SM = 228 * 1024
@@ -161,6 +161,17 @@ def modelling(target="sm_90a", timeline: bool = True) -> Iterator[List[Predictio
         yield found
     finally:
         INTERPRETED_LAUNCH_HANDLERS.remove(handler)
+
+
+def for_interpreter(value):
+    """``value`` as the interpreter takes it: a GPU tensor as a host copy, a descriptor over one
+    as the same descriptor over that copy; anything else as it is."""
+    if is_dataclass(value) and hasattr(value, "base") and hasattr(value, "block_shape"):
+        base = for_interpreter(value.base)
+        return value if base is value.base else replace(value, base=base)
+    if getattr(value, "is_cuda", False) and hasattr(value, "cpu"):
+        return value.detach().cpu()
+    return value
 
 
 def launch_time_us(table: CostTable, program_us: float, waves: int, dram_bytes: float) -> float:

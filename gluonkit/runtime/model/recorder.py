@@ -167,8 +167,10 @@ class _Lane:
             agent.add(("commit", signal, op))
             recorder.contribute(signal)
         elif kind == "tcgen05.mma":
-            cycles = _mma_cycles(recorder, op, args["shape"])
-            agent.add(("mma", recorder.next_id(), cycles, op, "tcgen05"))
+            ident = recorder.next_id()
+            agent.add(("mma", ident, _mma_cycles(recorder, op, args["shape"]), op, "tcgen05"))
+            if args.get("sync"):
+                agent.add(("await", ident, op))
         elif kind == "wgmma.sync":
             ident = recorder.next_id()
             agent.add(("mma", ident, _mma_cycles(recorder, op, args["shape"]), op, "wgmma"))
