@@ -198,6 +198,55 @@ def report(rows) -> None:
           f"{within}/{len(errors)} within ±15%")
 
 
+#: The cost table's fields the fit moves, and the range each is kept in.
+FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.6, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
+          "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0)}
+
+
+def _with(table, name: str, value: float):
+    """``table`` with fitted field ``name`` set; ``mma_rate`` scales the public tensor-core rates."""
+    if name == "mma_rate":
+        from gluonkit.runtime.model import SM90A
+        return table.with_(mma_flops_per_cycle={k: v * value for k, v in SM90A.mma_flops_per_cycle.items()})
+    return table.with_(**{name: value})
+
+
+def _value(table, name: str) -> float:
+    if name == "mma_rate":
+        from gluonkit.runtime.model import SM90A
+        return table.mma_flops_per_cycle["float16"] / SM90A.mma_flops_per_cycle["float16"]
+    return getattr(table, name)
+
+
+def fit(model: Model, measured: dict, table, rounds: int = 6, log=print):
+    """The table whose predictions best match ``measured`` (least mean squared log error),
+    by coordinate search over :data:`FITTED` with shrinking steps."""
+    import math
+
+    def loss(t) -> float:
+        rows = compare(model, measured, t)
+        return sum(math.log(p / m) ** 2 for _, _, p, m in rows) / len(rows)
+
+    best = loss(table)
+    for step in (0.3, 0.15, 0.07, 0.03, 0.01)[:rounds]:
+        improved = True
+        while improved:
+            improved = False
+            for name, (low, high) in FITTED.items():
+                current = _value(table, name)
+                for candidate in (current * (1 + step), current * (1 - step), current + step * (high - low),
+                                  current - step * (high - low)):
+                    candidate = min(high, max(low, candidate))
+                    trial = _with(table, name, candidate)
+                    value = loss(trial)
+                    if value < best - 1e-9:
+                        table, best, improved = trial, value, True
+                        break
+        log(f"  fit: step {step}: rms log error {best ** 0.5:.3f}; " +
+            ", ".join(f"{n}={_value(table, n):.4g}" for n in FITTED))
+    return table
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--measure", action="store_true", help="time the configurations on the GPU")
@@ -205,6 +254,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
     parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
                         help="a --measure run's output (its measured lines)")
+    parser.add_argument("--fit", action="store_true", help="fit the sm_90a table's clock, rates and latencies first")
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
@@ -215,7 +265,10 @@ def main(argv=None) -> int:
 
     measured = read_measured(args.measured)
     model = Model()
-    report(compare(model, measured, SM90A))
+    table = SM90A
+    if args.fit:
+        table = fit(model, measured, SM90A)
+    report(compare(model, measured, table))
 
 
 if __name__ == "__main__":

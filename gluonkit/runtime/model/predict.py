@@ -97,9 +97,8 @@ class Prediction:
 
     def svg(self, width: int = 960, title: Optional[str] = None) -> str:
         """The timeline drawn by :func:`gluonkit.interpret.timeline.render_svg` (axis in ns)."""
-        title = title or (f"model output ({self.table.name}): {self.kernel}, {self.time_us:.1f} us, "
-                          f"{self.tflops:.0f} TFLOP/s predicted")
-        return render_svg(self.timeline, width=width, title=title)
+        title = title or f"{self.kernel}, {self.time_us:.1f} us, {self.tflops:.0f} TFLOP/s predicted"
+        return render_svg(self.timeline, width=width, title=f"model output ({self.table.name}): {title}")
 
     def summary(self) -> str:
         busy = ", ".join(f"{k} {v / max(self.simulation.cycles, 1) * 100:.0f}% busy"
