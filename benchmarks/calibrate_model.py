@@ -43,8 +43,22 @@ CONFIGS = {
 }
 
 
+#: The Blackwell variants the model compares (``--blackwell``; no GPU to measure them on).
+BLACKWELL = {
+    "plain, 1 accumulator": ("bw", dict(BN=256, STAGES=3)),
+    "ws, 1 accumulator": ("bwws", dict(BN=256, STAGES=3, ACC_BUFFERS=1)),
+    "ws, 2 accumulators": ("bwws", dict(BN=256, STAGES=3, ACC_BUFFERS=2)),
+}
+
+
 def runner(example: str, a, b, c, config: dict):
     """A function of no arguments that runs ``example`` with ``config`` on ``a``, ``b``, ``c``."""
+    if example == "bw":
+        import blackwell_gemm
+        return blackwell_gemm.prepare(a, b, c, **config)
+    if example == "bwws":
+        import blackwell_ws_gemm
+        return blackwell_ws_gemm.prepare(a, b, c, **config)
     if example == "ws":
         import ws_gemm
         return ws_gemm.prepare(a, b, c, **config)
@@ -76,7 +90,6 @@ def measure(shapes, samples: int) -> None:
 
 
 # ---------------------------------------------------------------------------- the model's side
-SMS = 132
 BK = 64
 POINTS = ((2, 3), (8, 16))  # tiles and K-steps of the problems the model interprets (extrapolate)
 
@@ -104,14 +117,22 @@ class Model:
     """The recorded small problems of every configuration, and predictions at full size from them."""
 
     def __init__(self, configs=CONFIGS, target="sm_90a", log=print):
+        """Record every configuration of ``configs`` at the :data:`POINTS` problems on ``target``."""
         self.recorded = {}
-        for name, (example, config) in configs.items():
-            ts = (1, 1) if example == "pipe" else POINTS[0]
-            for t in sorted(set(ts)):
+        self.configs, self.target = configs, target
+        for name, (example, _) in configs.items():
+            for t in sorted(set((1, 1) if example == "pipe" else POINTS[0])):
                 for k in POINTS[1]:
-                    self.recorded[name, t, k] = record(example, config, t, k, target)
+                    self.recording(name, t, k)
             log(f"  recorded {name}")
-        self.configs = configs
+
+    def recording(self, name: str, tiles: int, k_steps: int):
+        """The prediction of configuration ``name`` at ``tiles`` × ``k_steps``, recorded once."""
+        key = (name, tiles, k_steps)
+        if key not in self.recorded:
+            example, config = self.configs[name]
+            self.recorded[key] = record(example, config, tiles, k_steps, self.target)
+        return self.recorded[key]
 
     def predict_us(self, name: str, shape, table) -> float:
         """Predicted time of configuration ``name`` on ``shape`` with cost table ``table``."""
@@ -122,15 +143,15 @@ class Model:
         BM, BN = _tile(config) if example != "pipe" else (config.get("BM", 128), config.get("BN", 128))
         tiles = -(-M // BM) * -(-N // BN)
         k_steps = -(-K // BK)
-        sample = self.recorded[next(key for key in self.recorded if key[0] == name)]
+        sample = self.recording(name, 1 if example == "pipe" else POINTS[0][0], POINTS[1][0])
         if example == "pipe":
             per_tile, points = 1, ((1, 1), POINTS[1])
-            waves = -(-tiles // (SMS * sample.ctas_per_sm))
+            waves = -(-tiles // (table.sms * sample.ctas_per_sm))
         else:
-            per_tile, points, waves = -(-tiles // min(tiles, SMS)), POINTS, 1
+            per_tile, points, waves = -(-tiles // min(tiles, table.sms)), POINTS, 1
 
         def program_us(t, k):
-            return self.recorded[name, t, k].with_table(table).program_us
+            return self.recording(name, t, k).with_table(table).program_us
 
         program = extrapolate(program_us, (per_tile, k_steps), points)
         return launch_time_us(table, program, waves, 2 * (M * K + K * N + M * N))
@@ -247,6 +268,17 @@ def fit(model: Model, measured: dict, table, rounds: int = 6, log=print):
     return table
 
 
+def blackwell(shapes, table) -> None:
+    """Print the model's time and TFLOP/s of the :data:`BLACKWELL` variants on ``shapes``."""
+    model = Model(BLACKWELL, table.arch)
+    print(f"model output ({table.name}, {table.source})")
+    for shape in shapes:
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        for name in BLACKWELL:
+            us = model.predict_us(name, shape, table)
+            print(f"model {'x'.join(map(str, shape)):16s} | {name:22s} | {us:9.1f} us | {flops / us / 1e6:6.0f} TFLOP/s")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--measure", action="store_true", help="time the configurations on the GPU")
@@ -254,6 +286,8 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
     parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
                         help="a --measure run's output (its measured lines)")
+    parser.add_argument("--blackwell", action="store_true",
+                        help="predict the Blackwell GEMM variants (sm_100a table; model output only)")
     parser.add_argument("--fit", action="store_true", help="fit the sm_90a table's clock, rates and latencies first")
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
@@ -261,7 +295,10 @@ def main(argv=None) -> int:
         measure(shapes, args.samples)
         return 0
     os.environ["GLUONKIT_INTERPRET"] = "1"
-    from gluonkit.runtime.model import SM90A
+    from gluonkit.runtime.model import SM90A, SM100A
+    if args.blackwell:
+        blackwell(shapes, SM100A)
+        return 0
 
     measured = read_measured(args.measured)
     model = Model()

@@ -115,7 +115,7 @@ def predict(kernel, grid, *args, target="sm_90a", flops: Optional[float] = None,
     The arguments are those of the launch, as the interpreter takes them (numpy arrays, CPU
     tensors, descriptors over them).  ``flops``: the launch's useful FLOP for :attr:`Prediction.tflops`
     (default: the simulated MMAs' FLOP times programs over simulated programs).  ``ctas_per_sm``:
-    default from shared memory and warps.  ``timeline=False`` skips the events (faster).
+    default from shared memory and warps, at most ``ceil(programs / SMs)``.  ``timeline=False`` skips the events (faster).
     """
     func, grid3, values, memory = interpreter_inputs(kernel, grid, args, kwargs)
     return predict_ir(func, grid3, values, memory, target, flops, ctas_per_sm, timeline)
@@ -127,8 +127,8 @@ def predict_ir(func, grid, values, memory, target="sm_90a", flops: Optional[floa
     table = table_for(target)
     grid3 = tuple(grid) + (1,) * (3 - len(grid))
     programs = grid3[0] * grid3[1] * grid3[2]
-    if ctas_per_sm is None:
-        ctas_per_sm = _ctas_per_sm(func)
+    if ctas_per_sm is None:  # what fits, but no more than the grid puts on an SM (it spreads CTAs over SMs)
+        ctas_per_sm = min(_ctas_per_sm(func), math.ceil(programs / table.sms))
     recorder = Recorder(table)
     order = [(x, y, z) for z in range(grid3[2]) for y in range(grid3[1]) for x in range(grid3[0])]
     simulated = order[:max(1, min(ctas_per_sm, programs))]
