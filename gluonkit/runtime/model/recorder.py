@@ -8,7 +8,8 @@ order:
 
 * every op's issue cost, summed into ``("c", cycles)`` steps (:class:`~.tables.CostTable`);
 * ``("arrive", signal)``: an arrival or an expect on an mbarrier phase — a *signal*, named
-  ``(barrier, phase)``, that completes when all its contributions are in;
+  ``(barrier, phase)`` (the barrier by its trace name and how often it was initialized), that
+  completes when all its contributions are in;
 * ``("wait", signal)``: an ``mbarrier.wait``, resolved to the phase it observed (the latest
   completed phase of its parity when it returned);
 * ``("load", bytes, signal)``: a TMA load, which contributes to its barrier's phase when it lands;
@@ -29,6 +30,7 @@ from __future__ import annotations
 import itertools
 from typing import Dict, List, Tuple
 
+from ...interpret.trace import view_name
 from ...ir.types import TensorType
 from .tables import CostTable
 
@@ -59,8 +61,13 @@ class RunRecord:
     def __init__(self, recorder: "Recorder", index: int, pid):
         self.recorder, self.index, self.pid = recorder, index, tuple(pid)
         self.agents: Dict[int, Agent] = {}
-        self.completed: Dict[str, List[Tuple[int, int]]] = {}  # barrier -> [(phase, parity)] in order
+        self.completed: Dict[tuple, List[Tuple[int, int]]] = {}  # barrier -> [(phase, parity)] in order
+        self.inits: Dict[str, int] = {}  # barrier name -> how many times it was initialized so far
         self.forks = 0
+
+    def barrier(self, name: str) -> tuple:
+        """A barrier's identity: its name and its initialization (phases restart at an ``mbarrier.init``)."""
+        return name, self.inits.get(name, 0)
 
     def agent(self, tid: int, name: str = "program", num_warps: int = 4) -> Agent:
         agent = self.agents.get(tid)
@@ -114,7 +121,7 @@ class _Lane:
         return self.run.agent(self.tid)
 
     def _signal(self, barrier: str, phase: int) -> tuple:
-        return ("phase", self.run.index, barrier, int(phase))
+        return ("phase", self.run.index, self.run.barrier(barrier), int(phase))
 
     def advance(self, program, op) -> None:
         agent = self.agent
@@ -124,7 +131,10 @@ class _Lane:
         if cost is None:
             cost = _tensor_cost(table, op, program.num_warps)
         agent.pending += cost
-        if op.name == "load" and isinstance(op.results[0].type, TensorType):
+        if op.name == "mbarrier_init":
+            name = view_name(program.env[op.operands[0].uid], op.operands[0].type)
+            self.run.inits[name] = self.run.inits.get(name, 0) + 1
+        elif op.name == "load" and isinstance(op.results[0].type, TensorType):
             agent.add(("gload", op.results[0].type.numel * op.results[0].type.element.itemsize, op))
         elif op.name == "store" and isinstance(op.operands[1].type, TensorType):
             ty = op.operands[1].type
@@ -161,7 +171,7 @@ class _Lane:
             agent.add(("arrive", signal, op))
             recorder.contribute(signal)
         elif kind == "mbarrier.phase":
-            self.run.completed.setdefault(args["barrier"], []).append((args["phase"], args["parity"]))
+            self.run.completed.setdefault(self.run.barrier(args["barrier"]), []).append((args["phase"], args["parity"]))
         elif kind == "tcgen05.commit":
             signal = self._signal(args["barrier"], args["phase"])
             agent.add(("commit", signal, op))
@@ -185,7 +195,8 @@ class _Lane:
             return
         barrier, parity = self._wait
         self._wait = None
-        phase = next((p for p, par in reversed(self.run.completed.get(barrier, ())) if par == parity), None)
+        completed = self.run.completed.get(self.run.barrier(barrier), ())
+        phase = next((p for p, par in reversed(completed) if par == parity), None)
         signal = None if phase is None else self._signal(barrier, phase)
         self.agent.add(("wait", signal, op, barrier))
 

@@ -101,8 +101,8 @@ def simulate(recorder: Recorder, table: Optional[CostTable] = None, events: bool
         if at >= sig.time:
             sig.time, sig.where = at, st
         if sig.got == sig.needed and key[0] == "phase":
-            emit(sig.where, "i", f"{key[2]} phase {key[3]} complete", "mbarrier.phase", sig.time, op,
-                 barrier=key[2], phase=key[3])
+            emit(sig.where, "i", f"{key[2][0]} phase {key[3]} complete", "mbarrier.phase", sig.time, op,
+                 barrier=key[2][0], phase=key[3])
 
     def ready_at(st: _State) -> Optional[float]:
         """When the agent's next step can start; None: it waits on an incomplete signal."""
@@ -135,7 +135,7 @@ def simulate(recorder: Recorder, table: Optional[CostTable] = None, events: bool
         elif kind == "arrive":
             contribute(st, step[1], t, step[2])
             if step[1][0] == "phase":
-                emit(st, "i", f"arrive {step[1][2]}", "mbarrier.arrive", t, step[2], barrier=step[1][2])
+                emit(st, "i", f"arrive {step[1][2][0]}", "mbarrier.arrive", t, step[2], barrier=step[1][2][0])
         elif kind == "wait":
             ready = best_t
             blocked = ready > t
