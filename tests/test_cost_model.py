@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 
 import gluonkit
+import gluonkit.language as gl
+from gluonkit.language.nvidia.hopper import mbarrier, tma
+from gluonkit.nvidia.hopper import TensorDescriptor
 from gluonkit.runtime.model import SM90A, SM100A, extrapolate, modelling, predict, table_for
 from interpreting import interpreter_on
 
@@ -187,3 +190,34 @@ def test_model_and_perf_model_together_are_refused():
         gluonkit.autotune(configs=[gluonkit.Config({"STAGES": 1})], key=["M"],
                           prune_configs_by={"model": "sm_90a", "perf_model": lambda **k: 0.0})(
             producer_consumer.producer_consumer_kernel)
+
+
+@gluonkit.jit
+def _reinit_kernel(desc, TILES: gl.constexpr, REINIT: gl.constexpr):
+    """Loads ``TILES`` tiles one after another, waiting for each; with ``REINIT`` the barrier is
+    initialized afresh for every tile (its phases restart: every wait is for parity 0)."""
+    smem = gl.allocate_shared_memory(desc.dtype, desc.block_type.shape, desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    if not REINIT:
+        mbarrier.init(bar, count=1)
+    for i in gl.static_range(TILES):
+        if REINIT:
+            mbarrier.init(bar, count=1)
+        mbarrier.expect(bar, desc.block_type.nbytes)
+        tma.async_load(desc, [i * desc.block_type.shape[0], 0], bar, smem)
+        mbarrier.wait(bar, 0 if REINIT else i % 2)
+        if REINIT:
+            mbarrier.invalidate(bar)
+    if not REINIT:
+        mbarrier.invalidate(bar)
+
+
+def test_a_barrier_initialized_again_starts_its_phases_afresh():
+    """Every wait is for its own load, whether the phases continue or restart at a new init."""
+    x = np.random.default_rng(3).standard_normal((64 * 6, 64)).astype(np.float16)
+    with interpreter_on():
+        desc = TensorDescriptor.from_tensor(x, [64, 64], gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16))
+        times = [predict(_reinit_kernel, (1,), desc, TILES=6, REINIT=r, num_warps=4).program_us for r in (False, True)]
+    latency_us = SM90A.cycles_to_us(SM90A.load_latency)
+    assert times[0] > 6 * latency_us
+    assert abs(times[1] - times[0]) / times[0] < 0.05
