@@ -4,8 +4,8 @@ Two halves, one table of configurations (``CONFIGS``) and shapes (``SHAPES``):
 
 * ``--measure`` (on the H100): times every configuration of the three Hopper GEMM examples
   (``ws_gemm`` cooperative / ping-pong, ``persistent_gemm``, ``pipelined_gemm``) on every
-  shape, fp16 in and out, medians of calls that alternate between the configurations call by
-  call after an L2 flush (``timing.alternating``), and prints one ``measured`` line each;
+  shape, fp16 in and out, the median of ``--samples`` calls each after an L2 flush, and prints
+  one ``measured`` line each as soon as it is timed;
 * without it (on the CPU): predicts every configuration with the model and prints predicted
   against measured time (the ``measured`` lines of ``--measured FILE``, default
   ``benchmarks/calibration_h100.txt``), the error in percent and, per shape, the Spearman
@@ -24,24 +24,25 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples", "warp_specialized"))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "persistent_gemm"))
 sys.path.insert(0, HERE)
 
-SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024), (2048, 2048, 8192))
+SHAPES = ((4096, 4096, 4096), (8192, 8192, 1024), (2048, 2048, 8192), (6144, 6144, 6144), (8192, 8192, 8192))
 
-#: name -> (example, keyword arguments of its ``prepare`` / ``gemm``)
+#: name -> (example, keyword arguments of its ``prepare`` / ``gemm``); configurations measured
+#: before (docs/benchmarks.rst) first, so that a run cut short still has them.
 CONFIGS = {
     "ws coop 128x256 s4": ("ws", dict(BN=256, STAGES=4)),
-    "ws coop 128x256 s2": ("ws", dict(BN=256, STAGES=2)),
-    "ws coop 128x256 s3 e1": ("ws", dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1)),
-    "ws coop 128x128 s4": ("ws", dict(BN=128, STAGES=4)),
-    "ws tall 256x128 s4": ("ws", dict(BM=256, BN=128, STAGES=4, GROUP_M=4)),
     "ws pp 128x128 s6": ("ws", dict(BN=128, STAGES=6, PINGPONG=True, GROUP_M=8)),
-    "ws pp 128x128 s2": ("ws", dict(BN=128, STAGES=2, PINGPONG=True, GROUP_M=8)),
+    "ws tall 256x128 s4": ("ws", dict(BM=256, BN=128, STAGES=4, GROUP_M=4)),
+    "pers 128x256 s4 e2": ("pers", dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2)),
+    "pers 128x128 s6 w4": ("pers", dict(BN=128, STAGES=6, num_warps=4)),
+    "pipe 128x128 s4": ("pipe", dict(BN=128, STAGES=4)),
     "pers 128x256 s3": ("pers", dict(BN=256, STAGES=3)),
     "pers 128x256 s2": ("pers", dict(BN=256, STAGES=2)),
-    "pers 128x128 s4": ("pers", dict(BN=128, STAGES=4)),
-    "pipe 128x128 s4": ("pipe", dict(BN=128, STAGES=4)),
     "pipe 128x256 s3": ("pipe", dict(BN=256, STAGES=3)),
+    "ws coop 128x256 s3 e1": ("ws", dict(BN=256, STAGES=3, EPILOGUE_SPLIT=1)),
+    "ws coop 128x128 s4": ("ws", dict(BN=128, STAGES=4)),
+    "ws coop 128x256 s2": ("ws", dict(BN=256, STAGES=2)),
+    "ws pp 128x128 s2": ("ws", dict(BN=128, STAGES=2, PINGPONG=True, GROUP_M=8)),
 }
-
 
 #: The Blackwell variants the model compares (``--blackwell``; no GPU to measure them on).
 BLACKWELL = {
@@ -69,24 +70,56 @@ def runner(example: str, a, b, c, config: dict):
     return lambda: pipelined_gemm.gemm(a, b, c, **config)
 
 
-def measure(shapes, samples: int) -> None:
-    """Time every configuration on every shape on the GPU; print one ``measured`` line each."""
-    import torch
-    from timing import alternating
+def measure(shapes, samples: int, skip=(), done=()) -> None:
+    """Time every configuration on every shape on the GPU; print one ``measured`` line each as
+    soon as it is timed (CUDA events around each call, an L2 flush before each; the median).
 
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
+    Configurations named in ``skip`` and ``(shape, name)`` pairs in ``done`` are left out.  A
+    first call that has not finished after :data:`HANG_SECONDS` is reported (``hang: name``) and
+    the process exits with status 3, so that a rerun can skip that configuration."""
+    import statistics
+    import time
+
+    import torch
+
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}", flush=True)
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
         b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-        outs = {name: torch.empty(M, N, device="cuda", dtype=torch.float16) for name in CONFIGS}
-        fns = {name: runner(ex, a, b, outs[name], cfg) for name, (ex, cfg) in CONFIGS.items()}
-        medians, _ = alternating(fns, samples)
-        ref = (a.float() @ b.float())
-        for name, ms in medians.items():
-            err = ((outs[name].float() - ref).abs().max() / ref.abs().max()).item()
-            flops = 2 * M * N * K
-            print(f"measured {M}x{N}x{K} | {name:24s} | {ms * 1e3:10.1f} us | {flops / ms / 1e9:6.0f} TFLOP/s"
-                  f" | rel.err {err:.1e}", flush=True)
+        ref = a.float() @ b.float()
+        c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        for name, (example, config) in CONFIGS.items():
+            if name in skip or ((M, N, K), name) in done:
+                continue
+            c.fill_(float("nan"))
+            start = time.perf_counter()
+            fn = runner(example, a, b, c, config)
+            fn()
+            finished = torch.cuda.Event()
+            finished.record()
+            while not finished.query():
+                if time.perf_counter() - start > HANG_SECONDS:
+                    print(f"hang: {name} (first call on {M}x{N}x{K} still running after {HANG_SECONDS} s)", flush=True)
+                    os._exit(3)
+                time.sleep(0.001)
+            first = time.perf_counter() - start
+            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+            times = []
+            for _ in range(samples):
+                flush.zero_()
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(begin.elapsed_time(end))
+            ms = statistics.median(times)
+            print(f"measured {M}x{N}x{K} | {name:24s} | {ms * 1e3:10.1f} us | {2 * M * N * K / ms / 1e9:6.0f} TFLOP/s"
+                  f" | rel.err {err:.1e} | first call {first:.2f} s", flush=True)
+
+
+HANG_SECONDS = 8.0
 
 
 # ---------------------------------------------------------------------------- the model's side
@@ -282,7 +315,9 @@ def blackwell(shapes, table) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--measure", action="store_true", help="time the configurations on the GPU")
-    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--skip", help="configuration names not to measure (comma-separated)")
+    parser.add_argument("--done", help="a file of measured lines: those pairs are not measured again")
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
     parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
                         help="a --measure run's output (its measured lines)")
@@ -292,7 +327,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
-        measure(shapes, args.samples)
+        done = set(read_measured(args.done)) if args.done and os.path.exists(args.done) else set()
+        measure(shapes, args.samples, args.skip.split(",") if args.skip else (), done)
         return 0
     os.environ["GLUONKIT_INTERPRET"] = "1"
     from gluonkit.runtime.model import SM90A, SM100A
