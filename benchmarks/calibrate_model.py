@@ -253,22 +253,23 @@ def report(rows) -> None:
 
 
 #: The cost table's fields the fit moves, and the range each is kept in.
-FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.6, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
+FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.5, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
           "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0)}
 
 
 def _with(table, name: str, value: float):
-    """``table`` with fitted field ``name`` set; ``mma_rate`` scales the public tensor-core rates."""
+    """``table`` with fitted field ``name`` set; ``mma_rate`` is the fraction of the H100's public
+    peak tensor-core rates (:data:`~gluonkit.runtime.model.tables.H100_PEAK_MMA`)."""
     if name == "mma_rate":
-        from gluonkit.runtime.model import SM90A
-        return table.with_(mma_flops_per_cycle={k: v * value for k, v in SM90A.mma_flops_per_cycle.items()})
+        from gluonkit.runtime.model.tables import H100_PEAK_MMA
+        return table.with_(mma_flops_per_cycle={k: v * value for k, v in H100_PEAK_MMA.items()})
     return table.with_(**{name: value})
 
 
 def _value(table, name: str) -> float:
     if name == "mma_rate":
-        from gluonkit.runtime.model import SM90A
-        return table.mma_flops_per_cycle["float16"] / SM90A.mma_flops_per_cycle["float16"]
+        from gluonkit.runtime.model.tables import H100_PEAK_MMA
+        return table.mma_flops_per_cycle["float16"] / H100_PEAK_MMA["float16"]
     return getattr(table, name)
 
 

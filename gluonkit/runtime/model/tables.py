@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Dict
 
-__all__ = ["CostTable", "SM90A", "SM100A", "TABLES", "table_for"]
+__all__ = ["CostTable", "SM90A", "SM100A", "TABLES", "table_for", "H100_PEAK_MMA"]
 
 
 @dataclass(frozen=True)
@@ -102,26 +102,38 @@ _COMMON_OPS = {
     "warp_specialize": 40,
 }
 
+#: Dense tensor-core FLOP per cycle per SM of the H100 (public: 989 TFLOP/s fp16 at 1.83 GHz on 132 SMs).
+H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv": 8192, "float8e5": 8192, "int8": 8192}
+
 SM90A = CostTable(
     name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=1.755,
-    mma_flops_per_cycle={"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv": 8192,
-                         "float8e5": 8192, "int8": 8192},
+    mma_flops_per_cycle={k: v * 1.0 for k, v in H100_PEAK_MMA.items()},
     mma_instr_cycles=2.0, mem_bytes_per_cycle=40.0, load_latency=700.0, store_latency=500.0,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
     wait_cycles=4.0, wake_cycles=30.0, hbm_bytes_per_second=3.35e12, launch_us=3.0,
     source="public H100 SXM figures; clock, memory share and latencies fitted to H100 measurements "
            "(benchmarks/calibrate_model.py)")
 
+_HOPPER_MMA_FRACTION = SM90A.mma_flops_per_cycle["float16"] / H100_PEAK_MMA["float16"]
+_B200_CLOCK_GHZ = 1.85  # with 8192 FLOP per cycle per SM on 148 SMs: the 2.25 PFLOP/s dense fp16 of the specification
+_NS = SM90A.clock_ghz / _B200_CLOCK_GHZ  # Hopper's fitted latencies, kept in nanoseconds
+
 SM100A = CostTable(
-    name="B200 (sm_100a)", arch="sm_100a", sms=148, clock_ghz=1.85,
-    mma_flops_per_cycle={"float16": 8192, "bfloat16": 8192, "float32": 4096, "float8e4nv": 16384,
-                         "float8e5": 16384, "int8": 16384},
-    mma_instr_cycles=2.0, mem_bytes_per_cycle=40.0 * 8.0 / 3.35 * 132 / 148 / (1.85 / 1.755),
-    load_latency=700.0, store_latency=500.0, smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0,
-    default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS), wait_cycles=4.0, wake_cycles=30.0,
-    hbm_bytes_per_second=8.0e12, launch_us=3.0,
-    source="public B200 specifications only (148 SMs, 2.25 PFLOP/s dense fp16, 8 TB/s HBM3e); latencies "
-           "and the per-SM memory share scaled from the H100 fit by the HBM bandwidth ratio; not calibrated")
+    name="B200 (sm_100a)", arch="sm_100a", sms=148, clock_ghz=_B200_CLOCK_GHZ,
+    # the public peak rates, times the fraction of its peak that the H100 fit found (clocks under load)
+    mma_flops_per_cycle={k: v * 2 * _HOPPER_MMA_FRACTION for k, v in H100_PEAK_MMA.items()},
+    mma_instr_cycles=SM90A.mma_instr_cycles,
+    # Hopper's fitted per-SM share scaled by the HBM bandwidth per SM per cycle (8 TB/s over 148 SMs)
+    mem_bytes_per_cycle=SM90A.mem_bytes_per_cycle * (8.0e12 / 148 / _B200_CLOCK_GHZ)
+    / (SM90A.hbm_bytes_per_second / SM90A.sms / SM90A.clock_ghz),
+    load_latency=SM90A.load_latency / _NS, store_latency=SM90A.store_latency / _NS,
+    smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
+    wait_cycles=SM90A.wait_cycles, wake_cycles=SM90A.wake_cycles, hbm_bytes_per_second=8.0e12,
+    launch_us=SM90A.launch_us,
+    source="public B200 specifications only (148 SMs, 2.25 PFLOP/s dense fp16 at an assumed 1.85 GHz, "
+           "8 TB/s HBM3e); tensor cores at the same fraction of peak, latencies and launch cost (same "
+           "nanoseconds) as the H100 fit, the per-SM memory share scaled from it by HBM bandwidth per SM; "
+           "not calibrated")
 
 TABLES = {"sm_90a": SM90A, "sm_100a": SM100A}
 
