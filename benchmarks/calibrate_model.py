@@ -310,7 +310,8 @@ def blackwell(shapes, table) -> None:
         flops = 2 * shape[0] * shape[1] * shape[2]
         for name in BLACKWELL:
             us = model.predict_us(name, shape, table)
-            print(f"model {'x'.join(map(str, shape)):16s} | {name:22s} | {us:9.1f} us | {flops / us / 1e6:6.0f} TFLOP/s")
+            print(f"model {'x'.join(map(str, shape)):16s} | {name:22s} | {us:9.1f} us | "
+                  f"{flops / us / 1e6:6.0f} TFLOP/s")
 
 
 def main(argv=None) -> int:

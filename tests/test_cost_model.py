@@ -69,7 +69,8 @@ def test_compute_bound_time_follows_the_mma_cost():
     slow_mma = fast_memory.with_(mma_flops_per_cycle={k: v / 2 for k, v in SM90A.mma_flops_per_cycle.items()})
     t1 = base.with_table(fast_memory).program_us
     t2 = base.with_table(slow_mma).program_us
-    mma_share = base.with_table(fast_memory).simulation.busy["tensor cores"] / base.with_table(fast_memory).simulation.cycles
+    fast = base.with_table(fast_memory).simulation
+    mma_share = fast.busy["tensor cores"] / fast.cycles
     assert mma_share > 0.8  # it is compute-bound
     assert 1.75 < t2 / t1 < 2.05
     # memory-bound instead: the MMA cost hardly matters

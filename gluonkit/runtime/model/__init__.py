@@ -9,5 +9,6 @@ cost table (:mod:`.tables`); :func:`predict` scales one SM's time to the launch.
 from .predict import Prediction, extrapolate, for_interpreter, launch_time_us, modelling, predict, predict_ir
 from .tables import SM90A, SM100A, TABLES, CostTable, table_for
 
-__all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us", "CostTable", "SM90A", "SM100A", "TABLES",
+__all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us",
+           "CostTable", "SM90A", "SM100A", "TABLES",
            "table_for"]

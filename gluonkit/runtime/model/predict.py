@@ -33,7 +33,8 @@ from .recorder import Recorder
 from .simulate import Simulation, simulate
 from .tables import CostTable, table_for
 
-__all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us", "MAX_SHARED_PER_SM"]
+__all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us",
+           "MAX_SHARED_PER_SM"]
 
 #: Shared memory per SM that CTAs can use together (bytes), for how many fit on an SM.
 MAX_SHARED_PER_SM = 228 * 1024
@@ -115,7 +116,8 @@ def predict(kernel, grid, *args, target="sm_90a", flops: Optional[float] = None,
     The arguments are those of the launch, as the interpreter takes them (numpy arrays, CPU
     tensors, descriptors over them).  ``flops``: the launch's useful FLOP for :attr:`Prediction.tflops`
     (default: the simulated MMAs' FLOP times programs over simulated programs).  ``ctas_per_sm``:
-    default from shared memory and warps, at most ``ceil(programs / SMs)``.  ``timeline=False`` skips the events (faster).
+    default from shared memory and warps, at most ``ceil(programs / SMs)``.  ``timeline=False``
+    skips the events (faster).
     """
     func, grid3, values, memory = interpreter_inputs(kernel, grid, args, kwargs)
     return predict_ir(func, grid3, values, memory, target, flops, ctas_per_sm, timeline)

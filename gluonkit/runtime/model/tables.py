@@ -103,7 +103,8 @@ _COMMON_OPS = {
 }
 
 #: Dense tensor-core FLOP per cycle per SM of the H100 (public: 989 TFLOP/s fp16 at 1.83 GHz on 132 SMs).
-H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv": 8192, "float8e5": 8192, "int8": 8192}
+H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv": 8192, "float8e5": 8192,
+                 "int8": 8192}
 
 SM90A = CostTable(
     name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=1.755,
