@@ -103,11 +103,18 @@ def test_a_shallow_ring_is_a_bubble_the_model_shows():
     assert _blocked_ns(shallow) > 2 * _blocked_ns(deep)
 
 
-def test_a_store_bound_stream_gains_nothing_from_a_deeper_ring():
-    """The producer/consumer example waits for each tile's TMA store (``store_wait(0)``) before
-    the next, so its ring depth hardly matters: the model says so."""
+def test_a_one_stage_ring_exposes_the_load_latency():
+    """The producer/consumer example with one stage: the loader may fetch a tile only once the
+    compute partition has read the previous one, so every tile waits for a whole load; with four
+    stages the loads overlap.  Doubling the load latency shows it: the one-stage kernel slows
+    down by about one latency per tile, the four-stage one by much less."""
     shallow, deep = _stream(1), _stream(4)
-    assert abs(shallow.program_us - deep.program_us) / deep.program_us < 0.1
+    slow = SM90A.with_(load_latency=2 * SM90A.load_latency)
+    grew_shallow = shallow.with_table(slow).program_us - shallow.program_us
+    grew_deep = deep.with_table(slow).program_us - deep.program_us
+    assert shallow.program_us > deep.program_us
+    assert grew_shallow > 10 * SM90A.cycles_to_us(SM90A.load_latency)  # 12 tiles, each about one latency more
+    assert grew_shallow > 2.5 * grew_deep
 
 
 def test_extrapolation_matches_a_direct_prediction():

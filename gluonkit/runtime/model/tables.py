@@ -106,12 +106,17 @@ _COMMON_OPS = {
 H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv": 8192, "float8e5": 8192,
                  "int8": 8192}
 
+#: The fit of ``benchmarks/calibrate_model.py --fit`` (docs/benchmarks.rst, "Cost model calibration").
+_FIT = dict(clock_ghz=1.708, mma_rate=0.899, mem_bytes_per_cycle=46.9, load_latency=2000.0, mma_instr_cycles=8.7,
+            launch_us=7.6)
+
 SM90A = CostTable(
-    name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=1.755,
-    mma_flops_per_cycle={k: v * 1.0 for k, v in H100_PEAK_MMA.items()},
-    mma_instr_cycles=2.0, mem_bytes_per_cycle=40.0, load_latency=700.0, store_latency=500.0,
+    name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=_FIT["clock_ghz"],
+    mma_flops_per_cycle={k: v * _FIT["mma_rate"] for k, v in H100_PEAK_MMA.items()},
+    mma_instr_cycles=_FIT["mma_instr_cycles"], mem_bytes_per_cycle=_FIT["mem_bytes_per_cycle"],
+    load_latency=_FIT["load_latency"], store_latency=500.0,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
-    wait_cycles=4.0, wake_cycles=30.0, hbm_bytes_per_second=3.35e12, launch_us=3.0,
+    wait_cycles=4.0, wake_cycles=30.0, hbm_bytes_per_second=3.35e12, launch_us=_FIT["launch_us"],
     source="public H100 SXM figures; clock, memory share and latencies fitted to H100 measurements "
            "(benchmarks/calibrate_model.py)")
 
