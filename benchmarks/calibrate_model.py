@@ -183,8 +183,10 @@ class Model:
         else:
             per_tile, points, waves = -(-tiles // min(tiles, table.sms)), POINTS, 1
 
+        active = min(-(-tiles // sample.ctas_per_sm), table.sms)  # SMs the launch keeps busy
+
         def program_us(t, k):
-            return self.recording(name, t, k).with_table(table).program_us
+            return self.recording(name, t, k).with_table(table, active_sms=max(1, active)).program_us
 
         program = extrapolate(program_us, (per_tile, k_steps), points)
         return launch_time_us(table, program, waves, 2 * (M * K + K * N + M * N))
@@ -254,7 +256,8 @@ def report(rows) -> None:
 
 #: The cost table's fields the fit moves, and the range each is kept in.
 FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.5, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
-          "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0)}
+          "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0),
+          "max_mem_share": (1.0, 3.0)}
 
 
 def _with(table, name: str, value: float):

@@ -11,7 +11,8 @@ SM, the next ones — run in the interpreter (one schedule) under a :class:`~.re
 floored by the DRAM time of the arguments' bytes (every array read or written once:
 ``bytes / hbm_bytes_per_second``).  A persistent kernel (grid ≤ SMs) is one wave whose program 0
 has the most work (it takes tiles ``0, grid, 2 grid …``), so its time is the launch's.  L2 reuse is
-in the per-SM memory share (a fitted bandwidth, :mod:`.tables`), not modelled per access.
+in the per-SM memory share (a fitted bandwidth, :mod:`.tables`), not modelled per access; a
+launch that leaves SMs idle gives the busy ones a larger share (up to ``max_mem_share`` times).
 
 Interpreting a whole SM's work of a large launch takes long (an 8192³ GEMM's program 0 runs
 2048 K-steps); :func:`extrapolate` predicts it from smaller problems instead.
@@ -64,16 +65,20 @@ class Prediction:
     programs: int = 1
     dram_bytes: float = 0.0
 
-    def with_table(self, table, timeline: bool = False) -> "Prediction":
-        """The same recorded programs simulated with another cost table (calibration, what-ifs)."""
+    def with_table(self, table, timeline: bool = False, active_sms: Optional[int] = None) -> "Prediction":
+        """The same recorded programs simulated with another cost table (calibration, what-ifs);
+        ``active_sms``: the SMs the launch keeps busy (default: from its grid)."""
         return Prediction.of(self.recorder, table_for(table), self.programs, self.ctas_per_sm, self.dram_bytes,
-                             self.flops, timeline)
+                             self.flops, timeline, active_sms)
 
     @classmethod
     def of(cls, recorder: Recorder, table: CostTable, programs: int, ctas_per_sm: int, dram_bytes: float,
-           flops: float, timeline: bool = True) -> "Prediction":
-        """Simulate ``recorder``'s programs with ``table`` and scale them to a launch of ``programs``."""
-        sim = simulate(recorder, table, events=timeline)
+           flops: float, timeline: bool = True, active_sms: Optional[int] = None) -> "Prediction":
+        """Simulate ``recorder``'s programs with ``table`` and scale them to a launch of ``programs``
+        (on ``active_sms`` SMs, default ``ceil(programs / ctas_per_sm)``: their memory share grows
+        when SMs are idle, :meth:`~.tables.CostTable.sharing`)."""
+        active = math.ceil(programs / ctas_per_sm) if active_sms is None else active_sms
+        sim = simulate(recorder, table.sharing(active), events=timeline)
         program_us = table.cycles_to_us(sim.cycles)
         waves = max(1, math.ceil(programs / (table.sms * ctas_per_sm)))
         return cls(launch_time_us(table, program_us, waves, dram_bytes), program_us, flops, waves, ctas_per_sm, sim,

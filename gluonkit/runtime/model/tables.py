@@ -37,7 +37,8 @@ class CostTable:
     default ``default_op_cycles``).  ``wait_cycles``: an ``mbarrier.wait`` that returns
     (more when it blocked: the wake-up).  ``hbm_bytes_per_second``: the whole GPU's DRAM
     bandwidth, a floor on a launch's time (:mod:`.predict`).  ``launch_us``: a launch's fixed
-    cost.
+    cost.  ``max_mem_share``: how many times its share an SM may get when other SMs are idle
+    (:meth:`sharing`).
     """
 
     name: str
@@ -59,6 +60,7 @@ class CostTable:
     launch_us: float
     source: str = ""
     schedulers: int = 4
+    max_mem_share: float = 2.0
     notes: Dict[str, str] = field(default_factory=dict)
 
     def with_(self, **changes) -> "CostTable":
@@ -75,6 +77,12 @@ class CostTable:
         k_slices = max(1, k * _bits(dtype) // 256)  # one instruction per 32 bytes of K
         instructions = max(1, m // 64) * k_slices
         return 2.0 * m * n * k / rate + instructions * self.mma_instr_cycles
+
+    def sharing(self, active_sms: int) -> "CostTable":
+        """The table for a launch that keeps ``active_sms`` SMs busy: the memory system's bandwidth is
+        shared by those only, so each gets ``sms / active_sms`` times its share, at most ``max_mem_share``."""
+        scale = min(self.max_mem_share, self.sms / max(1, min(active_sms, self.sms)))
+        return self if scale <= 1.0 else replace(self, mem_bytes_per_cycle=self.mem_bytes_per_cycle * scale)
 
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e3)
