@@ -115,8 +115,8 @@ H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv
                  "int8": 8192}
 
 #: The fit of ``benchmarks/calibrate_model.py --fit`` (docs/benchmarks.rst, "Cost model calibration").
-_FIT = dict(clock_ghz=1.708, mma_rate=0.899, mem_bytes_per_cycle=46.9, load_latency=2000.0, mma_instr_cycles=8.7,
-            launch_us=7.6)
+_FIT = dict(clock_ghz=1.708, mma_rate=0.899, mem_bytes_per_cycle=46.9, load_latency=2000.0, mma_instr_cycles=8.5,
+            launch_us=8.3, max_mem_share=2.6)
 
 SM90A = CostTable(
     name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=_FIT["clock_ghz"],
@@ -125,6 +125,7 @@ SM90A = CostTable(
     load_latency=_FIT["load_latency"], store_latency=500.0,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
     wait_cycles=4.0, wake_cycles=30.0, hbm_bytes_per_second=3.35e12, launch_us=_FIT["launch_us"],
+    max_mem_share=_FIT["max_mem_share"],
     source="public H100 SXM figures; clock, memory share and latencies fitted to H100 measurements "
            "(benchmarks/calibrate_model.py)")
 
@@ -143,7 +144,7 @@ SM100A = CostTable(
     load_latency=SM90A.load_latency / _NS, store_latency=SM90A.store_latency / _NS,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
     wait_cycles=SM90A.wait_cycles, wake_cycles=SM90A.wake_cycles, hbm_bytes_per_second=8.0e12,
-    launch_us=SM90A.launch_us,
+    launch_us=SM90A.launch_us, max_mem_share=SM90A.max_mem_share,
     source="public B200 specifications only (148 SMs, 2.25 PFLOP/s dense fp16 at an assumed 1.85 GHz, "
            "8 TB/s HBM3e); tensor cores at the same fraction of peak, latencies and launch cost (same "
            "nanoseconds) as the H100 fit, the per-SM memory share scaled from it by HBM bandwidth per SM; "
