@@ -115,8 +115,8 @@ H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv
                  "int8": 8192}
 
 #: The fit of ``benchmarks/calibrate_model.py --fit`` (docs/benchmarks.rst, "Cost model calibration").
-_FIT = dict(clock_ghz=1.708, mma_rate=0.899, mem_bytes_per_cycle=46.9, load_latency=2000.0, mma_instr_cycles=8.5,
-            launch_us=8.3, max_mem_share=2.6)
+_FIT = dict(clock_ghz=1.931, mma_rate=0.7265, mem_bytes_per_cycle=66.6, load_latency=1204.0, mma_instr_cycles=12.9,
+            launch_us=5.78, max_mem_share=2.0)
 
 SM90A = CostTable(
     name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=_FIT["clock_ghz"],
