@@ -186,7 +186,7 @@ def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace, bud
     if func.num_ctas > 1:
         _CLUSTER_RUNNER(func, pid, grid, values, memory, trace)
         return
-    plans = schedules_for(func, budget)
+    plans = schedules_for(func) if budget is None else schedules_for(func, budget)
     for i, schedule in enumerate(plans):
         last = i == len(plans) - 1
         saved = None if last else [a.data.copy() for a in memory.allocations]
