@@ -98,17 +98,19 @@ def test_blackwell_gemm_compiles_for_sm_100a(BN, split, out):
 
 
 # ------------------------------------------------------------ the warp-specialized version
-@pytest.mark.parametrize("M, N, K, split, programs", [
-    (200, 136, 96, 2, 2),   # ragged; three tiles per program: both accumulators, reused
-    (130, 64, 200, 1, 1),   # ragged K, two tiles
+@pytest.mark.parametrize("M, N, K, split, programs, buffers", [
+    (200, 136, 96, 2, 2, 2),   # ragged; three tiles per program: both accumulators, reused
+    (130, 64, 200, 1, 1, 2),   # ragged K, two tiles
+    (200, 136, 96, 2, 2, 1),   # one accumulator: each tile's MMAs wait for the previous epilogue
 ])
-def test_blackwell_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, split, programs):
+def test_blackwell_ws_gemm_in_the_interpreter(monkeypatch, M, N, K, split, programs, buffers):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.full((M, N), np.nan, np.float32)
-    blackwell_ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, EPILOGUE_SPLIT=split, num_programs=programs)
+    blackwell_ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=3, EPILOGUE_SPLIT=split, num_programs=programs,
+                           ACC_BUFFERS=buffers)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
 

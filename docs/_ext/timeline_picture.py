@@ -16,6 +16,10 @@ The content runs with ``GLUONKIT_INTERPRET=1`` inside :func:`gluonkit.interpret.
 and :func:`gluonkit.interpret.timeline.render_svg` draws what it recorded, inline.  The page
 depends on the Python files under ``:path:``, so editing the example redraws its picture.
 An exception in the code, or a run that records nothing, is a build error.
+
+With ``:model: sm_90a`` (or ``sm_100a``) the launches are modelled instead
+(:func:`gluonkit.runtime.model.modelling`): each one's simulated SM is drawn on a nanosecond
+axis, titled as model output with its predicted time and TFLOP/s.
 """
 
 import glob
@@ -34,6 +38,7 @@ class TimelinePicture(SphinxDirective):
         "select": directives.unchanged,
         "width": directives.positive_int,
         "title": directives.unchanged,
+        "model": directives.unchanged,
     }
 
     def run(self):
@@ -51,9 +56,17 @@ class TimelinePicture(SphinxDirective):
         os.environ["GLUONKIT_INTERPRET"] = "1"
         if path:
             sys.path.insert(0, path)
+        model = self.options.get("model")
         try:
-            with recording() as trace:
-                exec(compile(code, f"<timeline-picture in {self.env.docname}>", "exec"), {"__name__": "__timeline__"})
+            if model:
+                from gluonkit.runtime.model import modelling
+                with modelling(model) as predictions:
+                    exec(compile(code, f"<timeline-picture in {self.env.docname}>", "exec"),
+                         {"__name__": "__timeline__"})
+            else:
+                with recording() as trace:
+                    exec(compile(code, f"<timeline-picture in {self.env.docname}>", "exec"),
+                         {"__name__": "__timeline__"})
         except Exception as e:  # noqa: BLE001 - any failure of the example is a build error
             raise self.error(f"timeline-picture: the code failed: {type(e).__name__}: {e}") from None
         finally:
@@ -63,9 +76,15 @@ class TimelinePicture(SphinxDirective):
                 os.environ.pop("GLUONKIT_INTERPRET", None)
             else:
                 os.environ["GLUONKIT_INTERPRET"] = saved
+        width = self.options.get("width", 860)
+        if model:
+            if not predictions:
+                raise self.error("timeline-picture: the code launched no kernel to model")
+            svg = "".join(p.svg(width, self.options.get("title")) for p in predictions)
+            return [nodes.raw("", f'<div class="timeline-picture">{svg}</div>', format="html")]
         if not trace.events:
             raise self.error("timeline-picture: the code launched no kernel in the interpreter")
-        svg = render_svg(trace, self.options.get("select"), self.options.get("width", 860), self.options.get("title"))
+        svg = render_svg(trace, self.options.get("select"), width, self.options.get("title"))
         return [nodes.raw("", f'<div class="timeline-picture">{svg}</div>', format="html")]
 
 

@@ -45,15 +45,16 @@ from ws_gemm import _producer  # noqa: E402  (the loader is the Hopper example's
 
 @gluonkit.jit
 def _mma_warp(a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, M, N, K, STAGES: gl.constexpr):
-    """Issue the MMAs of the program's tiles into alternate accumulators."""
+    """Issue the MMAs of the program's tiles into alternate accumulators (in turn, when there are two)."""
+    BUFS: gl.constexpr = accs.shape[0]
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
     BN: gl.constexpr = b_smem.shape[2]
     k_tiles = gl.cdiv(K, BK)
     my_tiles = gl.cdiv(gl.cdiv(M, BM) * gl.cdiv(N, BN) - gl.program_id(0), gl.num_programs(0))
     for t in range(my_tiles):
-        buf = t % 2
-        mbarrier.wait(acc_empty.index(buf), ((t // 2) & 1) ^ 1)
+        buf = t % BUFS
+        mbarrier.wait(acc_empty.index(buf), ((t // BUFS) & 1) ^ 1)
         acc = accs.index(buf)
         for k in range(k_tiles):
             step = t * k_tiles + k
@@ -68,6 +69,7 @@ def _mma_warp(a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, M, N, K,
 def _epilogue(accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M: gl.constexpr,
               EPILOGUE_SPLIT: gl.constexpr, ACTIVATION: gl.constexpr):
     """Drain each tile's accumulator: TMEM -> registers -> shared -> TMA store, slice by slice."""
+    BUFS: gl.constexpr = accs.shape[0]
     BM: gl.constexpr = accs.shape[1]
     BN: gl.constexpr = accs.shape[2]
     EPI_N: gl.constexpr = BN // EPILOGUE_SPLIT
@@ -77,8 +79,8 @@ def _epilogue(accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M: gl.cons
     my_tiles = gl.cdiv(num_pid_m * num_pid_n - gl.program_id(0), gl.num_programs(0))
     for t in range(my_tiles):
         pid_m, pid_n = grouped_tile(gl.program_id(0) + t * gl.num_programs(0), num_pid_m, num_pid_n, GROUP_M)
-        buf = t % 2
-        mbarrier.wait(acc_ready.index(buf), (t // 2) & 1)
+        buf = t % BUFS
+        mbarrier.wait(acc_ready.index(buf), (t // BUFS) & 1)
         for j in gl.static_range(EPILOGUE_SPLIT):
             out = accs.index(buf).slice(j * EPI_N, EPI_N).load(reg_layout)
             if j == EPILOGUE_SPLIT - 1:
@@ -95,7 +97,7 @@ def _epilogue(accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M: gl.cons
 
 @gluonkit.jit
 def blackwell_ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                             EPILOGUE_SPLIT: gl.constexpr, ACTIVATION: gl.constexpr):
+                             EPILOGUE_SPLIT: gl.constexpr, ACTIVATION: gl.constexpr, ACC_BUFFERS: gl.constexpr = 2):
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -106,15 +108,15 @@ def blackwell_ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constex
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    acc_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    acc_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    acc_ready = gl.allocate_shared_memory(gl.int64, [ACC_BUFFERS, 1], mbarrier.MBarrierLayout())
+    acc_empty = gl.allocate_shared_memory(gl.int64, [ACC_BUFFERS, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    for b in gl.static_range(2):
+    for b in gl.static_range(ACC_BUFFERS):
         mbarrier.init(acc_ready.index(b), count=1)
         mbarrier.init(acc_empty.index(b), count=1)
-    accs = allocate_tensor_memory(gl.float32, [2, BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
+    accs = allocate_tensor_memory(gl.float32, [ACC_BUFFERS, BM, BN], TensorMemoryLayout([BM, BN], col_stride=1))
     fence_async_shared()
     gl.warp_specialize([
         (_epilogue, (accs, c_smem, c_desc, acc_ready, acc_empty, M, N, GROUP_M, EPILOGUE_SPLIT, ACTIVATION)),
@@ -125,14 +127,17 @@ def blackwell_ws_gemm_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constex
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
-    for b in gl.static_range(2):
+    for b in gl.static_range(ACC_BUFFERS):
         mbarrier.invalidate(acc_ready.index(b))
         mbarrier.invalidate(acc_empty.index(b))
 
 
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 16,
-            EPILOGUE_SPLIT: int = 4, activation=None, num_programs: int = None):
-    """A function of no arguments that computes ``c = activation(a @ b)`` (one launch per call)."""
+            EPILOGUE_SPLIT: int = 4, activation=None, num_programs: int = None, ACC_BUFFERS: int = 2):
+    """A function of no arguments that computes ``c = activation(a @ b)`` (one launch per call).
+
+    ``ACC_BUFFERS=1`` keeps one accumulator: the MMAs of a tile then wait until the epilogue
+    has read the previous one (the variant the cost model compares, docs/blackwell_gemm.rst)."""
     M, K = a.shape
     N = b.shape[1]
     nvmma = gl.NVMMASharedLayout.get_default_for
@@ -146,7 +151,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 3
 
     def run():
         launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
-               ACTIVATION=activation, num_warps=4)
+               ACTIVATION=activation, ACC_BUFFERS=ACC_BUFFERS, num_warps=4)
         return c
     return run
 

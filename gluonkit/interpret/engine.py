@@ -175,21 +175,23 @@ def _bind_args(func: Function, args: Sequence[object]) -> List[object]:
 
 
 def run_program(func: Function, pid: Tuple[int, int, int], grid, args: Sequence[object], memory: Memory,
-                trace=None) -> None:
-    """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`)."""
+                trace=None, schedules: Optional[int] = None) -> None:
+    """Run one program instance ``pid`` of ``func`` (arguments as for :func:`run_grid`);
+    ``schedules``: how many schedules of its partitions to try (default: the budget of
+    :mod:`.schedules`; 1 runs the forward schedule only)."""
     grid = _normalize_grid(grid)
     values = _bind_args(func, args)
     if trace is not None:
         trace.start_launch(func.name, grid)
-    _run_schedules(func, tuple(pid), grid, values, memory, trace)
+    _run_schedules(func, tuple(pid), grid, values, memory, trace, schedules)
 
 
-def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace) -> None:
+def _run_schedules(func: Function, pid, grid, values, memory: Memory, trace, budget: Optional[int] = None) -> None:
     """Run one program under each of its schedules, restoring memory between runs."""
     if func.num_ctas > 1:
         _CLUSTER_RUNNER(func, pid, grid, values, memory, trace)
         return
-    plans = schedules_for(func)
+    plans = schedules_for(func) if budget is None else schedules_for(func, budget)
     for i, schedule in enumerate(plans):
         last = i == len(plans) - 1
         saved = None if last else [a.data.copy() for a in memory.allocations]

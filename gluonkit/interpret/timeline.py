@@ -219,7 +219,8 @@ def render_svg(trace: Union[dict, object], select: Optional[str] = None, width: 
     for t in range(0, end + 1, step):
         body.append(f'<line x1="{x(t):.1f}" y1="{_TOP}" x2="{x(t):.1f}" y2="{axis_y + 4}" stroke="#ddd"/>'
                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#444">{t}</text>')
-    body.append(f'<text x="{_LEFT - 8}" y="{axis_y + 16}" text-anchor="end" fill="#444">interpreter step</text>')
+    unit = "ns" if data.get("displayTimeUnit") == "ns" else "interpreter step"  # model output is in ns
+    body.append(f'<text x="{_LEFT - 8}" y="{axis_y + 16}" text-anchor="end" fill="#444">{unit}</text>')
     y = axis_y + 30
     y = _legend(body, y, width, _kinds_drawn(procs))
     height = y + 8

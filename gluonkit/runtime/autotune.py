@@ -50,6 +50,7 @@ from . import bench
 from .cache import KernelCache, cache_key, toolchain_versions
 from .driver import CudaError, OutOfResources, device_properties, has_gpu
 from .launch import LAUNCH_OPTIONS, interpreting
+from .model import for_interpreter, predict, table_for
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotunerError"]
 
@@ -221,10 +222,17 @@ class Autotuner(_KernelWrapper):
         self.pre_hook = pre_hook or self._default_pre_hook
         self.post_hook = post_hook or self._default_post_hook
         prune = dict(prune_configs_by or {})
-        unknown = sorted(set(prune) - {"perf_model", "top_k", "early_config_prune"})
+        unknown = sorted(set(prune) - {"perf_model", "top_k", "early_config_prune", "model"})
         if unknown:
             raise AutotunerError(f"prune_configs_by has unknown field(s) {unknown}; its fields are perf_model, "
-                                 "top_k and early_config_prune", self.where)
+                                 "top_k, early_config_prune and gluonkit's model", self.where)
+        self.model_target = prune.get("model")
+        if self.model_target is not None and prune.get("perf_model") is not None:
+            raise AutotunerError("prune_configs_by takes perf_model or model (gluonkit's cost model), not both: "
+                                 "both would rank the configs for top_k", self.where)
+        if self.model_target is not None:
+            table_for(self.model_target)  # an unknown target is reported here, at the decorator
+        self.model_times: Dict[Config, float] = {}
         self.perf_model = prune.get("perf_model")
         self.configs_top_k = prune.get("top_k", 1.0)
         self.early_config_prune = prune.get("early_config_prune")
@@ -277,6 +285,8 @@ class Autotuner(_KernelWrapper):
         if len(self.configs) == 1:
             return self.configs[0]
         pruned = self.prune_configs(kwargs, dict(zip(self.arg_names, args)))
+        if self.model_target is not None:
+            pruned = self.model_prune(grid, args, kwargs, pruned)
         if interpreting() or len(pruned) == 1:
             return pruned[0]
         if self.cache_results and not any(c.pre_hook for c in pruned):
@@ -304,16 +314,36 @@ class Autotuner(_KernelWrapper):
                 raise AutotunerError(f"no configs of {self.__name__} are left after early_config_prune; it must "
                                      "return at least one config", self.where)
         if self.perf_model is not None:
-            top_k = self.configs_top_k
-            if isinstance(top_k, float) and top_k <= 1.0:
-                top_k = max(1, int(len(pruned) * top_k))
-            elif not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-                raise AutotunerError(f"prune_configs_by['top_k'] must be a float <= 1.0 (a fraction) or an int >= 1 "
-                                     f"(a count), got {top_k!r}", self.where)
+            top_k = self._top_k(len(pruned))
             if len(pruned) > top_k:
                 estimate = {id(c): self.perf_model(**positional, **kwargs, **c.all_kwargs()) for c in pruned}
                 pruned = sorted(pruned, key=lambda c: estimate[id(c)])[:top_k]
         return pruned
+
+    def model_prune(self, grid, args: tuple, kwargs: Dict[str, Any], configs: List[Config]) -> List[Config]:
+        """The ``top_k`` of ``configs`` that the cost model (:mod:`.model`, on the target
+        ``prune_configs_by["model"]`` names) predicts fastest, fastest first; their predicted
+        times (µs) are kept in :attr:`model_times`.  Each prediction interprets the programs of
+        one SM on the CPU (copies of GPU arrays), so it suits kernels whose per-SM work is small."""
+        top_k = self._top_k(len(configs))
+        if len(configs) <= top_k:
+            return configs
+        host_args = tuple(for_interpreter(a) for a in args)
+        host_kwargs = {k: for_interpreter(v) for k, v in kwargs.items()}
+        self.model_times = {}
+        for config in configs:
+            self.model_times[config] = predict(self.fn, grid, *host_args, target=self.model_target, timeline=False,
+                                               **host_kwargs, **config.launch_kwargs()).time_us
+        return sorted(configs, key=self.model_times.__getitem__)[:top_k]
+
+    def _top_k(self, count: int) -> int:
+        top_k = self.configs_top_k
+        if isinstance(top_k, float) and top_k <= 1.0:
+            return max(1, int(count * top_k))
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise AutotunerError(f"prune_configs_by['top_k'] must be a float <= 1.0 (a fraction) or an int >= 1 "
+                                 f"(a count), got {top_k!r}", self.where)
+        return top_k
 
     # ------------------------------------------------------------------ timing
     def _benchmark(self, grid, args, kwargs, named, key, configs: List[Config]) -> Config:

@@ -68,7 +68,7 @@ from .gpu import SLOW, current_stream, load_for_launch, signature_and_raw, signa
 from .precompiled import PrecompiledKernel
 from .timeline import active_recorder
 
-__all__ = ["launch", "warmup", "bind", "interpreting", "NoBackendError", "LAUNCH_OPTIONS"]
+__all__ = ["launch", "warmup", "bind", "interpreting", "interpreter_inputs", "NoBackendError", "LAUNCH_OPTIONS"]
 
 _INTERPRET_VALUES = ("1", "true", "yes", "on")
 _inferred: "weakref.WeakSet" = weakref.WeakSet()  # IR functions (cached by the frontend) already inferred
@@ -110,13 +110,11 @@ def warmup(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, A
     return _prepared(kernel, grid, args, kwargs, launch=False)
 
 
-def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional[PrecompiledKernel]:
-    """Bind and type a launch; run it (``launch``) or return its :class:`PrecompiledKernel`."""
-    call_key = (len(args), tuple(kwargs))
-    all_values = args + tuple(kwargs.values())
+def _resolve(kernel: JITFunction, grid, args, kwargs):
+    """``(options, bound, constexprs, runtime, grid)`` of a launch: its launch options, every
+    parameter's argument, the compile-time ones, the names of the runtime ones, the grid."""
     options, kwargs = split_launch_options(kernel.arg_names, kwargs)
     check_launch_options(options, kernel.def_location())
-    num_warps = options["num_warps"]
     bound = _bind(kernel, args, kwargs)
     _check_constexpr_values(kernel, bound)
     constexprs = {n: unwrap(v) for n, v in bound.items() if _is_compile_time(kernel, n, v)}
@@ -125,6 +123,15 @@ def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional
         grid = _evaluate_grid(kernel, grid, {**options, **{n: unwrap(v) for n, v in bound.items()}})
     else:
         grid = _evaluate_grid(kernel, grid, {})
+    return options, bound, constexprs, runtime, grid
+
+
+def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional[PrecompiledKernel]:
+    """Bind and type a launch; run it (``launch``) or return its :class:`PrecompiledKernel`."""
+    call_key = (len(args), tuple(kwargs))
+    all_values = args + tuple(kwargs.values())
+    options, bound, constexprs, runtime, grid = _resolve(kernel, grid, args, kwargs)
+    num_warps = options["num_warps"]
     if interpreting():
         if launch:
             _interpret(kernel, grid, bound, constexprs, runtime, options)
@@ -330,7 +337,18 @@ def _gpu_present() -> bool:
 _GPU_FOUND = False
 
 
-def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -> None:
+def interpreter_inputs(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]):
+    """``(func, grid, values, memory)``: what :func:`~gluonkit.interpret.run_grid` takes to run
+    ``kernel[grid](*args, **kwargs)`` in the interpreter (the IR, inferred and verified; the
+    grid as 3 ints; the runtime values; the memory the arrays are registered in), for callers
+    that run only some of its programs (the cost model, :mod:`.model`)."""
+    options, bound, constexprs, runtime, grid = _resolve(kernel, grid, args, kwargs)
+    func, values, memory = _interpreted(kernel, bound, constexprs, runtime, options)
+    return func, grid, values, memory
+
+
+def _interpreted(kernel: JITFunction, bound, constexprs, runtime, options):
+    """The inferred, verified IR of a launch, its runtime values and their memory."""
     memory = Memory()
     arg_types, values, specialization = [], [], {}
     no_spec = _do_not_specialize(kernel)
@@ -342,6 +360,19 @@ def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -
         verify(func, concrete=True)
         _check_shared_budget(func)
         _inferred.add(func)
+    return func, values, memory
+
+
+#: Handlers that take interpreted launches instead of running them: ``handler(func, grid, values, memory)``
+#: (the cost model's ``modelling()`` pushes one; the innermost handles the launch).
+INTERPRETED_LAUNCH_HANDLERS: list = []
+
+
+def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -> None:
+    func, values, memory = _interpreted(kernel, bound, constexprs, runtime, options)
+    if INTERPRETED_LAUNCH_HANDLERS:
+        INTERPRETED_LAUNCH_HANDLERS[-1](func, grid, values, memory)
+        return
     trace = active_trace()
     try:
         run_grid(func, grid, values, memory, trace)

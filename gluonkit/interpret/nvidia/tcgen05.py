@@ -105,7 +105,7 @@ class _Mma:
             reads = ", ".join("tensor memory" if isinstance(ty, TensorMemoryDescType) else view_name(ref, ty)
                               for ref, ty in ((self.a, self.types[0]), (self.b, self.types[1])))
             self.span = program.trace.start("tcgen05_mma", "tcgen05_mma", op, shape=list(self.types[2].shape),
-                                            reads=reads)
+                                            reads=reads, sync=not op.attrs.get("is_async", True))
 
     def multiplicands(self) -> List[np.ndarray]:
         """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read now (A from tensor memory
@@ -231,12 +231,14 @@ def _commit(program, op, bar_ref, operand: int) -> None:
     states = [barrier_state(ref, op, operand) for ref in refs]
     if not units.issued:  # nothing in flight: the arrival is immediate
         for state in states:
+            _trace_commit(program, op, state, state.arrivals // state.count)
             arrive(program, state, 1, op)
         return
     units.committed = len(units.issued)
     group: list = []
     for share, state in enumerate(states):
         commit = _Commit(program, op, state, units.issued[-1], group, share)
+        _trace_commit(program, op, state, commit.issued_in)
         state.copies.append(commit)
         release(state, commit.issued_in)  # what this partition did so far happens before the arrival
 
@@ -261,6 +263,13 @@ def _pair_shares(program, op, operands) -> list:
     return [tuple(operands[:3]),
             (cluster.peer(operands[0], peer_rank, op), cluster.peer(operands[1], peer_rank, op),
              TmemRef(memory, acc.lane, acc.column))]
+
+
+def _trace_commit(program, op, state, phase: int) -> None:
+    """On a trace: the commit, issued here, arrives on ``state``'s ``phase`` when the MMAs so far are done
+    (its arrival itself is recorded where the interpreter lands it)."""
+    if program.trace is not None:
+        program.trace.instant(f"commit → {state.name}", "tcgen05.commit", op, barrier=state.name, phase=phase)
 
 
 @rule("tcgen05_mma")
