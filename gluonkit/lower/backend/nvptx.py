@@ -37,8 +37,9 @@ def _target_machine(arch: str, features: str, opt: int) -> "llvm.TargetMachine":
 
 
 def new_module(name: str) -> lir.Module:
-    """An empty LLVM module set up for the NVPTX target."""
-    module = lir.Module(name=name)
+    """An empty LLVM module set up for the NVPTX target, with its own type context (named
+    struct types, :func:`gluonkit.lower.llvm_types.struct_type`, are declared per module)."""
+    module = lir.Module(name=name, context=lir.Context())
     module.triple = NVPTX_TRIPLE
     module.data_layout = NVPTX_DATA_LAYOUT
     return module
