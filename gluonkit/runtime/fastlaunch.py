@@ -8,8 +8,9 @@ the Python around it costs more than the driver call itself.  :func:`build` writ
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
 and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
 constants (dtypes, device, block, handle) are bound once, and the function calls the driver
-directly.  Measured on a 2-core build host with the driver call stubbed, that takes a
-``kernel[grid]`` call from about 6.2 µs of Python down to about 2 µs.
+directly.  Measured on a 2-core build host with the driver call stubbed, that takes the
+Python of a ``kernel[grid]`` call from about 5.9 µs to 2.3 µs; on the H100 host a one-block
+launch went from 10.6 to 7.0 µs (the bare driver call: 4.3 µs).
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
 it can take — another number of arguments or keywords, other compile-time values, an argument
