@@ -32,7 +32,7 @@ def timed(fn, phase):
     return wrapper
 compiler.emit_ptx = timed(compiler.emit_ptx, "llvm")
 compiler.assemble = timed(compiler.assemble, "ptxas")
-inspect_compile._disassemble = timed(inspect_compile._disassemble, "sass")  # kernel.compile's SASS listing only
+inspect_compile.disassemble = timed(inspect_compile.disassemble, "sass")  # kernel.compile's SASS listing only
 profile = sys.argv[1] == "1"
 if profile:
     import cProfile
@@ -44,7 +44,7 @@ t3 = time.perf_counter()
 if profile:
     import pstats
     profiler.disable()
-    pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(20)
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(45)
 print(json.dumps(dict(imports=t1 - t0, compile=t3 - t2, **phases)))
 """
 

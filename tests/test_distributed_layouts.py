@@ -297,3 +297,15 @@ def test_distributed_linear_layout_fits_other_shapes_like_triton():
     assert narrow["lane"] == [[0, 0], [0, 0], [1, 0], [2, 0], [4, 0]]
     # A 32x8 tensor wraps dim0 into one more register that steps over a whole tile.
     assert layout.to_linear_layout([32, 8]).bases["register"] == [[0, 1], [16, 0]]
+
+
+def test_linear_layouts_are_remembered_per_layout_value_and_shape():
+    layout = BlockedLayout([1, 4], [4, 8], [2, 2], [1, 0])
+    first = layout.to_linear_layout([32, 64])
+    assert BlockedLayout([1, 4], [4, 8], [2, 2], [1, 0]).to_linear_layout((32, 64)) is first  # an equal layout
+    assert layout.to_linear_layout([64, 64]) is not first and layout.to_linear_layout([64, 64]) == \
+        BlockedLayout([1, 4], [4, 8], [2, 2], [1, 0]).to_linear_layout([64, 64])
+    for _ in range(2):  # a bad shape is refused every time, not remembered
+        with pytest.raises(ValueError):
+            layout.to_linear_layout([32])
+

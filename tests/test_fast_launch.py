@@ -15,6 +15,7 @@ import gluonkit
 import gluonkit.language as gl
 from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
+from gluonkit.lang.jit import fast_launches
 from gluonkit.lower.compiler import CompiledKernel
 from gluonkit.runtime import gpu, launch
 from gluonkit.runtime.args import ArgPacker
@@ -60,6 +61,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
     monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
     monkeypatch.setattr(launch, "_PATTERNS", {})
+    fast_launches.clear()  # no kernel keeps a generated launch of another test's entry
     yield types.SimpleNamespace(compiled=compiled, capturing=capturing)
 
 
@@ -212,10 +214,103 @@ def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
     kernel = gluonkit.jit(scale_kernel.fn)
     kernel[(1,)](FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32)
     key = id(kernel)
-    assert key in launch._PATTERNS
+    assert key in launch._PATTERNS and key in fast_launches
     del kernel
     gc.collect()
-    assert key not in launch._PATTERNS
+    assert key not in launch._PATTERNS and key not in fast_launches
+
+
+def _recorded(kernel):
+    """(grid, argument block values) of every launch of ``kernel``'s loaded entries, in entry order."""
+    return [(grid, values) for entry in gpu._launches[kernel].values() for grid, _, values in entry.kernel.launches]
+
+
+def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    fast = fast_launches[id(scale_kernel)]
+    assert "data_ptr()" in fast.source and "kwargs['BLOCK']" in fast.source
+    y = FakeTorch(0x30000, dtype="float32")
+    assert fast((2, 3), (y, out, 40, -2.5), {"BLOCK": 32})  # it launched, nothing else ran
+    scale_kernel[(5,)](x, y, 1608, 0.25, BLOCK=32)
+    assert len(fake_gpu.compiled) == 1
+    assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 8, 1.0)),
+                                       ((2, 3, 1), (0x30000, 0x20000, 40, -2.5)),
+                                       ((5, 1, 1), (0x10000, 0x30000, 1608, 0.25))]
+
+
+@pytest.mark.parametrize("change", [
+    dict(x=FakeTorch(0x10000, dtype="float16")),  # another dtype
+    dict(x=FakeTorch(0x10008, dtype="float32")),  # not 16-byte aligned
+    dict(x=FakeTorch(0x10000, dtype="float32", index=1)),  # another device
+    dict(n=7),  # not divisible by 16
+    dict(n=2**40),  # int64
+    dict(factor=2),  # an int where a float was
+    dict(BLOCK=64),  # another compile-time value
+    dict(BLOCK=32.0),  # an equal value of another type
+])
+def test_the_generated_launch_declines_every_other_specialization(fake_gpu, change):
+    call = dict(x=FakeTorch(0x10000, dtype="float32"), out=FakeTorch(0x20000, dtype="float32"), n=16, factor=1.0,
+                BLOCK=32)
+    scale_kernel[(1,)](call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
+    fast = fast_launches[id(scale_kernel)]
+    call.update(change)
+    assert not fast((1,), (call["x"], call["out"], call["n"], call["factor"]), {"BLOCK": call["BLOCK"]})
+    assert len(_recorded(scale_kernel)) == 1  # it launched nothing
+
+
+@pytest.mark.parametrize("grid", [(0,), (2, 0), (-1,), (1, 1, 1, 1), lambda meta: (1,)])
+def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fake_gpu, grid):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    assert not fast_launches[id(scale_kernel)](grid, (x, out, 8, 1.0), {"BLOCK": 32})
+
+
+def test_mistakes_after_a_fast_launch_get_the_general_paths_errors(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'x_ptr'.*cpu"):
+        scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", device_type="cpu"), out, 8, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'factor'.*overflows"):  # a float the fp32 block cannot hold
+        scale_kernel[(1,)](x, out, 8, 1e300, BLOCK=32)
+    with pytest.raises(ArgumentError, match="grid"):
+        scale_kernel[(-1,)](x, out, 8, 1.0, BLOCK=32)
+    scale_kernel[(0,)](x, out, 8, 1.0, BLOCK=32)  # nothing to run
+    assert len(_recorded(scale_kernel)) == 1
+
+
+def test_the_interpreter_or_a_measured_timeline_bypass_the_generated_launch(fake_gpu, monkeypatch):
+    from gluonkit.runtime import timeline
+
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    fast = fast_launches[id(scale_kernel)]
+    monkeypatch.setattr(timeline, "_active", object())
+    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    monkeypatch.setattr(timeline, "_active", None)
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "0")  # set but off: still the GPU
+    assert fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+
+
+def test_each_thread_packs_its_own_argument_block(fake_gpu):
+    import threading
+
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    blocks = []
+    entry = next(iter(gpu._launches[scale_kernel].values()))
+    record = entry.kernel.launch
+    entry.kernel.launch = lambda grid, block, shared, stream, packed: (blocks.append(packed),
+                                                                      record(grid, block, shared, stream, packed))
+    thread = threading.Thread(target=lambda: scale_kernel[(1,)](x, out, 24, 2.0, BLOCK=32))
+    thread.start()
+    thread.join()
+    scale_kernel[(1,)](x, out, 40, 3.0, BLOCK=32)
+    assert len(blocks) == 2 and blocks[0] is not blocks[1]
+    assert [values for _, values in _recorded(scale_kernel)[1:]] == [(0x10000, 0x20000, 24, 2.0),
+                                                                     (0x10000, 0x20000, 40, 3.0)]
 
 
 @pytest.mark.parametrize("wrap", [lambda a: FakeCAI(a.ctypes.data), lambda a: DLPackOnly(a)])

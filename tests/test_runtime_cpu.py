@@ -530,7 +530,8 @@ def test_bind_packs_once_and_launches_directly_after_the_first_call(monkeypatch)
     packer = ArgPacker([ir.PointerType(ir.float16), ir.int32], ["x_ptr", "n"])
     general = []
     entry = types.SimpleNamespace(kernel=loaded, packer=packer, block=(128, 1, 1), shared_bytes=64, tuple_args=False,
-                                  num_ctas=1, converters=(), run=lambda grid, values, *rest: general.append(grid))
+                                  num_ctas=1, device=0, compiled=types.SimpleNamespace(name="kernel"),
+                                  run=lambda grid, values, *rest: general.append(grid))
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
     monkeypatch.setattr(rt_launch, "has_gpu", lambda: True)
     monkeypatch.setattr(rt_launch, "_GPU_FOUND", False)

@@ -5,7 +5,8 @@ A :class:`JITFunction` keeps the Python function, its source and where it sits i
 specialization (runtime argument types, constexpr values, launch options, divisibility facts)
 and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
 launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
-``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``; ``kernel.warmup(*args, grid=...)`` forwards
+``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``, after the kernel's entry in
+:data:`fast_launches` (if any) declined the call; ``kernel.warmup(*args, grid=...)`` forwards
 to the function registered with :func:`set_warmer` the same way.  A ``@jit`` function
 called from another one is inlined by the frontend; called from plain Python it raises.
 """
@@ -28,9 +29,13 @@ from .kernel_params import flatten_params, param_values
 from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
 
-__all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler"]
+__all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler", "fast_launches"]
 
 _launcher: Optional[Callable] = None
+# id(kernel) -> a function (grid, args, kwargs) -> bool that launches the kernel's latest call
+# pattern with the least work, or returns False (nothing launched) when the call is not one it
+# takes; filled and emptied by the runtime's launcher (gluonkit.runtime.launch), asked before it.
+fast_launches: Dict[int, Callable] = {}
 _warmer: Optional[Callable] = None
 _compiler: Optional[Callable] = None
 
@@ -187,6 +192,9 @@ class JITFunction:
     # ---------------------------------------------------------------- launch
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
+            fast = fast_launches.get(id(self))
+            if fast is not None and fast(grid, args, kwargs):
+                return None
             if _launcher is None:
                 raise RuntimeError("no kernel launcher is registered; import gluonkit (which registers "
                                    "gluonkit.runtime.launch) before launching kernels")

@@ -3,7 +3,8 @@ the layouts of tensors and buffers, their linear layout and Gluon's text views o
 
 from __future__ import annotations
 
-from typing import Sequence
+import functools
+from typing import Callable, Sequence
 
 from .linear import LinearLayout
 from .views import hardware_view, tensor_view
@@ -34,6 +35,12 @@ class TensorLayout(LayoutBase):
     text views follow from the linear layout.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        method = cls.__dict__.get("to_linear_layout")
+        if method is not None:
+            cls.to_linear_layout = _memoized(method)
+
     @property
     def rank(self) -> int:
         raise NotImplementedError
@@ -49,3 +56,36 @@ class TensorLayout(LayoutBase):
     def format_hardware_view(self, shape: Sequence[int]) -> str:
         """Gluon's text view: per hardware index (warp and register, or offset), the element held."""
         return hardware_view(self.to_linear_layout(list(shape)), shape)
+
+
+_MEMO_LIMIT = 4096  # linear layouts kept per layout class; the memo starts over past it
+
+
+def _memoized(method: Callable) -> Callable:
+    """``method`` (a class's ``to_linear_layout``) remembering its result per (layout, shape).
+
+    Layouts are values and linear layouts immutable, so equal calls may share one result:
+    compiling a kernel asks for the same shared-memory and register layouts dozens of times
+    (the warp-specialized GEMM: 48 calls for a handful of layouts, a fifth of its Python
+    compile time).  Shapes other than sequences of ints (or none, for the layouts that know
+    their shape), and layouts with unhashable parameters, are not remembered."""
+    memo: dict = {}
+
+    @functools.wraps(method)
+    def to_linear_layout(self, shape=None):
+        if shape is None:  # the layouts that know their shape
+            return method(self)
+        if not all(type(extent) is int for extent in shape):
+            return method(self, shape)  # (its errors name the bad extent)
+        key = (self, tuple(shape))
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # a layout parameter that cannot be hashed
+            return method(self, shape)
+        if len(memo) >= _MEMO_LIMIT:
+            memo.clear()
+        result = memo[key] = method(self, shape)
+        return result
+    return to_linear_layout

@@ -19,7 +19,7 @@ from llvmlite.ir.values import ArgumentAttributes
 
 from ..ir import DType, PointerType, TensorDescType, element_type
 
-__all__ = ["llvm_type", "TensorMapParamAttributes", "bit_width", "byte_size", "I1", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "GLOBAL_PTR"]
+__all__ = ["llvm_type", "struct_type", "TensorMapParamAttributes", "bit_width", "byte_size", "I1", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "GLOBAL_PTR"]
 
 
 
@@ -47,6 +47,20 @@ F16, BF16, F32, F64 = lir.HalfType(), BFloatType(), lir.FloatType(), lir.DoubleT
 GLOBAL_PTR = lir.PointerType(addrspace=1)
 
 _FLOATS = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64}
+
+
+def struct_type(module: lir.Module, element: lir.Type, count: int) -> lir.Type:
+    """The struct of ``count`` values of type ``element`` that multi-output inline asm returns,
+    as a type named in ``module``'s context (``%"floatx128"``).
+
+    LLVM IR text spells a literal struct out in full on every ``extractvalue``: a wgmma
+    accumulator's 128 floats made 90% of the WS GEMM's 830 KB of IR, which Python prints
+    and LLVM parses on every compile.  A named type prints as its name (the generated code
+    is the same)."""
+    struct = module.context.get_identified_type(f"{element}x{count}")
+    if struct.elements is None:  # first use in this module: give it its body
+        struct.set_body(*[element] * count)
+    return struct
 
 
 def llvm_type(ty) -> lir.Type:

@@ -12,6 +12,7 @@ keeps a :class:`CompiledLaunch`; later launches only pack the arguments and call
 from __future__ import annotations
 
 import json
+import struct
 import sys
 import weakref
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from .args import ArgPacker, data_pointer, ir_type_of
 from .cache import KernelCache, kernel_key
 
 __all__ = ["CompiledLaunch", "GraphCaptureError", "compile_for_device", "current_stream", "load_for_launch",
-           "stream_handle", "signature_of", "signature_and_raw", "slot_converter", "SLOW"]
+           "stream_handle", "stream_of", "stream_reader", "signature_of", "signature_and_raw"]
 
 
 @dataclass
@@ -41,7 +42,6 @@ class CompiledLaunch:
     device: int
     tuple_args: bool = False  # whether some runtime arguments are tuples (packed element by element)
     num_ctas: int = 1  # CTAs per cluster: the launch grid's x is this many times the program grid's
-    converters: tuple = ()  # per runtime argument, its slot_converter for this specialization
 
     def run(self, grid: Sequence[int], values: Sequence[Any], raw: Optional[Sequence[Any]] = None,
             stream: Optional[int] = None) -> None:
@@ -53,7 +53,13 @@ class CompiledLaunch:
         """
         if self.tuple_args:
             values = flatten_tuple_args(values)
-        packed = self.packer.pack(values, self.device) if raw is None else self.packer.pack_raw(raw)
+        if raw is not None:
+            try:
+                packed = self.packer.pack_raw(raw)
+            except (struct.error, OverflowError):  # a number the block cannot hold: the packer's checks say which
+                raw = None
+        if raw is None:
+            packed = self.packer.pack(values, self.device)
         if len(grid) < 3:
             grid = tuple(grid) + (1,) * (3 - len(grid))
         if 0 in grid:
@@ -109,13 +115,34 @@ def current_stream() -> int:
     """torch's current CUDA stream once torch has used CUDA, else the legacy default stream.
 
     torch is never imported here: a program that did not import it launches on stream 0."""
+    if not _torch_cuda_ready():
+        return 0
+    return _torch_cuda._cuda_getCurrentRawStream(_torch_cuda._cuda_getDevice())
+
+
+def stream_of(device: int) -> int:
+    """Like :func:`current_stream`, for device ``device`` (the one a loaded kernel runs on)
+    rather than torch's current device."""
+    if not _torch_cuda_ready():
+        return 0
+    return _torch_cuda._cuda_getCurrentRawStream(device)
+
+
+def stream_reader() -> Callable[[int], int]:
+    """The cheapest function of a device ordinal that does what :func:`stream_of` does now:
+    torch's own once torch has used CUDA (which stays so), else :func:`stream_of`."""
+    return _torch_cuda._cuda_getCurrentRawStream if _torch_cuda_ready() else stream_of
+
+
+def _torch_cuda_ready() -> bool:
+    """Whether torch is imported and has initialized CUDA; its ``torch._C`` is kept then."""
     global _torch_cuda
     if _torch_cuda is None:
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_initialized():
-            return 0
+            return False
         _torch_cuda = torch._C  # initialized CUDA stays initialized: ask only once
-    return _torch_cuda._cuda_getCurrentRawStream(_torch_cuda._cuda_getDevice())
+    return True
 
 
 _torch_cuda = None
@@ -174,41 +201,6 @@ def signature_and_raw(value) -> Tuple[Optional[tuple], Any]:
     ty = ir_type_of(value)  # raises for a value of no kernel type
     aligned = isinstance(ty, PointerType) and data_pointer(value) % 16 == 0  # CuPy, DLPack: as the compile sees it
     return (kind, repr(ty), aligned), None
-
-
-SLOW = object()  # what a slot converter returns for a value it cannot take as it is
-
-
-def slot_converter(signature) -> Callable[[Any], Any]:
-    """A function of one runtime argument returning its raw argument-block value when the
-    argument has ``signature`` (see :func:`signature_and_raw`), else :data:`SLOW`.
-
-    It is the launch hot path's check, specialized once per kernel specialization: a torch
-    CUDA tensor costs three attribute reads, a number one type test.  :data:`SLOW` does not
-    mean wrong, only that the general typing must decide (CuPy or DLPack arrays, descriptors,
-    tuples, 64-bit integers).
-    """
-    kind = signature[0] if signature else None
-    if kind is float or kind is bool:
-        return lambda value: value if type(value) is kind else SLOW
-    if kind is int and signature[1] == 32:
-        divisible = signature[2]
-        return lambda value: value if type(value) is int and -2**31 <= value < 2**31 and \
-            (value % 16 == 0) is divisible else SLOW
-    if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
-        dtype, device, aligned = signature
-
-        def tensor(value):
-            try:
-                if value.dtype == dtype and value.get_device() == device:  # CPU tensors give -1
-                    address = value.data_ptr()
-                    if (address % 16 == 0) is aligned:
-                        return address
-            except AttributeError:  # not a torch tensor
-                pass
-            return SLOW
-        return tensor
-    return lambda value: SLOW
 
 
 def _constexpr_key(value):
@@ -285,7 +277,6 @@ def load_for_launch(kernel, names: List[str], values: List[Any], constexprs: Dic
         keys = [_runtime_key(n, v) for n, v in zip(names, values)]
         entry = per_kernel[cache_key] = _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
                                                           maxnreg, num_ctas, instrument)
-        entry.converters = tuple(map(slot_converter, signature))
     return entry
 
 

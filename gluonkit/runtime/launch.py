@@ -34,9 +34,10 @@ parameter.  Without ``GLUONKIT_INTERPRET`` the kernel is compiled and launched o
 how to use the interpreter.
 
 Once a kernel is loaded, a GPU launch skips all of the above: a call like the previous one
-(same positional count, keywords and compile-time values) relaunches the previous kernel
-after one check per runtime argument (:func:`gluonkit.runtime.gpu.slot_converter`), and
-other calls look their specialization up by the arguments' signatures.
+(same positional count, keywords and compile-time values, arguments of the same types)
+goes straight to the kernel's generated launch function (:mod:`gluonkit.runtime.fastlaunch`,
+kept in :data:`gluonkit.lang.jit.fast_launches`), which checks each argument inline and
+calls the driver; other calls look their specialization up by the arguments' signatures.
 ``kernel.warmup(*args, grid=...)`` (:func:`warmup`) binds and compiles like a launch but
 returns a :class:`~gluonkit.runtime.precompiled.PrecompiledKernel` instead of running.
 """
@@ -56,15 +57,16 @@ from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
-from ..lang.jit import JITFunction, set_launcher, set_warmer
+from ..lang.jit import JITFunction, fast_launches, set_launcher, set_warmer
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
 from ..lower.memplan.smem import check_budget, plan_shared_memory
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
+from . import fastlaunch, timeline
 from .args import ir_type_of
 from .driver import has_gpu
-from .gpu import SLOW, current_stream, load_for_launch, signature_and_raw, signature_of
+from .gpu import current_stream, load_for_launch, signature_and_raw, signature_of, stream_reader
 from .precompiled import PrecompiledKernel
 from .timeline import active_recorder
 
@@ -94,6 +96,19 @@ def interpreting() -> bool:
 
 _ENVIRON_DATA = getattr(os.environ, "_data", None)
 _INTERPRET_KEY = os.environ.encodekey("GLUONKIT_INTERPRET") if hasattr(os.environ, "encodekey") else None
+
+
+def _fast_guard() -> Tuple[str, dict]:
+    """What a generated launch asks first (:func:`gluonkit.runtime.fastlaunch.build`): true
+    when the interpreter is asked for or a timeline is being measured.  Inline rather than a
+    call to :func:`interpreting` or :func:`~gluonkit.runtime.timeline.active_recorder` (each
+    costs a Python call): the variable is usually unset and no timeline measured."""
+    names = {"_interpreting": interpreting, "_timeline": timeline}
+    measured = "_timeline._active is not None"  # what active_recorder() returns
+    if _ENVIRON_DATA is None:
+        return f"_interpreting() or {measured}", names
+    names.update(_environ_get=_ENVIRON_DATA.get, _interpret_key=_INTERPRET_KEY)
+    return f"_environ_get(_interpret_key) is not None and _interpreting() or {measured}", names
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
@@ -226,39 +241,19 @@ def _bound_launch(kernel: JITFunction, grid, args, kwargs) -> Optional[Callable[
 # ------------------------------------------------------------------ the fast GPU path
 class _CallPattern:
     """One way of calling a kernel (how many positional arguments, which keywords): where
-    its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, and
-    the loaded kernels seen with it, keyed by the runtime arguments' signatures and the
-    compile-time values; and the latest of them with its compile-time values, which a call
-    like the previous one launches after only the converters' checks (no key is built)."""
+    its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, the
+    loaded kernels seen with it, keyed by the runtime arguments' signatures and the
+    compile-time values, and each one's generated launch function (:mod:`.fastlaunch`)."""
 
-    __slots__ = ("runtime_slots", "constexpr_slots", "launches", "last")
+    __slots__ = ("names", "positional", "runtime_slots", "constexpr_slots", "launches", "fast")
 
-    def __init__(self, runtime_slots, constexpr_slots):
+    def __init__(self, names, positional, runtime_slots, constexpr_slots):
+        self.names = names  # the parameter name of each slot
+        self.positional = positional  # how many slots are positional arguments
         self.runtime_slots = runtime_slots
         self.constexpr_slots = constexpr_slots
         self.launches: Dict[tuple, Any] = {}
-        self.last: Optional[tuple] = None  # (compile-time values, CompiledLaunch) of the latest launch
-
-    def remember(self, values, entry) -> None:
-        """Make ``entry``, launched with ``values``, the latest."""
-        self.last = (tuple([values[i] for i in self.constexpr_slots]), entry)
-
-    def launch_last(self, grid, values) -> bool:
-        """Launch the latest kernel when ``values`` hold its compile-time values (the same
-        objects, or equal numbers and strings) and every runtime argument passes its slot
-        converter; False (nothing launched) otherwise."""
-        if self.last is None:
-            return False
-        fixed, entry = self.last
-        for i, previous in zip(self.constexpr_slots, fixed):
-            value = values[i]
-            if value is not previous and not (type(value) is type(previous) in _PLAIN and value == previous):
-                return False
-        raw = [convert(values[i]) for convert, i in zip(entry.converters, self.runtime_slots)]
-        if SLOW in raw:
-            return False
-        entry.run(grid, (), raw)
-        return True
+        self.fast: Dict[tuple, Optional[Callable]] = {}
 
     def key(self, values) -> Tuple[Optional[tuple], list]:
         """``(key, raw runtime values)``; the key is None when a runtime slot holds a
@@ -273,8 +268,25 @@ class _CallPattern:
             raw.append(value)
         return (tuple(signatures), tuple([values[i] for i in self.constexpr_slots])), raw
 
+    def fast_launch(self, key, entry) -> Optional[Callable]:
+        """The generated launch function of ``entry`` for calls of this pattern with the
+        compile-time values of ``key`` (built on first use), or None where there is none."""
+        try:
+            return self.fast[key]
+        except KeyError:
+            pass
+        source = self._source
+        fn = self.fast[key] = fastlaunch.build(
+            entry, key[0], [source(i) for i in self.runtime_slots],
+            [(source(i), value) for i, value in zip(self.constexpr_slots, key[1])],
+            (self.positional, len(self.names) - self.positional), fastlaunch.CALL, _fast_guard(), stream_reader())
+        return fn
 
-_PLAIN = (int, float, bool, str)  # compile-time values compared by value in launch_last
+    def _source(self, slot: int) -> str:
+        """Where a call of this pattern holds slot ``slot``: ``args[i]`` or ``kwargs['name']``."""
+        return f"args[{slot}]" if slot < self.positional else f"kwargs[{self.names[slot]!r}]"
+
+
 # id(kernel) -> {call key: _CallPattern}; an entry is dropped when its kernel is collected
 # (a weakref.finalize).  Keyed by id rather than weakly by the kernel: a WeakKeyDictionary
 # lookup builds a weak reference on every launch.
@@ -282,14 +294,13 @@ _PATTERNS: Dict[int, Dict[tuple, _CallPattern]] = {}
 
 
 def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
-    """Launch a kernel already loaded for this way of calling it; False if there is none."""
+    """Launch a kernel already loaded for this way of calling it and these argument types;
+    False if there is none.  Its generated launch function becomes the kernel's first try."""
     patterns = _PATTERNS.get(id(kernel))
     pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
     if pattern is None:
         return False
     values = args + tuple(kwargs.values())
-    if pattern.launch_last(grid, values):
-        return True
     try:
         key, raw = pattern.key(values)
         entry = pattern.launches.get(key) if key is not None else None
@@ -297,9 +308,16 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
         return False
     if entry is None:
         return False
+    fast = pattern.fast_launch(key, entry)
+    _set_fast(kernel, fast)
+    if fast is not None and fast(grid, args, kwargs):
+        return True
     runtime = [values[i] for i in pattern.runtime_slots]
-    entry.run(grid, runtime, None if None in raw else raw)
-    pattern.remember(values, entry)
+    grid = _evaluate_grid(kernel, grid, {})  # (the generated launch leaves bad grids to this)
+    try:
+        entry.run(grid, runtime, None if None in raw else raw)
+    except (TypeError, ValueError) as e:  # a number out of its type's range: as the general path says it
+        raise ArgumentError(f"launching {kernel.__name__}: {e}", kernel.def_location()) from None
     return True
 
 
@@ -312,18 +330,32 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
     patterns = _PATTERNS.get(id(kernel))
     if patterns is None:
         patterns = _PATTERNS[id(kernel)] = {}
-        weakref.finalize(kernel, _PATTERNS.pop, id(kernel), None)
+        weakref.finalize(kernel, _forget, id(kernel))
     pattern = patterns.get(call_key)
     if pattern is None:
         pattern = patterns[call_key] = _CallPattern(
-            [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
+            names, call_key[0], [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
     try:
         key, _ = pattern.key(all_values)
         if key is not None:
             pattern.launches[key] = entry
-            pattern.remember(all_values, entry)
+            _set_fast(kernel, pattern.fast_launch(key, entry))
     except TypeError:
         pass
+
+
+def _set_fast(kernel: JITFunction, fast: Optional[Callable]) -> None:
+    """Make ``fast`` (or nothing) what ``kernel[grid](...)`` tries first (:data:`gluonkit.lang.jit.fast_launches`)."""
+    if fast is None:
+        fast_launches.pop(id(kernel), None)
+    else:
+        fast_launches[id(kernel)] = fast
+
+
+def _forget(kernel_id: int) -> None:
+    """Drop a collected kernel's call patterns and fast launch."""
+    _PATTERNS.pop(kernel_id, None)
+    fast_launches.pop(kernel_id, None)
 
 
 def _gpu_present() -> bool:

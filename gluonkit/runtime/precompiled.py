@@ -24,7 +24,8 @@ import operator
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 from ..lang.errors import ArgumentError
-from .gpu import SLOW, CompiledLaunch, current_stream, signature_and_raw, stream_handle
+from . import fastlaunch
+from .gpu import CompiledLaunch, signature_and_raw, stream_handle, stream_reader
 
 __all__ = ["PrecompiledKernel"]
 
@@ -46,6 +47,9 @@ class PrecompiledKernel:
         self._entry = entry
         self._interpret = interpret  # (grid, runtime values) -> None, under GLUONKIT_INTERPRET
         self._launchers: dict = {}  # grid -> its launch function
+        self._fast = None if entry is None else fastlaunch.build(  # see _launcher
+            entry, signatures, [f"args[{i}]" for i in range(len(signatures))], kind=fastlaunch.HANDLE,
+            stream_of=stream_reader(), stream_handle=stream_handle)
         self.asm = entry.compiled.asm if entry is not None else None
         self.metadata = entry.compiled.metadata if entry is not None else None
 
@@ -68,22 +72,18 @@ class PrecompiledKernel:
             return lambda *args, stream=None: interpret(grid, prepare(args)[0])
         if 0 in grid:  # nothing to run; the arguments are still checked
             return lambda *args, stream=None: prepare(args) and None
-        launch, block, shared, pack_raw = entry.kernel.launch, entry.block, entry.shared_bytes, entry.packer.pack_raw
-        converters, runtime_count, launch_slowly = entry.converters, len(self._slots), self._launch_slowly
+        fast, launch_slowly = self._fast, self._launch_slowly
+        if fast is None:  # runtime arguments with no generated check (descriptors, CuPy arrays, tuples)
+            return lambda *args, stream=None: launch_slowly(grid, args, stream)
 
         def launcher(*args, stream=None):
-            if len(args) == runtime_count:
-                raw = [convert(value) for convert, value in zip(converters, args)]
-                if SLOW not in raw:
-                    launch(grid, block, shared, current_stream() if stream is None else stream_handle(stream),
-                           pack_raw(raw))
-                    return
-            launch_slowly(grid, args, stream)
+            if not fast(grid, args, stream):
+                launch_slowly(grid, args, stream)
         return launcher
 
     def _launch_slowly(self, grid, args, stream) -> None:
-        """Launch with every parameter given, or arguments the converters could not take as
-        they are (CuPy or DLPack arrays, tuples, 64-bit ints), or a mismatch to report."""
+        """Launch with every parameter given, or arguments the generated launch did not take
+        (CuPy or DLPack arrays, descriptors, tuples, an empty grid), or a mismatch to report."""
         values, raw = self._prepare(args)
         self._entry.run(grid, values, raw, None if stream is None else stream_handle(stream))
 

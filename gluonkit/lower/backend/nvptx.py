@@ -37,8 +37,9 @@ def _target_machine(arch: str, features: str, opt: int) -> "llvm.TargetMachine":
 
 
 def new_module(name: str) -> lir.Module:
-    """An empty LLVM module set up for the NVPTX target."""
-    module = lir.Module(name=name)
+    """An empty LLVM module set up for the NVPTX target, with its own type context (named
+    struct types, :func:`gluonkit.lower.llvm_types.struct_type`, are declared per module)."""
+    module = lir.Module(name=name, context=lir.Context())
     module.triple = NVPTX_TRIPLE
     module.data_layout = NVPTX_DATA_LAYOUT
     return module
@@ -47,7 +48,9 @@ def new_module(name: str) -> lir.Module:
 def emit_ptx(module: lir.Module | str, target: Target, opt_level: int = 3) -> tuple[str, str]:
     """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``."""
     tm = _target_machine(target.arch, target.llvm_features, opt_level)
-    parsed = llvm.parse_assembly(str(module))
+    # A context per module: named struct types (llvm_types.struct_type) keep their names
+    # rather than piling up as floatx128.1, .2, ... in LLVM's global context.
+    parsed = llvm.parse_assembly(str(module), context=llvm.create_context())
     parsed.verify()
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)

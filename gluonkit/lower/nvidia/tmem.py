@@ -39,7 +39,7 @@ from ...layouts.linear import log2_exact
 from ...layouts.tmem import TMEM_ATOMS
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
-from ..llvm_types import I32, llvm_type
+from ..llvm_types import I32, llvm_type, struct_type
 from ..memplan.scratch import barrier
 from ..registry import lowering
 
@@ -264,7 +264,7 @@ def _tmem_load(ctx: KernelLowering, op: Operation) -> None:
         n = ins.words
         split = f", {ins.half_split}" if ins.shape == "16x32bx2" else ""
         text = f"tcgen05.ld.sync.aligned.{_suffix(ins, plan, True)} {_operands(0, n)}, [${n}]{split};"
-        ret = lir.LiteralStructType([I32] * n) if n > 1 else I32
+        ret = struct_type(ctx.module, I32, n) if n > 1 else I32
         out = b.asm(lir.FunctionType(ret, [I32]), text, ",".join(["=r"] * n + ["r"]), [taddr], side_effect=True)
         words += [b.extract_value(out, i) for i in range(n)] if n > 1 else [out]
     words = _wait(ctx, words)
@@ -278,7 +278,7 @@ def _wait(ctx: KernelLowering, words: List[lir.Value]) -> List[lir.Value]:
     """``tcgen05.wait::ld`` with the loaded words passed through it, so no use moves above the wait."""
     b = ctx.builder
     n = len(words)
-    ret = lir.LiteralStructType([I32] * n) if n > 1 else I32
+    ret = struct_type(ctx.module, I32, n) if n > 1 else I32
     constraints = ["=r"] * n + [str(i) for i in range(n)]
     out = b.asm(lir.FunctionType(ret, [I32] * n), "tcgen05.wait::ld.sync.aligned;", ",".join(constraints), words,
                 side_effect=True)

@@ -38,7 +38,7 @@ from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorType
 from ...ir.verify_wgmma import is_k_major, needs_k_major, wgmma_k_step
 from ...layouts.linear import LinearLayout
 from ..context import KernelLowering
-from ..llvm_types import F32, I32, I64
+from ..llvm_types import F32, I32, I64, struct_type
 from ..registry import lowering
 from ..ops.shared_memory import SharedPointer, order_access
 from .wgmma_descriptor import OperandDescriptor, describe_operand
@@ -53,7 +53,7 @@ def _asm(ctx: KernelLowering, text: str, outputs: int, constraints: Sequence[str
     """Inline asm with ``outputs`` float32 results tied to the first ``outputs`` inputs."""
     b = ctx.builder
     if outputs:
-        ret = lir.LiteralStructType([F32] * outputs)
+        ret = struct_type(ctx.module, F32, outputs)
         tied = [str(i) for i in range(outputs)]
         all_constraints = ["=f"] * outputs + tied + list(constraints) + ["~{memory}"]
     else:

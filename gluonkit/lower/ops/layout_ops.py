@@ -71,24 +71,25 @@ def gather_registers(ctx: KernelLowering, source_ty: TensorType, source: list, r
     for dim in _THREAD_DIMS:
         if wanted.bases.get(dim, []) != src_ll.bases.get(dim, []):
             return None
-    src_regs = src_ll.sublayout(["register"], src_ll.out_dims)
+    find = _register_finder(src_ll.sublayout(["register"], src_ll.out_dims))
     constant = list(constant) or [0] * len(src_ll.out_dims)
     picked = []
     for r in range(wanted.in_dim_size("register")):
         target = wanted.apply({"register": r})
-        target = [target[d] ^ c for d, c in zip(src_ll.out_dims, constant)]
-        index = _solve_register(src_regs, target)
+        index = find([target[d] ^ c for d, c in zip(src_ll.out_dims, constant)])
         if index is None:
             return None
         picked.append(source[index])
     return picked
 
 
-def _solve_register(src_regs: LinearLayout, target: List[int]) -> Optional[int]:
-    """A register index ``s`` with ``src_regs(s) == target`` (first match in order)."""
-    table = src_regs.table()
-    matches = (table == target).all(axis=1).nonzero()[0]
-    return int(matches[0]) if len(matches) else None
+def _register_finder(src_regs: LinearLayout):
+    """A function of a coordinate list returning the first register index ``s`` with
+    ``src_regs(s) == coordinates``, or None; the layout's table is built once, not per register."""
+    first: dict = {}
+    for index, row in enumerate(map(tuple, src_regs.table().tolist())):
+        first.setdefault(row, index)
+    return lambda coordinates: first.get(tuple(coordinates))
 
 
 def _gather_or_fail(ctx: KernelLowering, op: Operation, coordinates: LinearLayout, source_index: int = 0,
@@ -157,11 +158,11 @@ def _join(ctx: KernelLowering, op: Operation) -> None:
         src_ll = ctx.linear_layout(operand.type)
         if any(wanted.bases.get(d, []) != src_ll.bases.get(d, []) for d in _THREAD_DIMS):
             raise CompilationError("join operands' layout must be the result layout's slice of the last dim", op.loc)
-        src_regs = src_ll.sublayout(["register"], src_ll.out_dims)
+        find = _register_finder(src_ll.sublayout(["register"], src_ll.out_dims))
         for r in range(len(values)):
             if ll.apply({"register": r})[f"dim{last}"] == half:
                 target = wanted.apply({"register": r})
-                values[r] = ctx.get(operand)[_solve_register(src_regs, [target[d] for d in src_ll.out_dims])]
+                values[r] = ctx.get(operand)[find([target[d] for d in src_ll.out_dims])]
     ctx.set(op.results[0], values)
 
 
