@@ -13,7 +13,7 @@ import pytest
 import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
-from gluonkit.lower.instrument import SMID_SHIFT, VALID, timeline_capacity
+from gluonkit.lower.instrument import SMID_SHIFT, VALID, TimelineOptions, timeline_options
 from gluonkit.runtime.driver import has_gpu
 from gluonkit.runtime.timeline import MeasuredTimeline, measure
 from kernel_checks import needs_ptxas
@@ -38,7 +38,7 @@ def _ws_gemm(target: str, instrument):
 
 @needs_ptxas
 def test_instrumented_ws_gemm_assembles_and_names_its_pipeline_events():
-    plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", True)
+    plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", "all")
     assert "%globaltimer" not in plain.asm["ptx"] and "timeline" not in plain.metadata
     assert "%globaltimer" in timed.asm["ptx"] and ".global .align 8 .u64 gluonkit_timeline" in timed.asm["ptx"]
     assert timed.metadata["spill_stores"] == 0
@@ -47,9 +47,24 @@ def test_instrumented_ws_gemm_assembles_and_names_its_pipeline_events():
     kinds = {(e["kind"], e["phase"]) for e in events}
     assert {("mbarrier.wait", "begin"), ("mbarrier.wait", "end"), ("tma.load", "instant"), ("wgmma", "instant"),
             ("mbarrier.arrive", "instant"), ("tma.store", "instant"), ("kernel.start", "instant")} <= kinds
-    producer_wait = next(e for e in events if e["kind"] == "mbarrier.wait" and "empty.index" in e["text"])
-    assert producer_wait["location"].endswith("ws_gemm.py:" + producer_wait["location"].rsplit(":", 1)[1])
-    assert producer_wait["text"].startswith("mbarrier.wait(empty.index(stage)")
+    producer_wait = next(e for e in events if e["kind"] == "mbarrier.wait" and "empty.index" in e["source"])
+    assert producer_wait["location"].endswith(f"ws_gemm.py:{producer_wait['line']}")
+    assert producer_wait["source"].startswith("mbarrier.wait(empty.index(stage)")
+
+
+@needs_ptxas
+def test_the_default_level_records_the_waits_and_reads_slow_registers_only_at_anchors():
+    timed = _ws_gemm("sm_90a", True)
+    assert timed.metadata["timeline"]["level"] == "waits" and timed.metadata["spill_stores"] == 0
+    kinds = {e["kind"] for e in timed.metadata["timeline"]["events"]}
+    assert {"mbarrier.wait", "thread_barrier", "kernel.start", "partition.start", "partition.end"} <= kinds
+    assert not kinds & {"wgmma", "wgmma.wait", "tma.load", "mbarrier.arrive", "mbarrier.expect"}
+    ptx = timed.asm["ptx"]
+    anchors = ptx.count("%globaltimer;")
+    # the kernel's start and end, and a start and an end for each of its two partitions
+    assert anchors == 6 and ptx.count("%smid;") == anchors
+    assert ptx.count("st.global.cs.v2.u32") + anchors == ptx.count("st.global.cs.v2")
+    assert "st.global.v2" not in ptx  # every record streams past L2 (.cs)
 
 
 @needs_ptxas
@@ -58,16 +73,20 @@ def test_instrumented_producer_consumer_assembles_for_blackwell():
     compiled = producer_consumer.producer_consumer_kernel.compile(
         TensorDescType((64, 128), ir.float16, nvmma([64, 128], ir.float16)),
         TensorDescType((64, 128), ir.float32, nvmma([64, 128], ir.float32)), "i32", STAGES=3, num_warps=4,
-        target="sm_100a", instrument=512)
+        target="sm_100a", instrument=(512, "all"))
     assert compiled.asm["cubin"][:4] == b"\x7fELF" and "%globaltimer" in compiled.asm["ptx"]
     assert compiled.metadata["timeline"]["capacity"] == 512
     assert {e["kind"] for e in compiled.metadata["timeline"]["events"]} >= {"tma.load", "tma.store", "mbarrier.wait"}
 
 
-def test_capacity_option_is_checked():
-    assert timeline_capacity(True) > 0 and timeline_capacity(False) == 0 and timeline_capacity(4096) == 4096
+def test_instrument_option_is_checked():
+    assert timeline_options(True) == TimelineOptions() and timeline_options(False) is None
+    assert timeline_options(4096) == (4096, "waits") and timeline_options("all").events == "all"
+    assert timeline_options((64, "all")) == (64, "all")
     with pytest.raises(ValueError, match="events per warp"):
-        timeline_capacity(-3)
+        timeline_options(-3)
+    with pytest.raises(ValueError, match="'waits'"):
+        timeline_options((64, "some"))
 
 
 def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
@@ -84,11 +103,11 @@ def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
 
 
 TABLE = [
-    {"kind": "kernel.start", "phase": "instant", "op": "x", "location": "k.py:1", "text": "a"},
-    {"kind": "mbarrier.wait", "phase": "begin", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
-    {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
+    {"kind": "kernel.start", "phase": "instant", "op": "x", "location": "k.py:1", "source": "a"},
+    {"kind": "mbarrier.wait", "phase": "begin", "op": "mbarrier_wait", "location": "k.py:2", "source": "wait"},
+    {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "source": "wait"},
     {"kind": "tma.load", "phase": "instant", "op": "async_tma_copy_global_to_shared", "location": "k.py:3",
-     "text": "load"},
+     "source": "load"},
 ]
 
 
@@ -123,6 +142,28 @@ def test_a_full_row_is_reported_as_dropped_events(tmp_path):
     path = tmp_path / "t.json"
     tl.save_chrome(str(path))
     assert len(json.loads(path.read_text())["traceEvents"]) == 3 + 4
+
+
+def test_a_timeline_survives_json_and_is_drawn_by_matplotlib(tmp_path):
+    rows = {(0, 0): [(1000, 50, 0), (0, 70, 1), (0, 1050, 2), (1600, 1250, 3)],
+            (0, 1): [(1100, 9, 0), (1200, 209, 3)], (1, 0): [(1000, 0, 0), (1100, 200, 3)]}
+    metadata, raw = _synthetic(TABLE, rows, 2, 8)
+    tl = MeasuredTimeline.decode("k", (2,), metadata, raw)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(tl.to_json(ctas=[0], end_ns=500)))
+    back = MeasuredTimeline.from_json(json.loads(path.read_text()))
+    assert [(w.cta, w.warp) for w in back.warps] == [(0, 0), (0, 1)]
+    np.testing.assert_allclose(back.warps[0].times, np.rint(tl.warps[0].times[:3]))
+    assert back.slices(back.warps[0])[0].info["source"] == "wait" and back.clock_ghz == tl.clock_ghz
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = tl.plot(ctas=[0, 1])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["CTA 1 · warp 0 (kernel)", "CTA 0 · warp 1 (kernel)",
+                                                             "CTA 0 · warp 0 (kernel)"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"mbarrier.wait", "kernel.start", "tma.load"}
+    ax.figure.savefig(tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000
 
 
 def test_measure_refuses_the_interpreter_with_a_pointer_to_its_own_traces():
