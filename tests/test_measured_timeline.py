@@ -108,6 +108,7 @@ TABLE = [
     {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "source": "wait"},
     {"kind": "tma.load", "phase": "instant", "op": "async_tma_copy_global_to_shared", "location": "k.py:3",
      "source": "load"},
+    {"kind": "kernel.end", "phase": "instant", "op": "return", "location": "k.py:4", "source": ""},
 ]
 
 
@@ -142,6 +143,24 @@ def test_a_full_row_is_reported_as_dropped_events(tmp_path):
     path = tmp_path / "t.json"
     tl.save_chrome(str(path))
     assert len(json.loads(path.read_text())["traceEvents"]) == 3 + 4
+
+
+def test_problems_names_what_is_malformed():
+    good = [(1000, 0, 0), (0, 10, 1), (0, 90, 2), (0, 95, 3), (1100, 200, 4)]
+    rows = {(0, 0): good,
+            (0, 1): [(1000, 0, 0), (0, 10, 1), (0, 95, 3), (1100, 200, 4)],  # a wait that never ends
+            (1, 0): [(1000, 0, 1), (0, 10, 2), (1100, 200, 4)],  # no start anchor
+            (1, 1): [(1000, 100, 0), (0, 50, 3), (1100, 300, 4)]}  # the clock goes back
+    metadata, raw = _synthetic(TABLE, rows, 2, 8, [{"partition": "default", "first_warp": 0, "num_warps": 1},
+                                                   {"partition": "worker 0", "first_warp": 1, "num_warps": 1}])
+    found = MeasuredTimeline.decode("k", (2,), metadata, raw).problems()
+    assert found == ["CTA 0 warp 1: the mbarrier.wait at k.py:2 (event 1) has no end",
+                     "CTA 1 warp 0: starts with mbarrier.wait, ends with kernel.end",
+                     "CTA 1 warp 1: time goes back after event 0"], found
+    metadata, raw = _synthetic(TABLE, {(0, 0): good}, 1, 8, [{"partition": "default", "first_warp": 0, "num_warps": 1},
+                                                              {"partition": "worker 0", "first_warp": 1,
+                                                               "num_warps": 1}])
+    assert MeasuredTimeline.decode("k", (1,), metadata, raw).problems() == ["no events from ['worker 0']"]
 
 
 def test_a_timeline_survives_json_and_is_drawn_by_matplotlib(tmp_path):

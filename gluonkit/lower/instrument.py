@@ -25,10 +25,11 @@ in the inner loop shows in the timeline it is meant to explain:
   ``thread_barrier``) get a record before and after; issues (TMA loads and stores,
   ``warpgroup_mma``, ``cp.async``, arrivals, expects) one before.
 
-**Levels** (:data:`LEVELS`): ``"waits"`` (the default) records the anchors and the waits that
-make a pipeline's bubbles — barrier waits (``mbarrier.wait``, ``cp.async`` group waits),
-``thread_barrier`` and ``tma.store_wait``; ``"all"`` adds the MMA waits and every issue, which
-in a GEMM's inner loop triples the records.
+**Levels** (:data:`LEVELS`): ``"anchors"`` records only the anchors (where and when each warp
+and partition ran: load balance, tails; and the baseline the cost of the others is measured
+against); ``"waits"`` (the default) also the waits that make a pipeline's bubbles — barrier
+waits (``mbarrier.wait``, ``cp.async`` group waits), ``thread_barrier`` and ``tma.store_wait``;
+``"all"`` adds the MMA waits and every issue, which in a GEMM's inner loop triples the records.
 
 The event table (:attr:`Instrumentation.table`: id → kind, phase, op, source location, line and
 its text) goes into the compiled kernel's metadata so the host can decode the buffer.  The
@@ -54,7 +55,7 @@ ENTRY_BYTES = 16
 DEFAULT_CAPACITY = 1024  # entries per warp
 SMID_SHIFT = 20  # the tag word: event id in the low 20 bits, %smid (anchors only) in the next 11, bit 31 set
 VALID = 1 << 31
-LEVELS = {"waits": 1, "all": 2}
+LEVELS = {"anchors": 0, "waits": 1, "all": 2}
 
 # IR op -> (event kind, "wait": records before and after / "issue": one record before, level)
 EVENTS: Dict[str, tuple] = {
@@ -62,7 +63,7 @@ EVENTS: Dict[str, tuple] = {
     "async_tma_store_wait": ("tma.store_wait", "wait", 1),
     "async_wait_group": ("cp_async.wait", "wait", 1),
     "thread_barrier": ("thread_barrier", "wait", 1),
-    "return": ("kernel.end", "issue", 1),
+    "return": ("kernel.end", "issue", 0),
     "warpgroup_mma_wait": ("wgmma.wait", "wait", 2),
     "async_tma_copy_global_to_shared": ("tma.load", "issue", 2),
     "async_tma_copy_shared_to_global": ("tma.store", "issue", 2),
@@ -74,7 +75,7 @@ EVENTS: Dict[str, tuple] = {
 
 
 class TimelineOptions(NamedTuple):
-    """What an instrumented build records: ``capacity`` entries per warp, ``events`` one of :data:`LEVELS`."""
+    """What an instrumented build records: ``capacity`` entries per warp, ``events`` a level of :data:`LEVELS`."""
 
     capacity: int = DEFAULT_CAPACITY
     events: str = "waits"
@@ -203,7 +204,7 @@ def timeline_options(instrument) -> Optional[TimelineOptions]:
     """The :class:`TimelineOptions` an ``instrument`` option asks for, or ``None`` for a plain build.
 
     ``instrument``: ``False``/``None``/``0`` none; ``True`` the defaults; a number of events per warp;
-    ``"waits"`` or ``"all"`` (a level, default capacity); or a :class:`TimelineOptions` / ``(capacity, events)``.
+    a level of :data:`LEVELS` (default capacity); or a :class:`TimelineOptions` / ``(capacity, events)``.
     """
     if instrument is True:
         return TimelineOptions()
@@ -220,8 +221,9 @@ def timeline_options(instrument) -> Optional[TimelineOptions]:
     if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= 1 << 20:
         raise ValueError(f"instrument: the number of events per warp must be in [1, 2**20], got {capacity!r}")
     if events not in LEVELS:
-        raise ValueError(f"instrument: events must be one of {sorted(LEVELS)} ('waits': the barrier waits and the "
-                         f"partitions' starts and ends; 'all': also MMA waits and every issue), got {events!r}")
+        raise ValueError(f"instrument: events must be one of {list(LEVELS)} ('anchors': each warp's and partition's "
+                         f"start and end; 'waits': also the barrier waits; 'all': also MMA waits and every issue), "
+                         f"got {events!r}")
     return TimelineOptions(capacity, events)
 
 

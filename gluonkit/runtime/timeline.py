@@ -42,8 +42,10 @@ __all__ = ["MeasuredTimeline", "measure", "measuring", "active_recorder"]
 _PLOT_COLOURS = {
     "mbarrier.wait": "#d62728", "thread_barrier": "#bcbd22", "tma.store_wait": "#2ca02c", "cp_async.wait": "#17becf",
     "wgmma.wait": "#9467bd", "tma.load": "#1f77b4", "tma.store": "#2ca02c", "wgmma": "#9467bd", "cp_async": "#17becf",
-    "mbarrier.arrive": "#ff7f0e", "mbarrier.expect": "#8c564b",
+    "mbarrier.arrive": "#ff7f0e", "mbarrier.expect": "#8c564b", "kernel.start": "#000000", "kernel.end": "#000000",
+    "partition.start": "#000000", "partition.end": "#000000",
 }
+_STARTS, _ENDS = ("kernel.start", "partition.start"), ("kernel.end", "partition.end")
 _ENTRY = np.dtype([("globaltimer", "<u8"), ("clock", "<u4"), ("tag", "<u4")])
 assert _ENTRY.itemsize == ENTRY_BYTES
 
@@ -230,6 +232,34 @@ class MeasuredTimeline:
                       fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return ax
 
+    def problems(self) -> List[str]:
+        """What is wrong with the events (an empty list when they are well-formed): every warp starts
+        and ends at an anchor, its times never go back, every wait's begin is followed at once by its
+        end (a wait holds no other record), every partition of the kernel has warps, no row filled up."""
+        found = []
+        if self.dropped:
+            found.append("some warp's row filled up: later events were dropped (raise the capacity)")
+        missing = {p["partition"] for p in self.partitions} - {self.partition_of(w.warp) for w in self.warps}
+        if missing:
+            found.append(f"no events from {sorted(missing)}")
+        for w in self.warps:
+            where = f"CTA {w.cta} warp {w.warp}"
+            info = [self.table[int(e)] for e in w.events]
+            if info[0]["kind"] not in _STARTS or info[-1]["kind"] not in _ENDS:
+                found.append(f"{where}: starts with {info[0]['kind']}, ends with {info[-1]['kind']}")
+            back = np.flatnonzero(np.diff(w.times) < 0)
+            if len(back):
+                found.append(f"{where}: time goes back after event {int(back[0])}")
+            for i, event in enumerate(info):
+                if event["phase"] == "begin":
+                    after = info[i + 1] if i + 1 < len(info) else None
+                    if after is None or after["phase"] != "end" or after["location"] != event["location"]:
+                        found.append(f"{where}: the {event['kind']} at {event['location']} (event {i}) has no end")
+                elif event["phase"] == "end" and (i == 0 or info[i - 1]["phase"] != "begin"):
+                    found.append(f"{where}: an end of {event['kind']} at {event['location']} (event {i}) "
+                                 "has no begin")
+        return found
+
     def slices(self, w: WarpEvents) -> List[Slice]:
         """Warp ``w``'s waits: each begin paired with the next end of its kind (an end without a begin,
         or a begin whose end was dropped, is left out)."""
@@ -322,9 +352,9 @@ def measuring(capacity: int = DEFAULT_CAPACITY, events: str = "waits") -> Iterat
 
     ``capacity`` is the number of events each warp can record (16 bytes each); a warp with more
     keeps its first ``capacity`` (:attr:`MeasuredTimeline.dropped` says so).  ``events``:
-    ``"waits"`` records the barrier waits and each partition's start and end (cheap: the default),
-    ``"all"`` also the MMA waits, TMA and MMA issues, arrivals and expects
-    (:data:`gluonkit.lower.instrument.LEVELS`).
+    ``"anchors"`` records each warp's and partition's start and end, ``"waits"`` (the default)
+    also the barrier waits, ``"all"`` also the MMA waits, TMA and MMA issues, arrivals and
+    expects (:data:`gluonkit.lower.instrument.LEVELS`; the cost of each: ``docs/timelines.rst``).
     """
     global _active
     outer, _active = _active, Recorder(capacity, events)
