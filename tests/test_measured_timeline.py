@@ -40,7 +40,7 @@ def _ws_gemm(target: str, instrument):
 def test_instrumented_ws_gemm_assembles_and_names_its_pipeline_events():
     plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", "all")
     assert "%globaltimer" not in plain.asm["ptx"] and "timeline" not in plain.metadata
-    assert "%globaltimer" in timed.asm["ptx"] and ".global .align 8 .u64 gluonkit_timeline" in timed.asm["ptx"]
+    assert "%globaltimer" in timed.asm["ptx"] and ".const .align 8 .b8 gluonkit_timeline[16]" in timed.asm["ptx"]
     assert timed.metadata["spill_stores"] == 0
     assert timed.metadata["registers"] <= plain.metadata["registers"] + 8
     events = timed.metadata["timeline"]["events"]
@@ -99,7 +99,8 @@ def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
             raw[cta, warp, slot] = (ns, cycles, event | (7 + cta) << SMID_SHIFT | VALID)
     metadata = {"timeline": {"events": table, "capacity": capacity}, "num_threads": 32 * warps_per_cta,
                 "partitions": list(partitions)}
-    return metadata, raw.view(np.uint8).reshape(-1)
+    interleaved = np.ascontiguousarray(raw.reshape(-1, capacity).T)  # entry slot * rows + row
+    return metadata, interleaved.view(np.uint8).reshape(-1)
 
 
 TABLE = [

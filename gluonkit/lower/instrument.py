@@ -9,18 +9,20 @@ in the inner loop shows in the timeline it is meant to explain:
 
 * every lane of the warp reaches the record; only lane 0 of the warp stores, one 8-byte
   ``st.global.cs`` (streaming: the records do not push the kernel's operands out of L2) of
-  ``{u32 %clock, u32 event id | 1 << 31}`` into the second half of a 16-byte entry of the warp's
-  row; the cheap 32-bit ``%clock`` is enough, the host unwraps it between anchors;
+  ``{u32 %clock, u32 event id | 1 << 31}`` into the second half of a 16-byte entry; the cheap
+  32-bit ``%clock`` is enough, the host unwraps it between anchors;
 * *anchors* — the kernel's start and end, each partition's start and end — store the whole
   16-byte entry: ``%globaltimer`` (slow to read: the host aligns warps of all SMs and converts
   cycles to nanoseconds with it) and ``%smid`` in the tag, in one vector store;
-* the row of a warp is ``(linear CTA id * warps per CTA + physical warp id) * capacity`` entries
-  from the start of a device buffer whose address the host writes into the module's global
-  ``gluonkit_timeline`` before the launch (so the kernel's signature does not change); its
-  address is computed once, in the prologue, and so is the thread's *limit* (``capacity`` on
-  lane 0, 0 on the other lanes): a record is ``slot < limit ? store : nothing`` on a slot counter
-  that lives in a register (after LLVM's mem2reg), so one compare covers both "lane 0" and "row
-  not full"; entries past ``capacity`` are dropped (the host sees a full row and says so);
+* a thread's whole state is **one register**, the index of its warp's next entry: the entries
+  of the ``rows`` warps of the launch are interleaved (entry ``slot`` of warp ``row`` is entry
+  ``slot * rows + row`` of the buffer), so a record stores at ``buffer + index * 16`` and
+  advances the index by ``rows``, saturating at ``limit = rows * capacity`` (a full row drops
+  later events; the host sees it full and says so).  ``buffer``, ``rows`` and ``limit`` are in
+  the module's constant ``gluonkit_timeline``, which the host writes before the launch (so the
+  kernel's signature does not change) and which ptxas keeps in uniform registers or folds into
+  the instructions; "lane 0" is a predicate register.  A record is then about seven
+  instructions (compare, address, clock, tag, store, advance) and no long-latency read;
 * waits (``mbarrier.wait``, ``warpgroup_mma_wait``, ``tma.store_wait``, ``cp.async`` group waits,
   ``thread_barrier``) get a record before and after; issues (TMA loads and stores,
   ``warpgroup_mma``, ``cp.async``, arrivals, expects) one before.
@@ -45,7 +47,9 @@ from typing import Dict, List, NamedTuple, Optional
 import llvmlite.ir as lir
 
 from ..ir import Operation
-from .llvm_types import I32, I64
+from .llvm_types import I1, I32
+
+_CONSTANT_SPACE = 4  # NVPTX's constant address space
 
 __all__ = ["EVENTS", "LEVELS", "GLOBAL_NAME", "ENTRY_BYTES", "DEFAULT_CAPACITY", "SMID_SHIFT", "VALID",
            "TimelineOptions", "Instrumentation", "instrumentation_for", "timeline_options"]
@@ -81,11 +85,14 @@ class TimelineOptions(NamedTuple):
     events: str = "waits"
 
 
-# The prologue computes, once per thread, the address of its warp's row:
-# buffer + (linear CTA id * warps per CTA + physical warp id) * capacity * 16.
-_ROW_ADDRESS = """{{
-.reg .b32 %w<5>;
-.reg .b64 %x<2>;
+# The host writes {u64 buffer, u32 rows, u32 limit} into this constant: rows = warps in the launch,
+# limit = rows * capacity.  Entry ``slot`` of warp ``row`` is entry ``slot * rows + row`` of the buffer
+# (interleaved: a warp's next entry is ``rows`` further on), so a thread's whole state is one register,
+# its next entry's index, which stops at ``limit``; the records read the rest from constant memory,
+# which ptxas folds into their instructions' operands.
+# The prologue: the warp's row, linear CTA id * warps per CTA + physical warp id.
+_ROW = """{
+.reg .b32 %w<3>;
 mov.u32 %w0, %ctaid.z;
 mov.u32 %w1, %nctaid.y;
 mov.u32 %w2, %ctaid.y;
@@ -97,37 +104,44 @@ mov.u32 %w1, %ntid.x;
 shr.u32 %w1, %w1, 5;
 mov.u32 %w2, %tid.x;
 shr.u32 %w2, %w2, 5;
-mad.lo.u32 %w0, %w0, %w1, %w2;
-mul.wide.u32 %x0, %w0, {row_bytes};
-add.u64 $0, %x0, $1;
-}}"""
+mad.lo.u32 $0, %w0, %w1, %w2;
+}"""
 
-# One event ($0 the row, $1 the slot, $2 the thread's limit): {u32 %clock, u32 tag} at row + slot * 16 + 8.
+# One event ($1 the entry index, $2 "lane 0"; $0 the next index): lane 0 stores {u32 %clock, u32 tag} at
+# entry + 8, unless the row is full.
 _RECORD = """{{
 .reg .pred %p;
-.reg .b32 %w<2>;
-.reg .b64 %x;
-setp.lt.u32 %p, $1, $2;
-mad.wide.u32 %x, $1, {entry_bytes}, $0;
+.reg .b32 %w<4>;
+.reg .b64 %x<2>;
+ld.const.v2.u32 {{%w2, %w3}}, [{constant}+8];
+setp.lt.and.u32 %p, $1, %w3, $2;
+ld.const.u64 %x0, [{constant}];
+mad.wide.u32 %x1, $1, {entry_bytes}, %x0;
 mov.u32 %w0, %clock;
 mov.u32 %w1, {tag};
-@%p st.global.cs.v2.u32 [%x+8], {{%w0, %w1}};
+@%p st.global.cs.v2.u32 [%x1+8], {{%w0, %w1}};
+add.u32 %w0, $1, %w2;
+min.u32 $0, %w0, %w3;
 }}"""
 
 # An anchor: the whole entry {u64 %globaltimer, u32 %clock, u32 tag | %smid << SMID_SHIFT} in one store.
 _ANCHOR = """{{
 .reg .pred %p;
-.reg .b32 %w<2>;
-.reg .b64 %x<3>;
-setp.lt.u32 %p, $1, $2;
-mad.wide.u32 %x0, $1, {entry_bytes}, $0;
+.reg .b32 %w<4>;
+.reg .b64 %x<4>;
+ld.const.v2.u32 {{%w2, %w3}}, [{constant}+8];
+setp.lt.and.u32 %p, $1, %w3, $2;
+ld.const.u64 %x0, [{constant}];
+mad.wide.u32 %x1, $1, {entry_bytes}, %x0;
 mov.u32 %w0, %clock;
 mov.u32 %w1, %smid;
 shl.b32 %w1, %w1, {smid_shift};
 or.b32 %w1, %w1, {tag};
-mov.u64 %x1, %globaltimer;
-mov.b64 %x2, {{%w0, %w1}};
-@%p st.global.cs.v2.u64 [%x0], {{%x1, %x2}};
+mov.u64 %x2, %globaltimer;
+mov.b64 %x3, {{%w0, %w1}};
+@%p st.global.cs.v2.u64 [%x1], {{%x2, %x3}};
+add.u32 %w0, $1, %w2;
+min.u32 $0, %w0, %w3;
 }}"""
 
 
@@ -140,16 +154,13 @@ class Instrumentation:
         self._level = LEVELS[options.events]
         self.table: List[dict] = []
         self._ids: Dict[tuple, int] = {}
-        buffer = lir.GlobalVariable(module, I64, GLOBAL_NAME, addrspace=1)
-        buffer.initializer = I64(0)
-        buffer.align = 8
-        self._row = prologue.asm(lir.FunctionType(I64, [I64]),
-                                 _ROW_ADDRESS.format(row_bytes=self.capacity * ENTRY_BYTES), "=l,l",
-                                 [prologue.load(buffer)], side_effect=False, name="timeline.row")
-        self._limit = prologue.select(prologue.icmp_unsigned("==", lane, I32(0)), I32(self.capacity), I32(0),
-                                      name="timeline.limit")
-        self._counter = prologue.alloca(I32, name="timeline.slot")
-        prologue.store(I32(0), self._counter)
+        constant = lir.GlobalVariable(module, lir.ArrayType(I32, 4), GLOBAL_NAME, addrspace=_CONSTANT_SPACE)
+        constant.initializer = lir.ArrayType(I32, 4)([I32(0)] * 4)
+        constant.align = 8
+        self._lane0 = prologue.icmp_unsigned("==", lane, I32(0), name="timeline.lane0")
+        self._index = prologue.alloca(I32, name="timeline.index")
+        prologue.store(prologue.asm(lir.FunctionType(I32, []), _ROW, "=r", [], side_effect=False,
+                                    name="timeline.row"), self._index)
         self._started = False
 
     # ------------------------------------------------------------------ the walker's hooks
@@ -193,11 +204,11 @@ class Instrumentation:
 
     def _record(self, builder: lir.IRBuilder, kind: str, phase: str, op: Operation, anchor: bool = False) -> None:
         tag = self._event_id(kind, phase, op) | VALID
-        slot = builder.load(self._counter)
-        builder.store(builder.add(slot, I32(1)), self._counter)
-        text = (_ANCHOR if anchor else _RECORD).format(entry_bytes=ENTRY_BYTES, smid_shift=SMID_SHIFT, tag=tag)
-        builder.asm(lir.FunctionType(lir.VoidType(), [I64, I32, I32]), text, "l,r,r", [self._row, slot, self._limit],
-                    side_effect=True)
+        text = (_ANCHOR if anchor else _RECORD).format(entry_bytes=ENTRY_BYTES, smid_shift=SMID_SHIFT, tag=tag,
+                                                       constant=GLOBAL_NAME)
+        index = builder.asm(lir.FunctionType(I32, [I32, I1]), text, "=r,r,b", [builder.load(self._index), self._lane0],
+                            side_effect=True)
+        builder.store(index, self._index)
 
 
 def timeline_options(instrument) -> Optional[TimelineOptions]:

@@ -89,10 +89,10 @@ class MeasuredTimeline:
         """From the compiled kernel's ``metadata`` and the buffer's bytes ``raw``."""
         capacity = metadata["timeline"]["capacity"]
         warps_per_cta = metadata["num_threads"] // 32
-        entries = raw.view(_ENTRY).reshape(-1, warps_per_cta, capacity)
+        entries = raw.view(_ENTRY).reshape(capacity, -1).T  # interleaved: entry slot * rows + row
         result = cls(kernel, tuple(grid), metadata["timeline"]["events"], list(metadata.get("partitions") or []),
                      warps_per_cta)
-        rows = [_used(row) for row in entries.reshape(-1, capacity)]
+        rows = [_used(row) for row in entries]
         result.clock_ghz = _clock_rate(rows)
         start = min((int(row["globaltimer"][_anchors(row)[0]]) for row in rows if len(_anchors(row))), default=0)
         for index, used in enumerate(rows):
@@ -323,12 +323,17 @@ class Recorder:
         """Launch the loaded instrumented ``entry`` with a fresh event buffer, then decode the buffer."""
         metadata = entry.compiled.metadata
         ctas = math.prod(tuple(grid)) * entry.num_ctas  # a cluster launch has num_ctas CTAs per program
-        nbytes = ctas * (metadata["num_threads"] // 32) * self.options.capacity * ENTRY_BYTES
+        rows = ctas * (metadata["num_threads"] // 32)
+        limit = rows * self.options.capacity
+        if limit + rows >= 1 << 32:
+            raise ValueError(f"measuring: {rows} warps x capacity {self.options.capacity} is more than the 2**32 "
+                             "events one launch can record: lower the capacity or measure a smaller grid")
+        nbytes = limit * ENTRY_BYTES
         buffer = driver.DeviceBuffer(max(nbytes, ENTRY_BYTES))
         try:
             buffer.zero()
             address = entry.kernel.module.global_address(GLOBAL_NAME)
-            driver.copy_to_device(address, np.array([buffer.ptr], np.uint64))
+            driver.copy_to_device(address, np.array([buffer.ptr, rows | limit << 32], np.uint64))
             entry.run(grid, values)
             driver.synchronize()
             raw = np.empty(nbytes, np.uint8)
