@@ -85,9 +85,11 @@ class MeasuredTimeline:
 
     # ------------------------------------------------------------------ decoding
     @classmethod
-    def decode(cls, kernel: str, grid: Sequence[int], metadata: dict, raw: np.ndarray) -> "MeasuredTimeline":
-        """From the compiled kernel's ``metadata`` and the buffer's bytes ``raw``."""
-        capacity = metadata["timeline"]["capacity"]
+    def decode(cls, kernel: str, grid: Sequence[int], metadata: dict, raw: np.ndarray,
+               capacity: Optional[int] = None) -> "MeasuredTimeline":
+        """From the compiled kernel's ``metadata`` and the buffer's bytes ``raw`` of ``capacity`` entries per
+        warp (by default the capacity the kernel was compiled with)."""
+        capacity = capacity or metadata["timeline"]["capacity"]
         warps_per_cta = metadata["num_threads"] // 32
         entries = raw.view(_ENTRY).reshape(capacity, -1).T  # interleaved: entry slot * rows + row
         result = cls(kernel, tuple(grid), metadata["timeline"]["events"], list(metadata.get("partitions") or []),
@@ -317,6 +319,9 @@ class Recorder:
 
     def __init__(self, capacity: int, events: str):
         self.options = timeline_options((capacity, events))
+        # The instrumented code does not depend on the capacity (the host writes the limit before each
+        # launch), so every capacity shares one build per level.
+        self.build = events
         self.timelines: List[MeasuredTimeline] = []
 
     def launch(self, entry, grid: Sequence[int], values: Sequence) -> None:
@@ -340,7 +345,7 @@ class Recorder:
             buffer.copy_to_host(raw)
         finally:
             buffer.free()
-        self.timelines.append(MeasuredTimeline.decode(entry.compiled.name, grid, metadata, raw))
+        self.timelines.append(MeasuredTimeline.decode(entry.compiled.name, grid, metadata, raw, self.options.capacity))
 
 
 _active: Optional[Recorder] = None
