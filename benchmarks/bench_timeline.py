@@ -83,12 +83,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="directory for the traces and pictures")
     parser.add_argument("--repeats", type=int, default=3, help="instrumented runs per level (median span)")
+    parser.add_argument("--only", default="", help="measure only the cases whose name contains this")
     parser.add_argument("--levels", default=",".join(LEVELS), help="levels to measure, 'anchors' first")
     args = parser.parse_args()
     if args.out:
         os.makedirs(args.out, exist_ok=True)
     print(f"device: {torch.cuda.get_device_name()}; cost = span / span of the 'anchors' build - 1")
     for name, (M, N, K, config) in CASES.items():
+        if args.only not in name:
+            continue
         run_case(name, M, N, K, config, args.out, args.repeats, args.levels.split(","))
 
 

@@ -35,13 +35,15 @@ def _short(data: dict) -> dict:
     return data
 
 
-def measure_all(out: str, window_us: float, show: bool) -> None:
+def measure_all(out: str, window_us: float, show: bool, only: str) -> None:
     import torch
     from measured_examples import EXAMPLES
 
     print(f"device: {torch.cuda.get_device_name()}")
     print(f"{'example':18} {'kernel':28} {'CTAs':>5} {'warps':>5} {'ev/warp':>7} {'span us':>8} {'GHz':>5}  events")
     for name, run in EXAMPLES.items():
+        if only and name not in only.split(","):
+            continue
         try:
             tl = run("all")
         except Exception as e:  # report and go on with the other examples
@@ -101,6 +103,7 @@ def main():
     parser.add_argument("--out", default=None, help="folder for the JSON (GPU) or the pictures (--draw)")
     parser.add_argument("--print", action="store_true", help="also print each timeline as a TIMELINE line")
     parser.add_argument("--window", type=float, default=12.0, help="µs of CTA 0 kept, from its first event")
+    parser.add_argument("--only", default="", help="comma-separated example names (all by default)")
     parser.add_argument("--draw", default=None, help="draw the pictures of a GPU run's output (file or folder)")
     args = parser.parse_args()
     if args.out:
@@ -108,7 +111,7 @@ def main():
     if args.draw:
         draw(args.draw, args.out or ".")
     else:
-        measure_all(args.out, args.window, args.print)
+        measure_all(args.out, args.window, args.print, args.only)
 
 
 if __name__ == "__main__":
