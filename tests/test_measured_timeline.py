@@ -13,7 +13,7 @@ import pytest
 import gluonkit.language as gl
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
-from gluonkit.lower.instrument import SMID_SHIFT, VALID, timeline_capacity
+from gluonkit.lower.instrument import SMID_SHIFT, VALID, TimelineOptions, timeline_options
 from gluonkit.runtime.driver import has_gpu
 from gluonkit.runtime.timeline import MeasuredTimeline, measure
 from kernel_checks import needs_ptxas
@@ -38,18 +38,33 @@ def _ws_gemm(target: str, instrument):
 
 @needs_ptxas
 def test_instrumented_ws_gemm_assembles_and_names_its_pipeline_events():
-    plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", True)
+    plain, timed = _ws_gemm("sm_90a", False), _ws_gemm("sm_90a", "all")
     assert "%globaltimer" not in plain.asm["ptx"] and "timeline" not in plain.metadata
-    assert "%globaltimer" in timed.asm["ptx"] and ".global .align 8 .u64 gluonkit_timeline" in timed.asm["ptx"]
+    assert "%globaltimer" in timed.asm["ptx"] and ".const .align 8 .b8 gluonkit_timeline[16]" in timed.asm["ptx"]
     assert timed.metadata["spill_stores"] == 0
     assert timed.metadata["registers"] <= plain.metadata["registers"] + 8
     events = timed.metadata["timeline"]["events"]
     kinds = {(e["kind"], e["phase"]) for e in events}
     assert {("mbarrier.wait", "begin"), ("mbarrier.wait", "end"), ("tma.load", "instant"), ("wgmma", "instant"),
             ("mbarrier.arrive", "instant"), ("tma.store", "instant"), ("kernel.start", "instant")} <= kinds
-    producer_wait = next(e for e in events if e["kind"] == "mbarrier.wait" and "empty.index" in e["text"])
-    assert producer_wait["location"].endswith("ws_gemm.py:" + producer_wait["location"].rsplit(":", 1)[1])
-    assert producer_wait["text"].startswith("mbarrier.wait(empty.index(stage)")
+    producer_wait = next(e for e in events if e["kind"] == "mbarrier.wait" and "empty.index" in e["source"])
+    assert producer_wait["location"].endswith(f"ws_gemm.py:{producer_wait['line']}")
+    assert producer_wait["source"].startswith("mbarrier.wait(empty.index(stage)")
+
+
+@needs_ptxas
+def test_the_default_level_records_the_waits_and_reads_slow_registers_only_at_anchors():
+    timed = _ws_gemm("sm_90a", True)
+    assert timed.metadata["timeline"]["level"] == "waits" and timed.metadata["spill_stores"] == 0
+    kinds = {e["kind"] for e in timed.metadata["timeline"]["events"]}
+    assert {"mbarrier.wait", "thread_barrier", "kernel.start", "partition.start", "partition.end"} <= kinds
+    assert not kinds & {"wgmma", "wgmma.wait", "tma.load", "mbarrier.arrive", "mbarrier.expect"}
+    ptx = timed.asm["ptx"]
+    anchors = ptx.count("%globaltimer;")
+    # the kernel's start and end, and a start and an end for each of its two partitions
+    assert anchors == 6 and ptx.count("%smid;") == anchors
+    assert ptx.count("st.global.cs.v2.u32") + anchors == ptx.count("st.global.cs.v2")
+    assert "st.global.v2" not in ptx  # every record streams past L2 (.cs)
 
 
 @needs_ptxas
@@ -58,16 +73,20 @@ def test_instrumented_producer_consumer_assembles_for_blackwell():
     compiled = producer_consumer.producer_consumer_kernel.compile(
         TensorDescType((64, 128), ir.float16, nvmma([64, 128], ir.float16)),
         TensorDescType((64, 128), ir.float32, nvmma([64, 128], ir.float32)), "i32", STAGES=3, num_warps=4,
-        target="sm_100a", instrument=512)
+        target="sm_100a", instrument=(512, "all"))
     assert compiled.asm["cubin"][:4] == b"\x7fELF" and "%globaltimer" in compiled.asm["ptx"]
     assert compiled.metadata["timeline"]["capacity"] == 512
     assert {e["kind"] for e in compiled.metadata["timeline"]["events"]} >= {"tma.load", "tma.store", "mbarrier.wait"}
 
 
-def test_capacity_option_is_checked():
-    assert timeline_capacity(True) > 0 and timeline_capacity(False) == 0 and timeline_capacity(4096) == 4096
+def test_instrument_option_is_checked():
+    assert timeline_options(True) == TimelineOptions() and timeline_options(False) is None
+    assert timeline_options(4096) == (4096, "waits") and timeline_options("all").events == "all"
+    assert timeline_options((64, "all")) == (64, "all")
     with pytest.raises(ValueError, match="events per warp"):
-        timeline_capacity(-3)
+        timeline_options(-3)
+    with pytest.raises(ValueError, match="'waits'"):
+        timeline_options((64, "some"))
 
 
 def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
@@ -80,15 +99,17 @@ def _synthetic(table, rows, warps_per_cta, capacity, partitions=()):
             raw[cta, warp, slot] = (ns, cycles, event | (7 + cta) << SMID_SHIFT | VALID)
     metadata = {"timeline": {"events": table, "capacity": capacity}, "num_threads": 32 * warps_per_cta,
                 "partitions": list(partitions)}
-    return metadata, raw.view(np.uint8).reshape(-1)
+    interleaved = np.ascontiguousarray(raw.reshape(-1, capacity).T)  # entry slot * rows + row
+    return metadata, interleaved.view(np.uint8).reshape(-1)
 
 
 TABLE = [
-    {"kind": "kernel.start", "phase": "instant", "op": "x", "location": "k.py:1", "text": "a"},
-    {"kind": "mbarrier.wait", "phase": "begin", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
-    {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "text": "wait"},
+    {"kind": "kernel.start", "phase": "instant", "op": "x", "location": "k.py:1", "source": "a"},
+    {"kind": "mbarrier.wait", "phase": "begin", "op": "mbarrier_wait", "location": "k.py:2", "source": "wait"},
+    {"kind": "mbarrier.wait", "phase": "end", "op": "mbarrier_wait", "location": "k.py:2", "source": "wait"},
     {"kind": "tma.load", "phase": "instant", "op": "async_tma_copy_global_to_shared", "location": "k.py:3",
-     "text": "load"},
+     "source": "load"},
+    {"kind": "kernel.end", "phase": "instant", "op": "return", "location": "k.py:4", "source": ""},
 ]
 
 
@@ -125,6 +146,46 @@ def test_a_full_row_is_reported_as_dropped_events(tmp_path):
     assert len(json.loads(path.read_text())["traceEvents"]) == 3 + 4
 
 
+def test_problems_names_what_is_malformed():
+    good = [(1000, 0, 0), (0, 10, 1), (0, 90, 2), (0, 95, 3), (1100, 200, 4)]
+    rows = {(0, 0): good,
+            (0, 1): [(1000, 0, 0), (0, 10, 1), (0, 95, 3), (1100, 200, 4)],  # a wait that never ends
+            (1, 0): [(1000, 0, 1), (0, 10, 2), (1100, 200, 4)],  # no start anchor
+            (1, 1): [(1000, 100, 0), (0, 50, 3), (1100, 300, 4)]}  # the clock goes back
+    metadata, raw = _synthetic(TABLE, rows, 2, 8, [{"partition": "default", "first_warp": 0, "num_warps": 1},
+                                                   {"partition": "worker 0", "first_warp": 1, "num_warps": 1}])
+    found = MeasuredTimeline.decode("k", (2,), metadata, raw).problems()
+    assert found == ["CTA 0 warp 1: the mbarrier.wait at k.py:2 (event 1) has no end",
+                     "CTA 1 warp 0: starts with mbarrier.wait, ends with kernel.end",
+                     "CTA 1 warp 1: time goes back after event 0"], found
+    metadata, raw = _synthetic(TABLE, {(0, 0): good}, 1, 8, [{"partition": "default", "first_warp": 0, "num_warps": 1},
+                                                              {"partition": "worker 0", "first_warp": 1,
+                                                               "num_warps": 1}])
+    assert MeasuredTimeline.decode("k", (1,), metadata, raw).problems() == ["no events from ['worker 0']"]
+
+
+def test_a_timeline_survives_json_and_is_drawn_by_matplotlib(tmp_path):
+    rows = {(0, 0): [(1000, 50, 0), (0, 70, 1), (0, 1050, 2), (1600, 1250, 3)],
+            (0, 1): [(1100, 9, 0), (1200, 209, 3)], (1, 0): [(1000, 0, 0), (1100, 200, 3)]}
+    metadata, raw = _synthetic(TABLE, rows, 2, 8)
+    tl = MeasuredTimeline.decode("k", (2,), metadata, raw)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(tl.to_json(ctas=[0], end_ns=500)))
+    back = MeasuredTimeline.from_json(json.loads(path.read_text()))
+    assert [(w.cta, w.warp) for w in back.warps] == [(0, 0), (0, 1)]
+    np.testing.assert_allclose(back.warps[0].times, np.rint(tl.warps[0].times[:3]))
+    assert back.slices(back.warps[0])[0].info["source"] == "wait" and back.clock_ghz == tl.clock_ghz
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = tl.plot(ctas=[0, 1])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["CTA 1 · warp 0 (kernel)", "CTA 0 · warp 1 (kernel)",
+                                                             "CTA 0 · warp 0 (kernel)"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"mbarrier.wait", "kernel.start", "tma.load"}
+    ax.figure.savefig(tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000
+
+
 def test_measure_refuses_the_interpreter_with_a_pointer_to_its_own_traces():
     x = np.random.default_rng(1).standard_normal((128, 32)).astype(np.float16)
     y = np.full((128, 32), np.nan, np.float32)
@@ -143,17 +204,33 @@ def test_measured_producer_consumer_has_every_partitions_events_and_a_correct_re
     x = torch.randn(M, N, device="cuda").half()
     y = torch.full((M, N), float("nan"), device="cuda")
     x_desc, y_desc = producer_consumer.descriptors(x, y, 64)
-    tl = measure(producer_consumer.producer_consumer_kernel, (8,), x_desc, y_desc, M, STAGES=3, num_warps=4)
+    tl = measure(producer_consumer.producer_consumer_kernel, (8,), x_desc, y_desc, M, STAGES=3, num_warps=4,
+                 events="all")
     torch.cuda.synchronize()
     assert torch.allclose(y, x.float() * x.float() + 1)
     assert {w.cta for w in tl.warps} == set(range(8)) and not tl.dropped
     parts = {tl.partition_of(w.warp) for w in tl.warps}
     assert parts == {"default", "worker 0"}, parts
     assert 0.5 < tl.clock_ghz < 3.0
-    for w in tl.warps:
-        assert np.all(np.diff(w.times) >= 0) and 0 <= w.sm < 256
-        kinds = [tl.table[int(e)]["kind"] for e in w.events]
-        assert kinds[0] in ("kernel.start", "partition.start")
-        assert kinds.count("mbarrier.wait") % 2 == 0
+    assert tl.problems() == []
+    assert all(0 <= w.sm < 256 for w in tl.warps)
     loads = [tl.table[int(e)] for w in tl.warps for e in w.events if tl.table[int(e)]["kind"] == "tma.load"]
     assert len(loads) == M // 64  # one TMA load per row tile, issued by the load partition
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+def test_a_full_row_keeps_its_first_events_and_leaves_the_other_warps_rows_alone():
+    torch = pytest.importorskip("torch")
+    M, N = 4096, 128
+    x = torch.randn(M, N, device="cuda").half()
+    y = torch.full((M, N), float("nan"), device="cuda")
+    x_desc, y_desc = producer_consumer.descriptors(x, y, 64)
+    tl = measure(producer_consumer.producer_consumer_kernel, (8,), x_desc, y_desc, M, STAGES=3, num_warps=4,
+                 capacity=3, events="all")
+    torch.cuda.synchronize()
+    assert torch.allclose(y, x.float() * x.float() + 1) and tl.dropped
+    working = sum(p["num_warps"] for p in tl.partitions)  # the padding warps of the CTA record nothing
+    assert len(tl.warps) == 8 * working and all(len(w.times) == 3 and w.full for w in tl.warps)
+    firsts = {tl.table[int(w.events[0])]["kind"] for w in tl.warps}
+    assert firsts == {"kernel.start", "partition.start"}, firsts

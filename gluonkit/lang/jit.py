@@ -235,7 +235,8 @@ class JITFunction:
         arguments by name, bound as a launch binds them.  The result's ``asm`` has ``ir``,
         ``llir``, ``ptx`` (and ``cubin``, ``sass`` when the CUDA tools are found) and its
         ``metadata`` registers, shared memory and spills.  ``instrument=True`` (or a number
-        of events per warp) builds the measured-timeline variant (:mod:`gluonkit.lower.instrument`; launched through
+        of events per warp, a level ``"waits"``/``"all"``, or both as a tuple) builds the measured-timeline variant
+        (:mod:`gluonkit.lower.instrument`; launched through
         :func:`gluonkit.runtime.timeline.measure`).
         """
         if _compiler is None:

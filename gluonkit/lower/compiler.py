@@ -39,9 +39,10 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
                      instrument=False) -> CompiledKernel:
     """Compile ``func`` for ``target``; the cubin is made when ptxas is available.
 
-    ``instrument`` (``True`` or a number of events per warp) builds the measured-timeline variant
-    (:mod:`.instrument`): its metadata's ``timeline`` holds the event table and the per-warp
-    capacity of the event buffer.
+    ``instrument`` (``True``, a number of events per warp, a level or both:
+    :func:`.instrument.timeline_options`) builds the measured-timeline variant (:mod:`.instrument`):
+    its metadata's ``timeline`` holds the event table, the per-warp capacity of the event buffer
+    and the level.
     """
     tgt = get_target(target)
     infer_layouts(func)
@@ -61,7 +62,8 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
     )
     if ctx_module.instrumentation is not None:
         kernel.metadata["timeline"] = {"events": ctx_module.instrumentation.table,
-                                       "capacity": ctx_module.instrumentation.capacity}
+                                       "capacity": ctx_module.instrumentation.capacity,
+                                       "level": ctx_module.instrumentation.events}
     if assemble_cubin is None:
         assemble_cubin = find_ptxas() is not None
     usage = ResourceUsage()

@@ -95,7 +95,7 @@ def cache_key(**parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def kernel_key(func: Function, target: str, instrument: int = 0) -> str:
+def kernel_key(func: Function, target: str, instrument=None) -> str:
     """The key of ``func`` compiled for ``target`` (``"sm_90a"``).
 
     The printed IR holds what the frontend made of the kernel: every called ``@jit``
@@ -106,7 +106,7 @@ def kernel_key(func: Function, target: str, instrument: int = 0) -> str:
     the divisibility specialization of the arguments and the full source locations
     (file and column go into the PTX's line info).  With them go the target and the
     toolchain's versions; :func:`cache_key` adds gluonkit's version and source digest.
-    A measured-timeline build (``instrument``, events per warp) has keys of its own.
+    A measured-timeline build (``instrument``: its capacity and level) has keys of its own.
     """
     locations = [[op.loc.file, op.loc.line, op.loc.col] for op in func.walk()]
     return cache_key(kind="kernel", ir=print_function(func), specialization=func.specialization,

@@ -72,12 +72,13 @@ class CompiledLaunch:
 _launches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # JITFunction -> {key: CompiledLaunch}
 
 
-def compile_for_device(func, target: str, instrument: int = 0) -> CompiledKernel:
+def compile_for_device(func, target: str, instrument=None) -> CompiledKernel:
     """``compile_function`` through the on-disk cache (IR, PTX, cubin and metadata).
 
     An entry that is missing, damaged or incomplete is a miss: the kernel is compiled
-    again and the entry replaced (:mod:`.cache`).  ``instrument``: events per warp of a
-    measured-timeline build (:mod:`gluonkit.runtime.timeline`), 0 for none.
+    again and the entry replaced (:mod:`.cache`).  ``instrument``: the
+    :class:`~gluonkit.lower.instrument.TimelineOptions` of a measured-timeline build
+    (:mod:`gluonkit.runtime.timeline`), ``None`` for none.
     """
     cache = KernelCache()
     key = kernel_key(func, target, instrument)
@@ -252,11 +253,11 @@ class GraphCaptureError(RuntimeError):
 
 def load_for_launch(kernel, names: List[str], values: List[Any], constexprs: Dict[str, Any], num_warps: int,
                     no_specialize: set, maxnreg: Optional[int] = None, num_ctas: int = 1,
-                    instrument: int = 0) -> CompiledLaunch:
+                    instrument=None) -> CompiledLaunch:
     """The loaded kernel for runtime arguments like ``values``, compiled and loaded on first use;
     the caller launches it (:meth:`CompiledLaunch.run`) and may keep it for a faster path
     (:mod:`gluonkit.runtime.launch`, :mod:`gluonkit.runtime.precompiled`).  ``instrument``:
-    events per warp of the measured-timeline build (:mod:`gluonkit.runtime.timeline`), 0 for none.
+    the timeline options of the measured-timeline build (:mod:`gluonkit.runtime.timeline`), ``None`` for none.
 
     Compiling and loading a module cannot be recorded in a CUDA graph, so a first use while
     the current stream is capturing raises :class:`GraphCaptureError`, which says to launch
@@ -296,7 +297,7 @@ def _refuse_during_capture(kernel) -> None:
 
 
 def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg,
-                      num_ctas=1, instrument: int = 0) -> CompiledLaunch:
+                      num_ctas=1, instrument=None) -> CompiledLaunch:
     driver.ensure_context()
     target = driver.device_properties().arch
     arg_types = [ty for ty, _ in keys]

@@ -165,7 +165,7 @@ def _prepared(kernel: JITFunction, grid, args, kwargs, launch: bool) -> Optional
     try:
         recorder = active_recorder()
         entry = load_for_launch(kernel, runtime, values, constexprs, num_warps, _do_not_specialize(kernel),
-                                options["maxnreg"], options["num_ctas"], recorder.capacity if recorder else 0)
+                                options["maxnreg"], options["num_ctas"], recorder.build if recorder else None)
         if launch and recorder is not None:
             recorder.launch(entry, grid, values)
             return None  # an instrumented build never serves the fast path
