@@ -388,3 +388,41 @@ def test_gather_scatter_instructions_match_triton(bx, by, dtype, which):
     ours = gluonkit.jit(tma_gather_kernels.gather_scatter_source(gk_gl, gk_tma, gk_mbarrier)).compile(
         desc, "*i32:16", "i32", BX=bx, offsets_layout=_gather_layouts(gk_gl, which), target="sm_100a").asm["ptx"]
     assert _bulk_copies(ours) == _bulk_copies(theirs), f"gluonkit: {_bulk_copies(ours)}; triton: {_bulk_copies(theirs)}"
+
+
+def _budget_kernel(gl, jit):
+    """A kernel with two one-warp workers at 24 registers (Gluon's warp-specialization tutorial's split)."""
+    @jit
+    def worker(p):
+        gl.store(p + gl.arange(0, 32, gl.BlockedLayout([1], [32], [1], [0])), 1.0)
+
+    @jit
+    def default(p):
+        gl.store(p + gl.arange(0, 128, gl.BlockedLayout([1], [32], [4], [0])), 2.0)
+
+    @jit
+    def kernel(p):
+        gl.warp_specialize([(default, (p,)), (worker, (p,)), (worker, (p,))], [1, 1], [24, 24])
+
+    return kernel
+
+
+def _default_budget(ptx: str, worker_regs: int) -> int:
+    """The default partition's budget: the ``setmaxnreg`` value that is not the workers' (or,
+    when it needs none, the ``.maxnreg`` every thread starts with)."""
+    budgets = {int(v) for v in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+);", ptx)}
+    budgets -= {worker_regs}
+    assert len(budgets) <= 1, budgets
+    return budgets.pop() if budgets else int(re.search(r"\.maxnreg (\d+)", ptx).group(1))
+
+
+@pytest.mark.parametrize("maxnreg", [None, 128, 100])
+def test_launch_maxnreg_sets_the_register_pool_as_in_triton(maxnreg):
+    """With ``maxnreg`` the CTA starts with ``maxnreg`` registers per thread and the default
+    partition gets what the workers leave (Gluon's warp-specialization tutorial launches so)."""
+    options = {"num_warps": 4, **({"maxnreg": maxnreg} if maxnreg else {})}
+    theirs = triton.compile(GluonASTSource(_budget_kernel(tr_gl, gluon.jit), {"p": "*fp32"}, {}),
+                            target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
+    ours = _budget_kernel(gk_gl, gluonkit.jit).compile("*fp32:16", target="sm_90a", **options).asm["ptx"]
+    assert re.search(r"\.maxnreg (\d+)", ours).group(1) == re.search(r"\.maxnreg (\d+)", theirs).group(1)
+    assert _default_budget(ours, 24) == _default_budget(theirs, 24)

@@ -378,21 +378,27 @@ def test_register_budgets_become_setmaxnreg_per_warpgroup():
 
 
 @needs_ptxas
-def test_a_launch_maxnreg_must_agree_with_register_budgets():
-    """With budgets the kernel's ``.maxnreg`` is the plan's starting count (168 for 384
-    threads): a launch ``maxnreg`` equal to it compiles, another one is an error at the op."""
+def test_a_launch_maxnreg_is_the_pool_the_budgets_share():
+    """As in Gluon, ``maxnreg`` is what every thread starts with: the default partition gets
+    what the workers' budgets leave of ``maxnreg x threads`` (384 x 128 - 128 x (24 + 240) =
+    128 x 120 here); a cap the register file cannot hold, or one that leaves the default
+    partition under 24, is an error at the call."""
     @gluonkit.jit
     def kernel(out, N: gl.constexpr):
         gl.warp_specialize([(_store_partition, (out, 1.0, N)), (_store_partition, (out, 2.0, N)),  # op
                             (_store_partition, (out, 3.0, N))], [1, 4], [24, 240])
 
-    same = compile_function(kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=168), "sm_90a").asm["ptx"]
-    assert ".maxnreg 168" in same and "setmaxnreg.inc.sync.aligned.u32 240;" in same
-    with pytest.raises(CompilationError, match=r"the launch's maxnreg=128 conflicts with the register budgets "
-                                               r"\(worker_num_regs=\[24, 240\]\).*launch without maxnreg \(or with "
-                                               r"maxnreg=168\)") as info:
-        compile_function(kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=128), "sm_90a")
-    assert info.value.loc.line == line_containing(kernel.fn, "# op")
+    compiled = compile_function(kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=128), "sm_90a")
+    ptx = compiled.asm["ptx"]
+    assert ".maxnreg 128" in ptx and "setmaxnreg.dec.sync.aligned.u32 120;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 240;" in ptx and "setmaxnreg.dec.sync.aligned.u32 24;" in ptx
+    assert [p["registers"] for p in compiled.metadata["partitions"]] == [120, 24, 240]
+    for maxnreg, message in ((200, r"maxnreg=200 registers for each of the CTA's 384 threads is more than the "
+                                   r"65536-register file holds \(168 at most\); launch with maxnreg <= 168"),
+                             (64, r"the register budgets do not fit in the CTA's 24576 registers")):
+        with pytest.raises(ArgumentError, match=message) as info:
+            kernel._build([F32P], {"N": 128}, 4, {}, maxnreg=maxnreg)
+        assert info.value.loc.line == line_containing(kernel.fn, "# op")
 
 
 def test_buffers_of_different_partitions_never_share_bytes():
@@ -563,9 +569,11 @@ def test_register_budgets_never_exceed_what_the_cta_is_launched_with(default_war
     CTA holds hangs the GPU (seen on the H100), so every accepted plan fits in its pool."""
     regs = data.draw(st.lists(st.integers(3, 32).map(lambda r: 8 * r), min_size=len(worker_warps),
                               max_size=len(worker_warps)))
+    maxnreg = data.draw(st.one_of(st.none(), st.integers(24, 256)))
     try:
-        plan = plan_partitions(default_warps, worker_warps, regs)
+        plan = plan_partitions(default_warps, worker_warps, regs, maxnreg)
     except ValueError:
         return
     budgets = [plan.default_regs if r is None else r for r in plan.group_regs]
-    assert 32 * WARPGROUP * sum(budgets) <= plan.num_threads * plan.initial_regs
+    assert 32 * WARPGROUP * sum(budgets) <= plan.num_threads * plan.initial_regs <= 65536
+    assert maxnreg is None or plan.initial_regs == maxnreg

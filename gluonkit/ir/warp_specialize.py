@@ -14,8 +14,10 @@ user's line), the verifier and the lowering agree:
   one), so a warpgroup shared by several workers gets the largest of their budgets, and
   idle padding warps share their warpgroup's.  Budgets are multiples of 8 in [24, 256].
 * The kernel starts with ``floor8(65536 / threads)`` registers per thread (capped at 256,
-  the ``.maxnreg`` it is compiled with); budgets above that are raised with
-  ``setmaxnreg.inc``, those below lowered with ``setmaxnreg.dec``.
+  the ``.maxnreg`` it is compiled with), or with the launch's ``maxnreg`` when one is given
+  (as in Gluon, where ``maxnreg`` sets the registers the CTA is launched with and the
+  default partition gets what the workers leave of them); budgets above that are raised
+  with ``setmaxnreg.inc``, those below lowered with ``setmaxnreg.dec``.
 * ``setmaxnreg.inc`` takes registers only from those the CTA's other warpgroups released, and
   waits until there are enough: the budgets together must fit in what the CTA was launched
   with (``threads *`` the starting count), not in the whole 64K file, or a warpgroup waits
@@ -72,8 +74,9 @@ def _power_of_two(n) -> bool:
 
 
 def plan_partitions(default_warps: int, worker_warps: Sequence[int],
-                    worker_regs: Optional[Sequence[int]]) -> PartitionPlan:
-    """The plan for these counts (module docstring); ``ValueError`` says what is wrong and how to fix it."""
+                    worker_regs: Optional[Sequence[int]], maxnreg: Optional[int] = None) -> PartitionPlan:
+    """The plan for these counts and the launch's ``maxnreg`` (module docstring); ``ValueError``
+    says what is wrong and how to fix it."""
     for i, w in enumerate(worker_warps):
         if not _power_of_two(w):
             raise ValueError(f"worker_num_warps[{i}] must be a power of two (1, 2, 4, 8 …), got {w!r}")
@@ -89,6 +92,12 @@ def plan_partitions(default_warps: int, worker_warps: Sequence[int],
                          f"worker_num_warps={list(worker_warps)}, each worker aligned to its size or a warpgroup), "
                          f"but a CTA has at most {MAX_WARPS} warps (1024 threads); use fewer or smaller workers")
     initial = min(MAX_REGS, REGISTER_FILE // (32 * total) // 8 * 8)
+    if maxnreg is not None and worker_regs is not None:
+        if maxnreg > initial:
+            raise ValueError(f"maxnreg={maxnreg} registers for each of the CTA's {32 * total} threads is more than "
+                             f"the {REGISTER_FILE}-register file holds ({initial} at most); launch with "
+                             f"maxnreg <= {initial}, or without maxnreg")
+        initial = maxnreg  # the CTA holds at least this many per thread (the hardware rounds up to 8)
     groups = total // WARPGROUP
     if worker_regs is None:
         return PartitionPlan(tuple(starts), (default_warps,) + tuple(worker_warps), total, (None,) * groups, None,
@@ -122,9 +131,10 @@ def plan_partitions(default_warps: int, worker_warps: Sequence[int],
                          default_regs, initial)
 
 
-def op_plan(op: Operation, default_warps: int) -> PartitionPlan:
-    """The plan of a verified ``warp_specialize`` op in a kernel of ``default_warps`` warps."""
-    return plan_partitions(default_warps, op.attrs["num_warps"][1:], op.attrs["num_regs"])
+def op_plan(op: Operation, default_warps: int, maxnreg: Optional[int] = None) -> PartitionPlan:
+    """The plan of a verified ``warp_specialize`` op in a kernel of ``default_warps`` warps launched
+    with ``maxnreg``."""
+    return plan_partitions(default_warps, op.attrs["num_warps"][1:], op.attrs["num_regs"], maxnreg)
 
 
 def enclosing_partition(op: Operation) -> Optional[Tuple[Operation, int]]:

@@ -179,6 +179,7 @@ class JITFunction:
                         num_ctas=num_ctas)
         sem = Semantic(Builder(func.body), num_warps, num_ctas)
         sem.debug = debug
+        sem.maxnreg = maxnreg  # warp_specialize's register plan starts from it
         sem.builder.loc = loc
         values.update(param_values(runtime, arg_types, iter(func.args), sem, specialization))
         values.update(constexprs)

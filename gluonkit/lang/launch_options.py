@@ -15,8 +15,9 @@ each program as a cluster of that many CTAs (``docs/clusters.rst``).
 with PTX's ``.maxnreg``, so ptxas spills rather than exceed it.  Like Triton, any positive
 int is accepted; ptxas raises a cap below 24 to 24 and ignores one above 255 (with a
 warning).  The interpreter ignores it.  With ``warp_specialize`` register budgets
-(``worker_num_regs``) the kernel's own ``.maxnreg`` is fixed by the budget plan, and a
-different ``maxnreg`` is an error there (see :mod:`gluonkit.lower.ops.warp_specialize`).
+(``worker_num_regs``) it is also the count every thread starts with: the default partition
+gets what the workers' budgets leave of ``maxnreg × threads``, as in Gluon (see
+:mod:`gluonkit.ir.warp_specialize`).
 """
 
 from __future__ import annotations

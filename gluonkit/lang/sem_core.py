@@ -37,6 +37,7 @@ class CoreSemantic:
         self.num_warps = num_warps
         self.num_ctas = num_ctas
         self.debug = False  # whether device_assert is compiled in (the kernel's debug option)
+        self.maxnreg = None  # the launch's register cap (warp_specialize plans its budgets within it)
         self.call_jit = None  # set by the code generator: (jit_fn, args) -> value (inlining)
         self.partition_warps = None  # inside a warp_specialize partition: its warp count (lang/warp_specialize.py)
 

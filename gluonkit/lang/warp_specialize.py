@@ -119,7 +119,7 @@ def warp_specialize(functions_and_args, worker_num_warps, worker_num_regs=None, 
             sem.error(f"warp_specialize got {len(workers)} worker partition(s) but {len(regs)} register budget(s) "
                       "in worker_num_regs; give one per worker", ArgumentError)
     try:
-        plan_partitions(sem.num_warps, warps, regs)
+        plan_partitions(sem.num_warps, warps, regs, sem.maxnreg)
     except ValueError as e:
         sem.error(str(e), ArgumentError)
     for i, (fn, args) in enumerate(workers):

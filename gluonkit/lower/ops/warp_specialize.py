@@ -6,8 +6,9 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
   ``shfl.sync``).  The kernel's own warps (``warp < num_warps``) run the kernel body; the
   other warps go to their warpgroup's *worker chain*.  With register budgets, each warpgroup
   first sets its budget with ``setmaxnreg.inc``/``.dec`` (the kernel is compiled with
-  ``.maxnreg`` = the budget every warp starts with, so a launch's ``maxnreg`` must equal it
-  or be left out), workers' warpgroups by the largest budget of the partitions in them.
+  ``.maxnreg`` = the budget every warp starts with: the launch's ``maxnreg`` if given, else
+  the plan's share of the register file), workers' warpgroups by the largest budget of the
+  partitions in them.
   Each workers' warpgroup has a chain of its own, which never merges with another's
   until the return: ptxas allocates registers by the ``setmaxnreg`` budget only in code that
   one budget reaches (measured: with one chain for all workers, ptxas allocated every
@@ -70,7 +71,7 @@ def prepare(ctx: KernelLowering) -> None:
     ops = [op for op in ctx.func.body.ops if op.name == "warp_specialize"]
     if not ops:
         return
-    plan = op_plan(ops[0], ctx.func.num_warps)
+    plan = op_plan(ops[0], ctx.func.num_warps, ctx.func.maxnreg)
     for op in ops[1:]:
         if op.attrs["num_warps"] != ops[0].attrs["num_warps"] or op.attrs["num_regs"] != ops[0].attrs["num_regs"]:
             raise CompilationError(
@@ -81,14 +82,7 @@ def prepare(ctx: KernelLowering) -> None:
     if FIRST_WORKER_BARRIER + workers > MAX_BARRIERS:
         raise CompilationError(f"warp_specialize: at most {MAX_BARRIERS - FIRST_WORKER_BARRIER} worker partitions "
                                f"fit in the {MAX_BARRIERS} named barriers, got {workers}", ops[0].loc)
-    if plan.default_regs is not None:
-        if ctx.func.maxnreg not in (None, plan.initial_regs):
-            raise CompilationError(
-                f"warp_specialize: the launch's maxnreg={ctx.func.maxnreg} conflicts with the register budgets "
-                f"(worker_num_regs={list(ops[0].attrs['num_regs'])}): with budgets every thread starts with "
-                f"{plan.initial_regs} registers (65536 / {plan.num_threads} threads), the kernel's .maxnreg; "
-                f"launch without maxnreg (or with maxnreg={plan.initial_regs}), or leave worker_num_regs out",
-                ops[0].loc)
+    if plan.default_regs is not None and ctx.func.maxnreg is None:  # a launch's maxnreg is already there
         ctx.fn.attributes.add(f'"nvvm.maxnreg"="{plan.initial_regs}"')
     ctx.sync_group = (0, 32 * ctx.func.num_warps)
     # Replace the prologue's branch to the body by the dispatch on the warp id.

@@ -189,7 +189,7 @@ def _ctas_per_sm(func) -> int:
     """How many CTAs of ``func`` fit on an SM: by shared memory and warps; one when its
     partitions set register budgets (``setmaxnreg`` shares out the whole register file)."""
     smem = plan_shared_memory(func).scratch_start
-    plans = [op_plan(op, func.num_warps) for op in func.walk() if op.name == "warp_specialize"]
+    plans = [op_plan(op, func.num_warps, func.maxnreg) for op in func.walk() if op.name == "warp_specialize"]
     if any(plan.default_regs is not None for plan in plans):
         return 1
     warps = max([plan.total_warps for plan in plans] + [func.num_warps])
