@@ -889,3 +889,31 @@ def test_a_triton_jit_helper_is_inlined_like_a_jit_function():
         size = min(10 - first, 4)
         expected.append((first + t % size) * 1000 + (t % (4 * 13)) // size)
     np.testing.assert_array_equal(out, expected)
+
+
+@gluonkit.jit
+def _scalar_from_one_element(src, out, n):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    packed = gl.load(src + gl.arange(0, 1, L)).reshape([])  # a scalar, as in Gluon
+    total = packed * 0
+    i = 0
+    while i < n:  # a loop-carried scalar: the reshaped value must have the scalar's type
+        total = total + ((packed >> 32) & 0xFFFFFFFF) + (packed & 0xFFFFFFFF)
+        i += 1
+    gl.store(out, total)
+
+
+def test_reshape_to_no_dimensions_gives_a_scalar(rng):
+    """Gluon returns a scalar for ``reshape([])`` of a one-element tensor (its multi-CTA
+    examples unpack a tile id so, then carry it through a loop)."""
+    from interpreting import launch_interpreted
+    hi, lo = (int(v) for v in rng.integers(1, 2**31, 2))
+    src, out = np.array([(hi << 32) | lo], np.int64), np.zeros(1, np.int64)
+    launch_interpreted(_scalar_from_one_element, (1,), src, out, 3)
+    assert out[0] == 3 * (hi + lo)
+
+
+@needs_ptxas
+def test_a_scalar_reshaped_from_one_element_compiles():
+    compiled = _scalar_from_one_element.compile("*i64:16", "*i64:16", "i32", target="sm_90a")
+    assert "st.global" in compiled.asm["ptx"] and "cubin" in compiled.asm

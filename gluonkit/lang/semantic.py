@@ -115,6 +115,8 @@ class Semantic(ElementwiseSemantic):
         if n != x.type.numel:
             self.error(f"cannot reshape {list(x.shape)} ({x.type.numel} elements) to {list(shape)} ({n} elements)",
                        ShapeMismatchError)
+        if not shape:  # as in Gluon, a one-element tensor reshaped to [] is a scalar
+            return self.reduce(x, None, lambda first, _: first)
         return self.create1("reshape", [x], TensorType(x.dtype, shape, AutoLayout()), {"can_reorder": False})
 
     def permute(self, x, order) -> tensor:

@@ -8,9 +8,10 @@ between it and shared memory, so a Gluon host script ports by changing its impor
     a_desc = TensorDescriptor.from_tensor(a, [128, 64], layout)
     kernel[grid](a_desc, ...)
 
-The descriptor is checked when it is built, against both Gluon's rules and the TMA
-hardware's limits, so mistakes surface as a ``ValueError`` naming the parameter instead of
-a ``CUDA_ERROR_INVALID_VALUE`` at launch.  Its base may be a torch CUDA tensor or a CuPy
+The descriptor is checked against Gluon's rules when it is built (and when a field is
+assigned), and against the TMA hardware's box limits when a kernel is given it, so mistakes
+surface as a ``ValueError`` naming the parameter instead of a ``CUDA_ERROR_INVALID_VALUE``
+at launch.  Its base may be a torch CUDA tensor or a CuPy
 array (for compiled kernels) or a numpy array or torch CPU tensor (for the interpreter,
 ``GLUONKIT_INTERPRET=1``).  The 128-byte ``CUtensorMap`` is encoded only when a compiled
 kernel needs it (:meth:`TensorDescriptor.kernel_arg_bytes`).  The constructor and
@@ -89,16 +90,16 @@ class TensorDescriptor(DescriptorRecord):
         state["_dtype"] = dtype
         checked = (dtype, self.shape, self.strides, self.block_shape, layout, self.padding,
                    self.round_f32_to_tf32, address % tma.GLOBAL_ALIGNMENT == 0)
-        box = _CHECKED.get(checked)
-        if box is None:
+        result = _CHECKED.get(checked)
+        if result is None:
             try:
-                box = self._check()
+                result = self._check()
             except ValueError as exc:
                 raise ValueError(f"TensorDescriptor: {exc}") from None
             if len(_CHECKED) >= _CHECKED_LIMIT:
                 _CHECKED.clear()
-            _CHECKED[checked] = box
-        state["_box_shape"] = box
+            _CHECKED[checked] = result
+        state["_box_shape"], state["_box_problem"] = result
         state["_encoded"] = None
 
     @staticmethod
@@ -109,8 +110,15 @@ class TensorDescriptor(DescriptorRecord):
         return TensorDescriptor(tensor, tuple(tensor.shape), element_strides(tensor, itemsize),
                                 block_shape, layout, padding, round_f32_to_tf32)
 
-    def _check(self) -> tuple[int, ...]:
-        """Validate every parameter; return the TMA box (row-major)."""
+    def _check(self) -> tuple[tuple[int, ...], str | None]:
+        """Validate Gluon's rules for every parameter; return the TMA box (row-major) and what
+        in it breaks the hardware's box limits (``None`` if nothing).
+
+        The box limits are reported only when the descriptor is used (:meth:`_usable`), as
+        Gluon does: a host script may build a descriptor with a placeholder block
+        (``[1, 1]``) and assign the real ``block_shape`` and ``layout`` before the launch, as
+        Gluon's multi-CTA matmul example does in its autotuning hook.
+        """
         rank = len(self.shape)
         itemsize = self._dtype.itemsize
         tma.tma_data_type(self._dtype, self.round_f32_to_tf32)
@@ -139,8 +147,17 @@ class TensorDescriptor(DescriptorRecord):
         except ValueError as exc:
             raise ValueError(f"block_shape: {block} does not fit the layout ({exc}); use a wider block "
                              f"or NVMMASharedLayout.get_default_for(block_shape, {self._dtype})") from None
-        tma.check_box(box, itemsize, layout.swizzle_byte_width)
-        return tuple(box)
+        try:
+            tma.check_box(box, itemsize, layout.swizzle_byte_width)
+        except ValueError as exc:
+            return tuple(box), str(exc)
+        return tuple(box), None
+
+    def _usable(self) -> None:
+        """Raise the box-limit problem :meth:`_check` deferred, now that a kernel uses the descriptor."""
+        if self._box_problem is not None:
+            raise ValueError(f"TensorDescriptor: {self._box_problem} (checked when the descriptor is passed to a "
+                             "kernel: its block_shape and layout may change until then)")
 
     @property
     def mode(self) -> str:
@@ -167,6 +184,7 @@ class TensorDescriptor(DescriptorRecord):
     @property
     def arg_type(self) -> ir.TensorDescType:
         """The IR type of this descriptor as a kernel argument (what a launch specializes on)."""
+        self._usable()
         return ir.TensorDescType(self.block_shape, self._dtype, self.layout)
 
     @property
@@ -183,6 +201,7 @@ class TensorDescriptor(DescriptorRecord):
         """The 128-byte ``CUtensorMap`` to pass by value as a ``.param .align 64 .b8 [128]``
         kernel parameter; encoded on first use (needs a GPU) and cached."""
         if self._encoded is None:
+            self._usable()
             self._encoded = tma.encode_tiled(self)
         return self._encoded
 
