@@ -24,12 +24,13 @@ sit in lane r (copied into every lane quarter), byte c of 32-bit column g of eac
 scales along K.  An MMA instruction takes its scales from the column that holds its first
 scale and the byte (``scale_a_id``/``scale_b_id`` of the instruction descriptor) it starts at.
 
-**tcgen05_copy** (``tcgen05.cp.cta_group::1.warpx4.32x128b``): one instruction moves 32 rows
+**tcgen05_copy** of block scales (``tcgen05.cp.cta_group::1.warpx4.32x128b``): one instruction moves 32 rows
 of 16 bytes of shared memory into 4 columns of lanes 0-31 and copies them into the other
 three lane quarters; each 128-row x 4-scale block of the view is one such chunk, so the
 shared view must hold that block as 32 rows of 16 bytes, row r at byte 16r and scale
 (32g + r, c) at byte 16r + 4g + c (the unswizzled form of the standard "packed block" scale
-layout).  Only scale destinations are built (Gluon's other ``tcgen05_copy`` shapes are not).
+layout).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
+:func:`copy_problem` and planned, ``128x256b`` / ``128x128b`` at a time, by the lowering.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout
 from ..layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
 from .core import Operation
 from .memdesc import view_to_offset
@@ -167,15 +169,44 @@ def copy_chunks(src: SharedMemoryDescType, dst: TensorMemoryDescType, xor: int =
     return sorted(chunks, key=lambda chunk: chunk[1])
 
 
+def _tile_copy_problem(src: SharedMemoryDescType, dst: TensorMemoryDescType) -> Optional[str]:
+    """Why ``tcgen05_copy`` cannot copy ``src`` into a ``TensorMemoryLayout`` tile (``None`` if it may).
+
+    Gluon 3.9's rules: 32-bit elements, block M 128 in one CTA, a source that is neither transposed,
+    padded nor an unswizzled NVMMASharedLayout.  Whether the tensor cores can read the view is decided
+    when the copy is lowered (the shared view must form tcgen05.cp's canonical rows; see
+    :mod:`gluonkit.lower.nvidia.tcgen05_scaled`).
+    """
+    layout = dst.layout
+    if src.element != dst.element or src.element.primitive_bitwidth != 32:
+        return (f"a copy into a TensorMemoryLayout moves 32-bit elements: src and dst must both be float32, int32 "
+                f"or uint32, got {src.element} and {dst.element}")
+    if tuple(src.shape) != tuple(dst.shape):
+        return f"src is {list(src.shape)} but dst is {list(dst.shape)}; they must have the same shape"
+    if layout.block[0] != 128 or layout.two_ctas:
+        return (f"dst's TensorMemoryLayout must have block M 128 in one CTA (tcgen05.cp fills 128 lanes), got "
+                f"{layout!r}")
+    if isinstance(src.layout, PaddedSharedLayout) or getattr(src.layout, "transposed", False):
+        return (f"src's layout {src.layout!r} must be neither transposed nor padded: tcgen05.cp reads rows of the "
+                "tile along its last dimension")
+    if isinstance(src.layout, NVMMASharedLayout) and not src.layout.swizzle_byte_width:
+        return ("src's NVMMASharedLayout must be swizzled (swizzle_byte_width 32, 64 or 128) for a copy into a "
+                "TensorMemoryLayout")
+    return None
+
+
 def copy_problem(src, dst) -> Optional[str]:
-    """Why ``tcgen05_copy(src, dst)`` with these view types is not a scale copy (``None`` if it is)."""
+    """Why ``tcgen05_copy(src, dst)`` with these view types is not a copy gluonkit can issue (``None`` if it is):
+    block scales into a ``TensorMemoryScalesLayout``, or a 32-bit tile into a ``TensorMemoryLayout``."""
     if not isinstance(src, SharedMemoryDescType) or src.rank != 2 or src.num_stage_dims:
         return f"src must be one 2-D shared memory view (pick a stage with .index(i)), got {src}"
     if not isinstance(dst, TensorMemoryDescType) or len(dst.shape) != 2:
         return f"dst must be a 2-D tensor memory descriptor (pick a stage with .index(i)), got {dst}"
+    if isinstance(dst.layout, TensorMemoryLayout):
+        return _tile_copy_problem(src, dst)
     if not isinstance(dst.layout, TensorMemoryScalesLayout):
-        return (f"only block-scale copies are supported: dst must be in a TensorMemoryScalesLayout(), got "
-                f"{dst.layout!r}")
+        return (f"dst must be in a TensorMemoryLayout (a 32-bit tile) or a TensorMemoryScalesLayout (block scales), "
+                f"got {dst.layout!r}")
     if src.element != dst.element or src.element.primitive_bitwidth != 8:
         return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
     if tuple(src.shape) != tuple(dst.shape):

@@ -30,6 +30,8 @@ import ml_dtypes
 import numpy as np
 
 from ...ir.verify_tcgen05_scaled import copy_chunks, scaled_kind
+from ...ir.types import TensorMemoryDescType
+from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
@@ -67,9 +69,10 @@ class _Copy:
         src_ty, dst_ty = (v.type for v in op.operands)
         self.program, self.op, self.memory = program, op, dst.memory
         self.what = f"the tcgen05_copy at line {op.loc.line}"
-        chunks = copy_chunks(src_ty, dst_ty, src.xor)
-        if isinstance(chunks, str):
-            raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
+        if isinstance(dst_ty.layout, TensorMemoryScalesLayout):
+            chunks = copy_chunks(src_ty, dst_ty, src.xor)
+            if isinstance(chunks, str):
+                raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
         _unfenced(program, op, src, src_ty, "tcgen05_copy")
         self.mask = _footprint(dst, dst_ty, op)
         mma, _ = mma_in_flight(dst, self.mask, writing=True)
@@ -187,3 +190,23 @@ def _checked(name: str, verb: str):
 
 _checked("tmem_load", "reads")
 _checked("tmem_store", "writes")
+
+
+def _mma_after_copy(program, op, operands):
+    """A plain ``tcgen05_mma`` whose accumulator (or A in tensor memory) a copy of *another* partition may still be
+    writing is reported; one the same thread issued is ordered before it (``tcgen05.cp`` → ``tcgen05.mma``)."""
+    for index in (2, 0):
+        ref, ty = operands[index], op.operands[index].type
+        if not isinstance(ty, TensorMemoryDescType):
+            continue
+        copy = _copy_in_flight(ref.memory, _footprint(ref, ty, op))
+        if copy is not None and copy.program is not program:
+            raise InterpreterError(f"tcgen05_mma uses tensor memory that {copy.what} (issued by another partition) "
+                                   "may still be writing: the PTX ISA orders a tcgen05.cp only before the MMAs of "
+                                   f"the thread that issued it; {_WAIT}", op.loc,
+                                   notes=[("the copy in flight", copy.op.loc)])
+    return _plain_mma(program, op, operands)
+
+
+_plain_mma = RULES["tcgen05_mma"]
+rule("tcgen05_mma")(_mma_after_copy)
