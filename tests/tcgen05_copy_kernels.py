@@ -42,8 +42,9 @@ def tile_copy_source(gl, blackwell):
             a = gl.allocate_shared_memory(gl.float16, [M, K], a_layout, gl.load(a_ptr + rm[:, None] * K + rk[None, :]))
             b = gl.allocate_shared_memory(gl.float16, [K, N], b_layout, gl.load(b_ptr + rkr[:, None] * N + rn[None, :]))
             blackwell.fence_async_shared()
-            blackwell.tcgen05_mma(a, b, tmem, use_acc=True)
-        blackwell.tcgen05_commit(bar)
+            blackwell.tcgen05_mma(a, b, tmem, use_acc=True, mbarriers=[bar])  # its commit covers the copy too
+        else:
+            blackwell.tcgen05_commit(bar)
         blackwell.mbarrier.wait(bar, 0)
         reg: gl.constexpr = tmem.get_reg_layout()
         gl.store(y_ptr + offs, gl.convert_layout(tmem.load(reg), blk))
@@ -60,3 +61,16 @@ def tile_copy_source(gl, blackwell):
 
 
 tile_copy = gluonkit.jit(tile_copy_source(gluonkit_gl, gluonkit_blackwell))
+
+
+def views_source(gl):
+    """Print the layouts of ``buffer.index(1).permute(ORDER).reshape(RESHAPE)`` for a ``[2] + SHAPE`` uint8 buffer in
+    ``LAYOUT`` (the chain tutorial 11 uses on its scale boxes), with ``gl.static_print``."""
+
+    def views(SHAPE: gl.constexpr, LAYOUT: gl.constexpr, ORDER: gl.constexpr, RESHAPE: gl.constexpr):
+        buffer = gl.allocate_shared_memory(gl.uint8, [2] + SHAPE, LAYOUT)
+        permuted = buffer.index(1).permute(ORDER)
+        gl.static_print(permuted.type.layout)
+        gl.static_print(permuted.reshape(RESHAPE).type.layout)
+
+    return views

@@ -178,6 +178,8 @@ def permuted_layout(ty: SharedMemoryDescType, order: Sequence[int]) -> SharedLay
     exactly that placement (an NVMMA layout with ``transposed`` flipped, a swizzled layout
     with its order permuted) that name is used, so later ops can recognise it.
     """
+    if list(order) == sorted(order):
+        return ty.layout  # Gluon 3.9 keeps the layout of an identity permutation
     ll = tile_layout(ty)
     names = [f"dim{i}" for i in range(len(order))]
     moved = ll.transpose_outs([names[o] for o in order])
