@@ -78,9 +78,15 @@ def _protocol(x_ptr, y_ptr, BUG: gl.constexpr):
         tmem.load(tmem.get_reg_layout())  # BUG: the copy is not known complete
     if BUG == "refill":
         smem.store(gl.load(x_ptr + offs))  # BUG: the copy may still read its source
+    unset = gl.allocate_shared_memory(gl.float32, [128, 32], smem_layout)  # never written
+    unset_tmem = allocate_tensor_memory(gl.float32, [128, 32], TensorMemoryLayout((128, 32), col_stride=1))
+    if BUG != "no_fence":
+        tcgen05_copy(unset, unset_tmem)  # harmless while nothing reads unset_tmem (a predicated-off MMA's scales)
     tcgen05_commit(bar)
     mbarrier.wait(bar, 0)
     reg: gl.constexpr = tmem.get_reg_layout()
+    if BUG == "undefined":
+        unset_tmem.load(reg)  # BUG: the copy moved undefined contents
     gl.store(y_ptr + gl.convert_layout(offs, reg), tmem.load(reg))
 
 
@@ -101,6 +107,8 @@ def test_the_protocol_without_bugs_copies():
                                                               "at line"),
     ("refill", "smem.store(gl.load(x_ptr + offs))  # BUG", "the tcgen05_copy at line"),
     ("no_fence", "tcgen05_copy(smem, tmem)", "with no fence_async_shared() since"),
+    ("undefined", "unset_tmem.load(reg)  # BUG", "tmem_load reads TMEM lane 0 column 32 (thread 0 register 0), which "
+                                               "nothing has written yet"),
 ])
 def test_planted_protocol_bugs_are_reported_at_their_line(bug, text, message):
     with pytest.raises(InterpreterError) as info:

@@ -34,7 +34,7 @@ from ...ir.types import TensorMemoryDescType
 from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
-from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
+from ..shared_memory import AsyncRead, byte_mask, read, read_undefined, unfenced_write
 from .tcgen05 import _Mma, _footprint, issue, mma_in_flight
 from .tmem import TensorMemory, read_tile, write_tile
 
@@ -87,7 +87,8 @@ class _Copy:
             raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
                                    f"wait has observed its completion); {_WAIT}", op.loc,
                                    notes=[("the earlier copy", earlier.op.loc)])
-        write_tile(dst, dst_ty, read(src, src_ty, op), op)
+        values, defined = read_undefined(src, src_ty, op)  # unwritten bytes stay undefined in tensor memory
+        write_tile(dst, dst_ty, values, op, defined)
         reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
         src.buffer.async_reads.append(reader)
         self.reads = [(src.buffer, reader)]
