@@ -277,7 +277,7 @@ def _scaled_words(ptx: str) -> Counter:
     """Each block-scaled tcgen05.mma's (kind and scale qualifiers, instruction descriptor, A and B descriptor
     fields) and each tcgen05.cp's descriptor fields, counted."""
     found = Counter()
-    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\S+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+),", ptx):
+    for m in re.finditer(r"tcgen05\.mma\.(cta_group::\d\.kind::\S+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+),", ptx):
         kind, a, b, idesc = m.groups()
         found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
     for m in re.finditer(r"tcgen05\.cp\.(\S+) \[[^]]*\], (%rd\d+);", ptx):
@@ -430,6 +430,29 @@ def test_pair_tcgen05_instructions_match_triton(case):
     tma = re.compile(r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global\.mbarrier::complete_tx::bytes")
     assert tma.search(ours_ptx) and tma.search(theirs_ptx)  # loads complete on the pair's barrier (counts vary
     # with how LLVM unrolls the K loop)
+
+
+def _pair_scaled(bn, bk):
+    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}", pair_kernels.pair_mma_scaled_source,
+                    {"a_desc": ("fp8e4nv", [256, bk], [[1, 0]]), "b_desc": ("fp8e4nv", [bn, bk], [[1, 0]])},
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, {"B_SCALE_SPLIT": False})
+
+
+PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256)]
+
+
+@pytest.mark.parametrize("case", PAIR_SCALED_KERNELS, ids=lambda c: c.name)
+def test_pair_block_scaled_mma_matches_triton(case):
+    """cta_group::2 block-scaled MMAs: every tcgen05 mnemonic, the instruction descriptors (scale bytes per K
+    step, M = 256) and the per-CTA matrix descriptors agree."""
+    ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
+    explained = {**_LD_SPLIT, "tcgen05.wait::st.sync.aligned": "gluonkit waits at the end of each scale store (2); "
+                                                               "Triton 3.9 covers both with one wait"}
+    ours, theirs = _tcgen05(ours_ptx, explained), _tcgen05(theirs_ptx, explained)
+    assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
+    words = _scaled_words(ours_ptx)
+    assert words and words == _scaled_words(theirs_ptx), f"gluonkit: {dict(words)}; triton: {dict(_scaled_words(theirs_ptx))}"
+    assert all(kind.startswith("cta_group::2.kind::mxf8f6f4.block_scale.block32") for kind, *_ in words)
 
 
 # ------------------------------------------------------------------ TMA gather / scatter

@@ -15,9 +15,11 @@ one per 32 elements of K) or, for e2m1 x e2m1 only, ``float8e4nv`` read as UE4M3
 fp4 operands) is not built.
 
 **Shapes**: ``M = 128`` (Gluon rejects block M 64), ``N`` a multiple of 16 up to 256, K (in
-elements) a multiple of one instruction's 32 bytes; ``acc`` float32 in a one-CTA
-``TensorMemoryLayout`` with block M 128; ``a_scale`` is ``[M, K/V]`` and ``b_scale``
-``[N, K/V]`` in tensor memory with a ``TensorMemoryScalesLayout``.
+elements) a multiple of one instruction's 32 bytes; ``acc`` float32 in a ``TensorMemoryLayout``
+with block M 128; ``a_scale`` is ``[M, K/V]`` and ``b_scale`` ``[N, K/V]`` in tensor memory with
+a ``TensorMemoryScalesLayout``.  A CTA pair (``two_ctas`` acc, ``M = 256``) splits A by rows and
+B by columns as a plain pair MMA does, A's scales by rows (``cga_layout=[[1, 0]]``) and keeps
+all of B's scales in both CTAs (``cga_layout=[[0, 0]]``).
 
 **Scale placement** (:class:`~gluonkit.layouts.tmem.TensorMemoryScalesLayout`): rows 32g + r
 sit in lane r (copied into every lane quarter), byte c of 32-bit column g of each group of 4
@@ -47,7 +49,7 @@ from .tmem import tile_layout
 from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
 from .verifier import rule
 from .verify_checks import fail
-from .verify_tcgen05 import _shared_problem
+from .verify_tcgen05 import _pair_problem, _shared_problem
 from .verify_wgmma import contiguous_dim
 
 __all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
@@ -84,6 +86,20 @@ def _scale_problem(ty, name: str, rows: int, k: int) -> Optional[str]:
     return None
 
 
+def _scale_split_problem(a_scale, b_scale, pair: bool) -> Optional[str]:
+    """A CTA pair's scales: each CTA holds A's for its own rows (``cga_layout=[[1, 0]]``) and all of B's (the
+    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; a one-CTA
+    MMA's scales are whole in its CTA."""
+    want = ([[1, 0]], [[0, 0]]) if pair else ([], [])
+    for ty, name, bases in ((a_scale, "a_scale", want[0]), (b_scale, "b_scale", want[1])):
+        have = [list(v) for v in ty.layout.cga_layout]
+        if have != bases and (pair or any(any(v) for v in have)):
+            return (f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for "
+                    f"{'a two_ctas MMA (A rows split between the pair, B scales in both CTAs)' if pair else 'a one-CTA MMA'}, "
+                    f"got {ty.layout!r}")
+    return None
+
+
 def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) -> Optional[str]:
     """Why ``tcgen05_mma_scaled`` with these operand types and formats is not one MMA (``None`` if it is)."""
     for fmt, name in ((a_type, "a_type"), (b_type, "b_type")):
@@ -104,15 +120,20 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
     if not isinstance(acc, TensorMemoryDescType) or len(acc.shape) != 2 or acc.element != float32:
         return f"acc must be a 2-D float32 tensor memory descriptor, got {acc}"
     layout = acc.layout
-    if not isinstance(layout, TensorMemoryLayout) or layout.two_ctas or layout.col_stride != 1:
-        return f"acc must be in a one-CTA TensorMemoryLayout with col_stride=1, got {layout!r}"
+    if not isinstance(layout, TensorMemoryLayout) or layout.col_stride != 1:
+        return f"acc must be in a TensorMemoryLayout with col_stride=1, got {layout!r}"
+    pair = _pair_problem(a, b, layout)
+    if pair:
+        return pair
     m, n = a.shape[0], b.shape[1]
     k = scaled_k(a, a_type, 1)
     if tuple(acc.shape) != (m, n) or scaled_k(b, b_type, 0) != k:
         return (f"shapes do not chain: a is {list(a.shape)} ({a_type}), b is {list(b.shape)} ({b_type}), acc is "
                 f"{list(acc.shape)}; expected [M, K] x [K, N] -> [M, N] in elements (e2m1: two per byte)")
-    if m != 128 or layout.block[0] != 128:
-        return f"M = {m} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
+    m_cta = m // 2 if layout.two_ctas else m
+    if m_cta != 128 or layout.block[0] != 128:
+        what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
+        return f"{what} = {m_cta} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
     if n % 16 or not 16 <= n <= 256:
         return f"N = {n} must be a multiple of 16 from 16 to 256"
     if a.shape[1] % 32:
@@ -121,6 +142,9 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
         problem = _scale_problem(ty, name, rows, k)
         if problem:
             return problem
+    problem = _scale_split_problem(a_scale, b_scale, layout.two_ctas)
+    if problem:
+        return problem
     if a_scale.element != b_scale.element:
         return f"a_scale and b_scale must have the same type, got {a_scale.element} and {b_scale.element}"
     if a_scale.element == float8e4nv and a_type != "e2m1":

@@ -31,19 +31,18 @@ import llvmlite.ir as lir
 import numpy as np
 
 from ...ir import CompilationError, Operation
-from ...ir.memdesc import view_to_offset
-from ...ir.tmem import tile_layout
-from ...ir.types import SharedMemoryDescType, TensorMemoryDescType
-from ...layouts.tmem import TMEM_ROWS, TensorMemoryLayout
+from ...ir.memdesc import cta_share_type, view_to_offset
+from ...ir.tmem import cta_group, tile_layout
+from ...ir.types import SharedMemoryDescType, TensorMemoryDescType, uint8
 from ...ir.verify_tcgen05_scaled import copy_chunks, scale_cell, scaled_kind
 from ...ir.verify_wgmma import is_k_major
-from ...ir.types import uint8
+from ...layouts.tmem import TMEM_ROWS, TensorMemoryLayout
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I1, I32, I64
 from ..ops.shared_memory import order_access
 from ..registry import lowering
-from .mbarrier import elected_thread
+from .mbarrier import elected_thread, even_cta
 from .tcgen05 import _VERSION, _barrier_address, _commit, _start, _step, _wait_synchronously
 from .tmem import synchronize
 from .wgmma_descriptor import OperandDescriptor, describe_operand, plan_bits
@@ -78,6 +77,16 @@ def _sm100(ctx: KernelLowering, op: Operation) -> None:
     if ctx.target.arch != "sm_100a":
         raise CompilationError(f"{op.name}: tcgen05 is a Blackwell (sm_100a) instruction; {ctx.target.arch} has none; "
                                "compile for target='sm_100a'", op.loc)
+
+
+def _group(ctx: KernelLowering, op: Operation, two_ctas: bool) -> int:
+    """The op's cta_group (2 for a CTA pair's tensor memory), which must be the kernel's."""
+    group = 2 if two_ctas else 1
+    if group != cta_group(ctx.func):
+        raise CompilationError(f"{op.name}: every tcgen05 instruction of a kernel uses one cta_group (PTX ISA); this "
+                               f"kernel's is {cta_group(ctx.func)}, but this op's tensor memory makes it {group}",
+                               op.loc)
+    return group
 
 
 def _column(ctx: KernelLowering, value, column: int) -> lir.Value:
@@ -187,15 +196,21 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
     a_type, b_type, n_bars = op.attrs["a_type"], op.attrs["b_type"], op.attrs["num_barriers"]
     kind, vec = scaled_kind(a_type, b_type, a_scale.type.element)
     m, n = acc.type.shape
+    group = _group(ctx, op, acc.type.layout.two_ctas)
+    # cta_group::2: the descriptors describe each CTA's share, the instruction descriptor the whole [M, N].
+    a_share, b_share = cta_share_type(a.type), cta_share_type(b_value.type)
     order_access(ctx, op)
-    a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, m, _STEP_BYTES, op.loc)
-    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n, _STEP_BYTES, op.loc)
-    a_k_major, b_k_major = is_k_major(a.type, 0), is_k_major(b_value.type, 1)
+    a_plan = describe_operand(a_share, 0, ctx.get(a).xor, ctx.get(a).align, a_share.shape[0], _STEP_BYTES, op.loc)
+    b_plan = describe_operand(b_share, 1, ctx.get(b_value).xor, ctx.get(b_value).align, b_share.shape[1], _STEP_BYTES,
+                              op.loc)
+    a_k_major, b_k_major = is_k_major(a_share, 0), is_k_major(b_share, 1)
     b = ctx.builder
     synchronize(ctx)
     issuer = elected_thread(ctx, ctx.get(op.operands[6]))
+    if group == 2:  # the even CTA of the pair issues the pair's MMA
+        issuer = b.and_(issuer, even_cta(ctx))
     a_start, b_start = _start(ctx, ctx.get(a), a_plan), _start(ctx, ctx.get(b_value), b_plan)
-    text = (f"@$7 tcgen05.mma.cta_group::1.kind::{kind}.block_scale.block{vec} [$0], $1, $2, $3, "
+    text = (f"@$7 tcgen05.mma.cta_group::{group}.kind::{kind}.block_scale.block{vec} [$0], $1, $2, $3, "
             "[$4], [$5], $6;")
     per_step = _STEP_BYTES * (2 if a_type == "e2m1" else 1)  # elements of K
     for step in range(a.type.shape[1] // _STEP_BYTES):
@@ -210,7 +225,8 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
                                               _column(ctx, a_scale, a_col), _column(ctx, b_scale, b_col), enable_d,
                                               issuer])
     for i in range(n_bars):
-        _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])))
+        _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])),
+                group)
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 
