@@ -20,6 +20,7 @@ from gluonkit import ir
 from gluonkit.interpret.errors import InterpreterError
 from gluonkit.language.nvidia import blackwell
 from gluonkit.lang.errors import CompilationError
+from gluonkit.layouts import scales_copy_bases
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 import pair_kernels
@@ -198,3 +199,30 @@ def test_pair_block_scaled_mma_assembles_for_sm_100a(BN, BK):
     assert ptx.count("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.block32 ") == BK // 32
     assert "tcgen05.mma.cta_group::1" not in ptx
     assert "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64" in ptx
+
+
+@gluonkit.jit
+def _pair_copy(BUG: gl.constexpr):
+    """A CTA pair's kernel (two_ctas accumulator) copying block scales; each BUG is refused at its line."""
+    acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, 64), col_stride=1, cga_layout=[[1, 0]], two_ctas=True)
+    acc = blackwell.allocate_tensor_memory(gl.float32, [256, 64], acc_layout)
+    if BUG == "pair":
+        split: gl.constexpr = gl.SharedLinearLayout(scales_copy_bases(128, 4), block_bases=[[128, 0]], alignment=128)
+        blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [256, 4], split),
+                               blackwell.allocate_tensor_memory(gl.uint8, [256, 4], blackwell.TensorMemoryScalesLayout(
+                                   cga_layout=[[1, 0]])))
+    if BUG == "one_cta":
+        whole: gl.constexpr = gl.SharedLinearLayout(scales_copy_bases(128, 4), alignment=128)
+        blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [128, 4], whole),
+                               blackwell.allocate_tensor_memory(gl.uint8, [128, 4], blackwell.TensorMemoryScalesLayout()))
+    _ = acc
+
+
+@pytest.mark.parametrize("bug, message", [
+    ("pair", "copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet"),
+    ("one_cta", "every tcgen05 instruction of a kernel uses one cta_group (PTX ISA); this kernel's is 2"),
+])
+def test_copies_in_a_pair_kernel_are_refused_at_their_line(bug, message):
+    with pytest.raises(CompilationError, match=re.escape(message)) as info:
+        _pair_copy.compile(BUG=bug, num_warps=4, num_ctas=2, target="sm_100a")
+    assert f":{line_containing(_pair_copy, 'blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [' + ('256' if bug == 'pair' else '128'))}:" in str(info.value)

@@ -231,6 +231,9 @@ def copy_problem(src, dst) -> Optional[str]:
     if not isinstance(dst.layout, TensorMemoryScalesLayout):
         return (f"dst must be in a TensorMemoryLayout (a 32-bit tile) or a TensorMemoryScalesLayout (block scales), "
                 f"got {dst.layout!r}")
+    if dst.layout.cga_layout or getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
+        return ("copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet; store a pair's "
+                "scales from registers with .store()")
     if src.element != dst.element or src.element.primitive_bitwidth != 8:
         return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
     if tuple(src.shape) != tuple(dst.shape):

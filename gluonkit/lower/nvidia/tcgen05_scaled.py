@@ -167,6 +167,7 @@ def _issuer(ctx: KernelLowering, op: Operation, pointer) -> lir.Value:
 def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
     _sm100(ctx, op)
     src, dst = op.operands
+    _group(ctx, op, False)  # (a CTA pair's copies, cta_group::2, are not built: copy_problem refuses them)
     pointer = ctx.get(src)
     b = ctx.builder
     if isinstance(dst.type.layout, TensorMemoryLayout):
