@@ -226,3 +226,18 @@ def test_copies_in_a_pair_kernel_are_refused_at_their_line(bug, message):
     with pytest.raises(CompilationError, match=re.escape(message)) as info:
         _pair_copy.compile(BUG=bug, num_warps=4, num_ctas=2, target="sm_100a")
     assert f":{line_containing(_pair_copy, 'blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [' + ('256' if bug == 'pair' else '128'))}:" in str(info.value)
+
+
+@gluonkit.jit
+def _split_scale_box():
+    """Gluon 3.9's 2-CTA block-scaled example reshapes a scale box split between the pair: not built yet."""
+    box: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=5,
+                                             cga_layout=[[0, 1, 0, 0, 0]])
+    smem = gl.allocate_shared_memory(gl.uint8, [1, 2, 1, 2, 256], box)
+    smem.reshape((2, 1, 32, 4, 4))
+
+
+def test_views_of_a_split_buffer_are_refused_at_their_line():
+    with pytest.raises(CompilationError, match="the buffer is split between the CTAs of a cluster") as info:
+        _split_scale_box.compile(num_warps=4, num_ctas=2, target="sm_100a")
+    assert f":{line_containing(_split_scale_box, 'smem.reshape(')}:" in str(info.value)
