@@ -185,7 +185,7 @@ def _bad(BUG: gl.constexpr):
     ("mixed", '"e2m1", "e4m3"', "a holds e2m1 values, so it must be uint8"),
     ("scale_shape", "scales.slice(0, 2)", "a_scale has shape [128, 2]; with uint8 scales (one per 32 elements of K) "
                                           "it must be [128, 4] for K = 128"),
-    ("plain_dst", "tcgen05_copy(row_major, plain)", "only block-scale copies are supported"),
+    ("plain_dst", "tcgen05_copy(row_major, plain)", "a copy into a TensorMemoryLayout moves 32-bit elements"),
     ("row_major_src", "tcgen05_copy(row_major, scales)", "does not hold rows 0..127, scales 0..3 as tcgen05.cp's"),
 ])
 def test_bad_calls_are_errors_at_the_users_line(bug, text, message):

@@ -46,6 +46,7 @@ from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell 
 
 import attention_kernels  # noqa: E402
 import pair_kernels  # noqa: E402
+import tcgen05_copy_kernels  # noqa: E402
 import tcgen05_kernels  # noqa: E402
 import tcgen05_scaled_kernels  # noqa: E402
 import tma_gather_kernels  # noqa: E402
@@ -155,6 +156,26 @@ MMA_KERNELS += [_attention_block("fp16", 64, 128), _attention_block("bf16", 128,
                 _attention_block("fp16", 64, 128, True), _attention_block("bf16", 128, 128, True),
                 _attention_block("fp16", 128, 64, True)]
 
+
+
+def _tile_copy(m, n, block_n, swizzle, mma=False):
+    """tcgen05_copy of an [M, N] float32 tile (Gluon 3.9 tutorial 10), optionally accumulated onto by an MMA."""
+    def constexprs(bw):
+        gl = gk_gl if bw is gk_blackwell else tr_gl
+        return {"M": m, "N": n, "K": 32, "SMEM_LAYOUT": gl.NVMMASharedLayout(swizzle, 32, rank=2),
+                "TMEM_LAYOUT": bw.TensorMemoryLayout((128, block_n), col_stride=1), "MMA": mma, "TWICE": False}
+
+    return Case(f"tile_copy-{m}x{n}-bn{block_n}-sw{swizzle}{'-mma' if mma else ''}",
+                tcgen05_copy_kernels.tile_copy_source,
+                {"x_ptr": "*fp32", "y_ptr": "*fp32", "a_ptr": "*fp16", "b_ptr": "*fp16"}, constexprs,
+                explained=_WIDE_LOADS)
+
+
+# Tutorial 10's copies: M 128 or 256, block N 1 … 64, every swizzle; one MMA accumulating onto the copied tile.
+COPY_KERNELS = [_tile_copy(128, 16, 1, 32), _tile_copy(128, 64, 64, 128), _tile_copy(128, 128, 32, 64),
+                _tile_copy(256, 64, 16, 64), _tile_copy(256, 32, 8, 32), _tile_copy(256, 64, 32, 128),
+                _tile_copy(128, 64, 64, 128, mma=True)]
+
 KERNELS = [
     *(_round_trip("fp32", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
     *(_round_trip("fp16", 128, 64, 1, v) for v in ("32x32b", "16x64b", "16x128b", "16x256b")),
@@ -172,6 +193,7 @@ KERNELS = [
                                                      "defers the wait to the first use and covers both loads (1)"}),
     *MMA_KERNELS,
     *MMA_SCALED_KERNELS,
+    *COPY_KERNELS,
 ]
 
 
@@ -255,7 +277,7 @@ def _scaled_words(ptx: str) -> Counter:
     """Each block-scaled tcgen05.mma's (kind and scale qualifiers, instruction descriptor, A and B descriptor
     fields) and each tcgen05.cp's descriptor fields, counted."""
     found = Counter()
-    for m in re.finditer(r"tcgen05\.mma\.cta_group::1\.kind::(\S+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+),", ptx):
+    for m in re.finditer(r"tcgen05\.mma\.(cta_group::\d\.kind::\S+) \[[^]]*\], (%rd\d+), (%rd\d+), (%r\d+),", ptx):
         kind, a, b, idesc = m.groups()
         found[(kind, hex(_constant(ptx, idesc)), hex(_descriptor_fields(ptx, a)), hex(_descriptor_fields(ptx, b)))] += 1
     for m in re.finditer(r"tcgen05\.cp\.(\S+) \[[^]]*\], (%rd\d+);", ptx):
@@ -269,6 +291,67 @@ def test_block_scaled_descriptors_match_triton(case):
     """Instruction descriptors (types, scale type, scale bytes per K step), matrix and copy descriptors agree."""
     ours, theirs = _scaled_words(_gluonkit_ptx(case)), _scaled_words(_triton_ptx(case))
     assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
+
+
+@pytest.mark.parametrize("case", COPY_KERNELS, ids=lambda c: c.name)
+def test_tile_copy_descriptors_match_triton(case):
+    """Each tcgen05.cp's shape and descriptor fields (swizzle mode, LBO, SBO, version) agree, copy for copy."""
+    ours, theirs = _scaled_words(_gluonkit_ptx(case)), _scaled_words(_triton_ptx(case))
+    assert ours and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
+
+
+def _random_linear(rng, gl, shape):
+    """An invertible SharedLinearLayout of ``shape`` (built with ``gl``): unit vectors in a random order, some XOR-ed
+    with earlier ones (a swizzle)."""
+    units = [[(1 << b) if d == dim else 0 for d in range(len(shape))]
+             for dim, size in enumerate(shape) for b in range(size.bit_length() - 1)]
+    order = rng.permutation(len(units))
+    bases = []
+    for i, u in enumerate(order):
+        vector = list(units[u])
+        if i and rng.random() < 0.5:
+            vector = [a ^ b for a, b in zip(vector, units[order[rng.integers(i)]])]
+        bases.append(vector)
+    return gl.SharedLinearLayout(bases, alignment=128)
+
+
+def _view_cases():
+    """(name, shape, layout factory, order, reshape): tutorial 11's scale box and random linear layouts."""
+    import numpy as np
+    cases = [("scale_box", [1, 2, 2, 2, 256], lambda gl: gl.NVMMASharedLayout(0, 8, rank=5), [0, 1, 2, 3, 4],
+              [2, 2, 32, 4, 4]),
+             ("scale_box_t", [1, 1, 2, 2, 256], lambda gl: gl.NVMMASharedLayout(0, 8, rank=5), [0, 2, 1, 3, 4],
+              [2, 32, 16])]
+    rng = np.random.default_rng(12)
+    for i, shape in enumerate(([1, 4, 8], [2, 1, 16, 4], [8, 8], [1, 2, 1, 4, 8])):
+        seed = int(rng.integers(1 << 30))
+        order = [int(o) for o in rng.permutation(len(shape))]
+        total = int(np.prod(shape))
+        reshape = [total // 4, 4] if i % 2 else [2, total // 2]
+        cases.append((f"linear{i}", shape, lambda gl, s=shape, seed=seed: _random_linear(np.random.default_rng(seed), gl,
+                                                                                         s), order, reshape))
+    return cases
+
+
+@pytest.mark.parametrize("name,shape,layout,order,reshape", _view_cases(), ids=[c[0] for c in _view_cases()])
+def test_view_layouts_match_triton(name, shape, layout, order, reshape, capfd, monkeypatch):
+    """``index`` / ``permute`` / ``reshape`` of shared views: the layouts Gluon 3.9 prints for them, printed alike."""
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # static_print runs in the frontend, which a cache hit skips
+    printed = []
+    for gl, compile_ in ((tr_gl, _compile_triton_views), (gk_gl, _compile_gluonkit_views)):
+        compile_({"SHAPE": shape, "LAYOUT": layout(gl), "ORDER": order, "RESHAPE": reshape})
+        printed.append([line for line in capfd.readouterr().out.splitlines() if "Layout(" in line])
+    assert printed[0] and printed[0] == printed[1], f"triton: {printed[0]}; gluonkit: {printed[1]}"
+
+
+def _compile_triton_views(constexprs):
+    src = GluonASTSource(gluon.jit(tcgen05_copy_kernels.views_source(tr_gl)), {k: "constexpr" for k in constexprs},
+                         constexprs)
+    triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_warps": 4})
+
+
+def _compile_gluonkit_views(constexprs):
+    gluonkit.jit(tcgen05_copy_kernels.views_source(gk_gl)).compile(target="sm_100a", num_warps=4, **constexprs)
 
 
 # ------------------------------------------------------------------ CTA pairs (cta_group::2)
@@ -347,6 +430,29 @@ def test_pair_tcgen05_instructions_match_triton(case):
     tma = re.compile(r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global\.mbarrier::complete_tx::bytes")
     assert tma.search(ours_ptx) and tma.search(theirs_ptx)  # loads complete on the pair's barrier (counts vary
     # with how LLVM unrolls the K loop)
+
+
+def _pair_scaled(bn, bk):
+    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}", pair_kernels.pair_mma_scaled_source,
+                    {"a_desc": ("fp8e4nv", [256, bk], [[1, 0]]), "b_desc": ("fp8e4nv", [bn, bk], [[1, 0]])},
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, {"B_SCALE_SPLIT": False})
+
+
+PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256)]
+
+
+@pytest.mark.parametrize("case", PAIR_SCALED_KERNELS, ids=lambda c: c.name)
+def test_pair_block_scaled_mma_matches_triton(case):
+    """cta_group::2 block-scaled MMAs: every tcgen05 mnemonic, the instruction descriptors (scale bytes per K
+    step, M = 256) and the per-CTA matrix descriptors agree."""
+    ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
+    explained = {**_LD_SPLIT, "tcgen05.wait::st.sync.aligned": "gluonkit waits at the end of each scale store (2); "
+                                                               "Triton 3.9 covers both with one wait"}
+    ours, theirs = _tcgen05(ours_ptx, explained), _tcgen05(theirs_ptx, explained)
+    assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
+    words = _scaled_words(ours_ptx)
+    assert words and words == _scaled_words(theirs_ptx), f"gluonkit: {dict(words)}; triton: {dict(_scaled_words(theirs_ptx))}"
+    assert all(kind.startswith("cta_group::2.kind::mxf8f6f4.block_scale.block32") for kind, *_ in words)
 
 
 # ------------------------------------------------------------------ TMA gather / scatter

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -138,21 +138,29 @@ def _bytes_of(addresses: np.ndarray, item: int) -> np.ndarray:
 
 def read(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     """The view's elements as an array of its shape; every byte must have been written."""
+    values, defined = read_undefined(ref, ty, op)
+    if not defined.all():
+        k = int(np.flatnonzero(~defined.ravel())[0])
+        raise InterpreterError(
+            f"{op.name} reads {element_text(ty.shape, k)} of the view, which nothing has written yet "
+            f"({ref.buffer.describe()}; shared memory starts with undefined contents)", op.loc)
+    return values
+
+
+def read_undefined(ref: SharedRef, ty: SharedMemoryDescType, op) -> Tuple[np.ndarray, np.ndarray]:
+    """``(values, defined)``: the view's elements and which of them were written (for a copy that moves undefined
+    contents along instead of reading them, e.g. ``tcgen05_copy``; elements another CTA holds count as defined)."""
     mine = owned(ref, ty, op)
     addresses = element_addresses(ref, ty, op)[mine]
     item = ty.element.itemsize
     index = _bytes_of(addresses, item)
     _check_async_writes(ref.buffer, index, op, "reads")
     on_access(ref.buffer, index, op, write=False)
-    unwritten = ~ref.buffer.written[index].all(axis=1)
-    if unwritten.any():
-        k = int(np.flatnonzero(mine.ravel())[np.flatnonzero(unwritten)[0]])
-        raise InterpreterError(
-            f"{op.name} reads {element_text(ty.shape, k)} of the view, which nothing has written yet "
-            f"({ref.buffer.describe()}; shared memory starts with undefined contents)", op.loc)
+    defined = np.ones(ty.shape, bool)
+    defined[mine] = ref.buffer.written[index].all(axis=1)
     values = np.zeros(ty.shape, numpy_dtype(ty.element))
     values[mine] = np.ascontiguousarray(ref.buffer.data[index]).view(numpy_dtype(ty.element)).ravel()
-    return values
+    return values, defined
 
 
 def _check_async_writes(buffer: SharedBuffer, index: np.ndarray, op, verb: str) -> None:

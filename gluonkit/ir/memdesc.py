@@ -165,8 +165,10 @@ def slice_xor(ty: SharedMemoryDescType, dim: int, start: int) -> int:
     return inverse.apply({f"dim{dim - ty.num_stage_dims}": start})["offset"]
 
 
-def _linear_shared(ll: LinearLayout) -> SharedLinearLayout:
-    return SharedLinearLayout([list(v) for v in ll.bases["offset"]])
+def _linear_shared(ll: LinearLayout, source) -> SharedLinearLayout:
+    """The view's placement as a ``SharedLinearLayout``, with the alignment of the buffer's layout ``source`` (as
+    Gluon 3.9 keeps it: a view does not move the buffer)."""
+    return SharedLinearLayout([list(v) for v in ll.bases["offset"]], alignment=alignment_of(source))
 
 
 def permuted_layout(ty: SharedMemoryDescType, order: Sequence[int]) -> SharedLayout:
@@ -176,6 +178,8 @@ def permuted_layout(ty: SharedMemoryDescType, order: Sequence[int]) -> SharedLay
     exactly that placement (an NVMMA layout with ``transposed`` flipped, a swizzled layout
     with its order permuted) that name is used, so later ops can recognise it.
     """
+    if list(order) == sorted(order):
+        return ty.layout  # Gluon 3.9 keeps the layout of an identity permutation
     ll = tile_layout(ty)
     names = [f"dim{i}" for i in range(len(order))]
     moved = ll.transpose_outs([names[o] for o in order])
@@ -187,7 +191,7 @@ def permuted_layout(ty: SharedMemoryDescType, order: Sequence[int]) -> SharedLay
                 return candidate
         except ValueError:
             continue
-    return _linear_shared(permuted)
+    return _linear_shared(permuted, ty.layout)
 
 
 def _named_candidates(layout, order):
@@ -212,7 +216,7 @@ def reshaped_layout(ty: SharedMemoryDescType, shape: Sequence[int]) -> SharedLay
     names = [f"dim{i}" for i in range(len(shape))]
     reversed_outs = full.transpose_outs(list(reversed(full.out_dims)))  # flatten last dim fastest
     reshaped = reversed_outs.reshape_outs([(names[d], shape[d]) for d in reversed(range(len(shape)))])
-    return _linear_shared(reshaped.transpose_outs(names))
+    return _linear_shared(reshaped.transpose_outs(names), ty.layout)
 
 
 def alignment_of(layout) -> int:

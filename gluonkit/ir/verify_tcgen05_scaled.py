@@ -15,21 +15,24 @@ one per 32 elements of K) or, for e2m1 x e2m1 only, ``float8e4nv`` read as UE4M3
 fp4 operands) is not built.
 
 **Shapes**: ``M = 128`` (Gluon rejects block M 64), ``N`` a multiple of 16 up to 256, K (in
-elements) a multiple of one instruction's 32 bytes; ``acc`` float32 in a one-CTA
-``TensorMemoryLayout`` with block M 128; ``a_scale`` is ``[M, K/V]`` and ``b_scale``
-``[N, K/V]`` in tensor memory with a ``TensorMemoryScalesLayout``.
+elements) a multiple of one instruction's 32 bytes; ``acc`` float32 in a ``TensorMemoryLayout``
+with block M 128; ``a_scale`` is ``[M, K/V]`` and ``b_scale`` ``[N, K/V]`` in tensor memory with
+a ``TensorMemoryScalesLayout``.  A CTA pair (``two_ctas`` acc, ``M = 256``) splits A by rows and
+B by columns as a plain pair MMA does, A's scales by rows (``cga_layout=[[1, 0]]``) and keeps
+all of B's scales in both CTAs (``cga_layout=[[0, 0]]``).
 
 **Scale placement** (:class:`~gluonkit.layouts.tmem.TensorMemoryScalesLayout`): rows 32g + r
 sit in lane r (copied into every lane quarter), byte c of 32-bit column g of each group of 4
 scales along K.  An MMA instruction takes its scales from the column that holds its first
 scale and the byte (``scale_a_id``/``scale_b_id`` of the instruction descriptor) it starts at.
 
-**tcgen05_copy** (``tcgen05.cp.cta_group::1.warpx4.32x128b``): one instruction moves 32 rows
+**tcgen05_copy** of block scales (``tcgen05.cp.cta_group::1.warpx4.32x128b``): one instruction moves 32 rows
 of 16 bytes of shared memory into 4 columns of lanes 0-31 and copies them into the other
 three lane quarters; each 128-row x 4-scale block of the view is one such chunk, so the
 shared view must hold that block as 32 rows of 16 bytes, row r at byte 16r and scale
 (32g + r, c) at byte 16r + 4g + c (the unswizzled form of the standard "packed block" scale
-layout).  Only scale destinations are built (Gluon's other ``tcgen05_copy`` shapes are not).
+layout).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
+:func:`copy_problem` and planned, ``128x256b`` / ``128x128b`` at a time, by the lowering.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout
 from ..layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
 from .core import Operation
 from .memdesc import view_to_offset
@@ -45,7 +49,7 @@ from .tmem import tile_layout
 from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
 from .verifier import rule
 from .verify_checks import fail
-from .verify_tcgen05 import _shared_problem
+from .verify_tcgen05 import _pair_problem, _shared_problem
 from .verify_wgmma import contiguous_dim
 
 __all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
@@ -82,6 +86,20 @@ def _scale_problem(ty, name: str, rows: int, k: int) -> Optional[str]:
     return None
 
 
+def _scale_split_problem(a_scale, b_scale, pair: bool) -> Optional[str]:
+    """A CTA pair's scales: each CTA holds A's for its own rows (``cga_layout=[[1, 0]]``) and all of B's (the
+    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; a one-CTA
+    MMA's scales are whole in its CTA."""
+    want = ([[1, 0]], [[0, 0]]) if pair else ([], [])
+    for ty, name, bases in ((a_scale, "a_scale", want[0]), (b_scale, "b_scale", want[1])):
+        have = [list(v) for v in ty.layout.cga_layout]
+        if have != bases and (pair or any(any(v) for v in have)):
+            return (f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for "
+                    f"{'a two_ctas MMA (A rows split between the pair, B scales in both CTAs)' if pair else 'a one-CTA MMA'}, "
+                    f"got {ty.layout!r}")
+    return None
+
+
 def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) -> Optional[str]:
     """Why ``tcgen05_mma_scaled`` with these operand types and formats is not one MMA (``None`` if it is)."""
     for fmt, name in ((a_type, "a_type"), (b_type, "b_type")):
@@ -102,15 +120,20 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
     if not isinstance(acc, TensorMemoryDescType) or len(acc.shape) != 2 or acc.element != float32:
         return f"acc must be a 2-D float32 tensor memory descriptor, got {acc}"
     layout = acc.layout
-    if not isinstance(layout, TensorMemoryLayout) or layout.two_ctas or layout.col_stride != 1:
-        return f"acc must be in a one-CTA TensorMemoryLayout with col_stride=1, got {layout!r}"
+    if not isinstance(layout, TensorMemoryLayout) or layout.col_stride != 1:
+        return f"acc must be in a TensorMemoryLayout with col_stride=1, got {layout!r}"
+    pair = _pair_problem(a, b, layout)
+    if pair:
+        return pair
     m, n = a.shape[0], b.shape[1]
     k = scaled_k(a, a_type, 1)
     if tuple(acc.shape) != (m, n) or scaled_k(b, b_type, 0) != k:
         return (f"shapes do not chain: a is {list(a.shape)} ({a_type}), b is {list(b.shape)} ({b_type}), acc is "
                 f"{list(acc.shape)}; expected [M, K] x [K, N] -> [M, N] in elements (e2m1: two per byte)")
-    if m != 128 or layout.block[0] != 128:
-        return f"M = {m} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
+    m_cta = m // 2 if layout.two_ctas else m
+    if m_cta != 128 or layout.block[0] != 128:
+        what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
+        return f"{what} = {m_cta} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
     if n % 16 or not 16 <= n <= 256:
         return f"N = {n} must be a multiple of 16 from 16 to 256"
     if a.shape[1] % 32:
@@ -119,6 +142,9 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
         problem = _scale_problem(ty, name, rows, k)
         if problem:
             return problem
+    problem = _scale_split_problem(a_scale, b_scale, layout.two_ctas)
+    if problem:
+        return problem
     if a_scale.element != b_scale.element:
         return f"a_scale and b_scale must have the same type, got {a_scale.element} and {b_scale.element}"
     if a_scale.element == float8e4nv and a_type != "e2m1":
@@ -167,15 +193,47 @@ def copy_chunks(src: SharedMemoryDescType, dst: TensorMemoryDescType, xor: int =
     return sorted(chunks, key=lambda chunk: chunk[1])
 
 
+def _tile_copy_problem(src: SharedMemoryDescType, dst: TensorMemoryDescType) -> Optional[str]:
+    """Why ``tcgen05_copy`` cannot copy ``src`` into a ``TensorMemoryLayout`` tile (``None`` if it may).
+
+    Gluon 3.9's rules: 32-bit elements, block M 128 in one CTA, a source that is neither transposed,
+    padded nor an unswizzled NVMMASharedLayout.  Whether the tensor cores can read the view is decided
+    when the copy is lowered (the shared view must form tcgen05.cp's canonical rows; see
+    :mod:`gluonkit.lower.nvidia.tcgen05_scaled`).
+    """
+    layout = dst.layout
+    if src.element != dst.element or src.element.primitive_bitwidth != 32:
+        return (f"a copy into a TensorMemoryLayout moves 32-bit elements: src and dst must both be float32, int32 "
+                f"or uint32, got {src.element} and {dst.element}")
+    if tuple(src.shape) != tuple(dst.shape):
+        return f"src is {list(src.shape)} but dst is {list(dst.shape)}; they must have the same shape"
+    if layout.block[0] != 128 or layout.two_ctas:
+        return (f"dst's TensorMemoryLayout must have block M 128 in one CTA (tcgen05.cp fills 128 lanes), got "
+                f"{layout!r}")
+    if isinstance(src.layout, PaddedSharedLayout) or getattr(src.layout, "transposed", False):
+        return (f"src's layout {src.layout!r} must be neither transposed nor padded: tcgen05.cp reads rows of the "
+                "tile along its last dimension")
+    if isinstance(src.layout, NVMMASharedLayout) and not src.layout.swizzle_byte_width:
+        return ("src's NVMMASharedLayout must be swizzled (swizzle_byte_width 32, 64 or 128) for a copy into a "
+                "TensorMemoryLayout")
+    return None
+
+
 def copy_problem(src, dst) -> Optional[str]:
-    """Why ``tcgen05_copy(src, dst)`` with these view types is not a scale copy (``None`` if it is)."""
+    """Why ``tcgen05_copy(src, dst)`` with these view types is not a copy gluonkit can issue (``None`` if it is):
+    block scales into a ``TensorMemoryScalesLayout``, or a 32-bit tile into a ``TensorMemoryLayout``."""
     if not isinstance(src, SharedMemoryDescType) or src.rank != 2 or src.num_stage_dims:
         return f"src must be one 2-D shared memory view (pick a stage with .index(i)), got {src}"
     if not isinstance(dst, TensorMemoryDescType) or len(dst.shape) != 2:
         return f"dst must be a 2-D tensor memory descriptor (pick a stage with .index(i)), got {dst}"
+    if isinstance(dst.layout, TensorMemoryLayout):
+        return _tile_copy_problem(src, dst)
     if not isinstance(dst.layout, TensorMemoryScalesLayout):
-        return (f"only block-scale copies are supported: dst must be in a TensorMemoryScalesLayout(), got "
-                f"{dst.layout!r}")
+        return (f"dst must be in a TensorMemoryLayout (a 32-bit tile) or a TensorMemoryScalesLayout (block scales), "
+                f"got {dst.layout!r}")
+    if dst.layout.cga_layout or getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
+        return ("copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet; store a pair's "
+                "scales from registers with .store()")
     if src.element != dst.element or src.element.primitive_bitwidth != 8:
         return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
     if tuple(src.shape) != tuple(dst.shape):

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Tuple
 
-from ..ir.memdesc import alloc_elements, layout_problem, permuted_layout, reshaped_layout
+from ..ir.memdesc import alloc_elements, cta_shares, layout_problem, permuted_layout, reshaped_layout
 from ..ir.types import SharedMemoryDescType, TensorType, int1, int32
+from ..layouts.shared import SharedLinearLayout
 from .errors import ArgumentError, LayoutMismatchError, ShapeMismatchError, TypeMismatchError
 from .tensor import builtin, shape_args, tensor
 
@@ -203,7 +204,10 @@ def memdesc_permute(sem, desc, order) -> shared_memory_descriptor:
     if ty.num_stage_dims:
         sem.error(f"cannot permute {list(ty.shape)}: its leading dimension(s) are stages; index() them first",
                   ShapeMismatchError)
-    result = SharedMemoryDescType(ty.element, tuple(ty.shape[o] for o in order), permuted_layout(ty, order),
+    layout = permuted_layout(ty, order)
+    if cta_shares(ty) > 1 and isinstance(layout, SharedLinearLayout):
+        _split_view_error(sem, ty, "permute")
+    result = SharedMemoryDescType(ty.element, tuple(ty.shape[o] for o in order), layout,
                                   tuple(ty.alloc_shape[o] for o in order))
     return _view(sem, "memdesc_permute", desc, result, attrs={"order": order})
 
@@ -220,8 +224,16 @@ def memdesc_reshape(sem, desc, shape) -> shared_memory_descriptor:
     if n != ty.numel:
         sem.error(f"cannot reshape {list(ty.shape)} ({ty.numel} elements) to {list(shape)} ({n} elements)",
                   ShapeMismatchError)
+    if cta_shares(ty) > 1:
+        _split_view_error(sem, ty, "reshape")
     result = SharedMemoryDescType(ty.element, shape, reshaped_layout(ty, shape), shape)
     return _view(sem, "memdesc_reshape", desc, result)
+
+
+def _split_view_error(sem, ty, what: str) -> None:
+    sem.error(f"{what} of {list(ty.shape)} in {ty.layout!r}: the buffer is split between the CTAs of a cluster "
+              "(cga_layout), and views of split buffers other than an NVMMA transpose are not supported yet; "
+              f"{what} each CTA's share of an unsplit buffer instead", LayoutMismatchError)
 
 
 def memdesc_reinterpret(sem, desc, dtype, shape, layout) -> shared_memory_descriptor:

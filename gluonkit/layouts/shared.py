@@ -322,8 +322,9 @@ class SharedLinearLayout(SharedLayout):
     """A shared layout given directly by its bases (Gluon's ``SharedLinearLayout``).
 
     ``offset_bases[i]`` is the element that offset ``2**i`` holds; ``block_bases`` the
-    same per CTA bit (in elements).  The buffer's shape is twice the largest coordinate per
-    dimension.  ``alignment``: the byte alignment the allocation needs.
+    same per CTA bit (in elements).  The buffer's shape is, per dimension, the next power of
+    two above the largest coordinate (1 for a dimension no basis reaches, as in Gluon).
+    ``alignment``: the byte alignment the allocation needs.
     """
 
     def __init__(self, offset_bases, block_bases=(), alignment: int = 16):
@@ -337,7 +338,7 @@ class SharedLinearLayout(SharedLayout):
         if not is_power_of_two(alignment):
             raise ValueError(f"SharedLinearLayout: alignment must be a power of two, got {alignment!r}")
         self.alignment = alignment
-        largest = [max([1] + [v[d] for v in self.offset_bases + self.block_bases]) for d in range(rank)]
+        largest = [max([0] + [v[d] for v in self.offset_bases + self.block_bases]) for d in range(rank)]
         self.shape = tuple(1 << m.bit_length() for m in largest)
         self._linear = LinearLayout(
             {"offset": self.offset_bases, "block": self.block_bases},

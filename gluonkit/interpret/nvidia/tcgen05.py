@@ -46,7 +46,7 @@ from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile  # (
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
-__all__ = ["issue", "mma_in_flight"]
+__all__ = ["issue", "mma_in_flight", "pair_shares"]
 
 #: Per tensor memory (one CTA's, shared by its partitions): the MMAs whose completion no wait has observed yet.
 _IN_FLIGHT: "WeakKeyDictionary[TensorMemory, List[_Mma]]" = WeakKeyDictionary()
@@ -251,12 +251,12 @@ def _pair(program) -> bool:
     return group == 2 and program.cluster is not None
 
 
-def _pair_shares(program, op, operands) -> list:
+def pair_shares(program, op, operands) -> list:
     """Per CTA of the pair, the (a, b, acc) of a ``cta_group::2`` MMA issued by the even CTA."""
     cluster, peer_rank = program.cluster, program.cta_rank | 1
     memory = cluster.tmem.get(peer_rank)
     if memory is None:
-        raise InterpreterError(f"tcgen05_mma: the two_ctas MMA writes the accumulator's rows of CTA {peer_rank}, which "
+        raise InterpreterError(f"{op.name}: the two_ctas MMA writes the accumulator's rows of CTA {peer_rank}, which "
                                "has not allocated its tensor memory yet; allocate it in both CTAs and put a "
                                "cluster.barrier() before the first MMA", op.loc)
     acc = operands[2]
@@ -288,7 +288,7 @@ def _tcgen05_mma(program, op, operands):
     if op.operands[2].type.layout.two_ctas:
         if program.cta_rank & 1:  # the even CTA issues the pair's MMA
             return []
-        shares = _pair_shares(program, op, operands)
+        shares = pair_shares(program, op, operands)
     issue(program, op, _Mma(program, op, operands, shares), 5, operands)
     return []
 

@@ -30,11 +30,13 @@ import ml_dtypes
 import numpy as np
 
 from ...ir.verify_tcgen05_scaled import copy_chunks, scaled_kind
+from ...ir.types import TensorMemoryDescType
+from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
-from ..shared_memory import AsyncRead, byte_mask, read, unfenced_write
-from .tcgen05 import _Mma, _footprint, issue, mma_in_flight
-from .tmem import TensorMemory, read_tile, write_tile
+from ..shared_memory import AsyncRead, byte_mask, read_undefined, unfenced_write
+from .tcgen05 import _Mma, _footprint, _gather, issue, mma_in_flight, pair_shares
+from .tmem import TensorMemory, TmemRef, read_tile, write_tile
 
 __all__: List[str] = []
 
@@ -67,9 +69,10 @@ class _Copy:
         src_ty, dst_ty = (v.type for v in op.operands)
         self.program, self.op, self.memory = program, op, dst.memory
         self.what = f"the tcgen05_copy at line {op.loc.line}"
-        chunks = copy_chunks(src_ty, dst_ty, src.xor)
-        if isinstance(chunks, str):
-            raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
+        if isinstance(dst_ty.layout, TensorMemoryScalesLayout):
+            chunks = copy_chunks(src_ty, dst_ty, src.xor)
+            if isinstance(chunks, str):
+                raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
         _unfenced(program, op, src, src_ty, "tcgen05_copy")
         self.mask = _footprint(dst, dst_ty, op)
         mma, _ = mma_in_flight(dst, self.mask, writing=True)
@@ -84,7 +87,8 @@ class _Copy:
             raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
                                    f"wait has observed its completion); {_WAIT}", op.loc,
                                    notes=[("the earlier copy", earlier.op.loc)])
-        write_tile(dst, dst_ty, read(src, src_ty, op), op)
+        values, defined = read_undefined(src, src_ty, op)  # unwritten bytes stay undefined in tensor memory
+        write_tile(dst, dst_ty, values, op, defined)
         reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
         src.buffer.async_reads.append(reader)
         self.reads = [(src.buffer, reader)]
@@ -132,40 +136,60 @@ def _scales(raw: np.ndarray, op) -> np.ndarray:
 
 
 class _ScaledMma(_Mma):
-    """One issued block-scaled MMA: a plain MMA whose multiplicands carry their block scales."""
+    """One issued block-scaled MMA: a plain MMA whose multiplicands carry their block scales.
 
-    def __init__(self, program, op, operands):
+    A CTA pair's (``shares``, as for :class:`~.tcgen05._Mma`): each CTA's tensor memory holds A's scales of its
+    rows and all of B's, which must be the same in both CTAs (each CTA's half of the product reads its own)."""
+
+    def __init__(self, program, op, operands, shares=None):
         a, b, acc, a_scale, b_scale, use_acc = operands[:6]
         types = [v.type for v in op.operands[:5]]
         self.formats = op.attrs["a_type"], op.attrs["b_type"]
         self.vec = scaled_kind(*self.formats, types[3].element)[1]
-        self.scales = []
+        memories = [a_scale.memory] + [share[2].memory for share in (shares or [])[1:]]
+        per_cta = []  # per CTA: (a_scale values, b_scale values)
         reads = np.zeros_like(a_scale.memory.written)
-        for ref, ty in ((a_scale, types[3]), (b_scale, types[4])):
-            mask = _footprint(ref, ty, op)
-            copy = _copy_in_flight(ref.memory, mask)
-            if copy is not None and copy.program is not program:
-                raise InterpreterError(f"tcgen05_mma_scaled reads scales that {copy.what} (issued by another "
-                                       "partition) may still be writing: the PTX ISA orders a tcgen05.cp only before "
-                                       f"the MMAs of the thread that issued it; {_WAIT}", op.loc,
-                                       notes=[("the copy in flight", copy.op.loc)])
-            self.scales.append(_scales(read_tile(ref, ty, op), op))
-            reads |= mask
-        super().__init__(program, op, [a, b, acc, use_acc], tmem_reads=reads)
+        for memory in memories:
+            values = []
+            for ref, ty in ((a_scale, types[3]), (b_scale, types[4])):
+                ref = TmemRef(memory, ref.lane, ref.column)
+                mask = _footprint(ref, ty, op)
+                copy = _copy_in_flight(memory, mask)
+                if copy is not None and copy.program is not program:
+                    raise InterpreterError(f"tcgen05_mma_scaled reads scales that {copy.what} (issued by another "
+                                           "partition) may still be writing: the PTX ISA orders a tcgen05.cp only "
+                                           f"before the MMAs of the thread that issued it; {_WAIT}", op.loc,
+                                           notes=[("the copy in flight", copy.op.loc)])
+                values.append(_scales(read_tile(ref, ty, op), op))
+                if memory is a_scale.memory:
+                    reads |= mask
+            per_cta.append(values)
+        if any(not np.array_equal(b_scales, per_cta[0][1], equal_nan=True) for _, b_scales in per_cta[1:]):
+            raise InterpreterError("tcgen05_mma_scaled: the CTAs of the pair hold different b_scale values; each CTA's "
+                                   "half of the product reads B's scales from its own tensor memory, so store or copy "
+                                   "the same scales in both", op.loc)
+        self.scales = [np.concatenate([values[0] for values in per_cta]), per_cta[0][1]]
+        super().__init__(program, op, [a, b, acc, use_acc], shares, tmem_reads=reads)
 
     def multiplicands(self) -> List[np.ndarray]:
-        a = _decode(read(self.a, self.types[0], self.op), self.formats[0], 1)
-        b = _decode(read(self.b, self.types[1], self.op), self.formats[1], 0)
+        a = _decode(_gather([(share[0], self.types[0]) for share in self.shares], self.op), self.formats[0], 1)
+        b = _decode(_gather([(share[1], self.types[1]) for share in self.shares], self.op), self.formats[1], 0)
         a_scale, b_scale = (np.repeat(s, self.vec, axis=1) for s in self.scales)
         return [a * a_scale, b * b_scale.T]
 
 
 @rule("tcgen05_mma_scaled")
 def _tcgen05_mma_scaled(program, op, operands):
-    if bool(operands[6]):
-        for ref, value in ((operands[0], op.operands[0]), (operands[1], op.operands[1])):
-            _unfenced(program, op, ref, value.type, "tcgen05_mma_scaled")
-        issue(program, op, _ScaledMma(program, op, operands), 7, operands)
+    if not bool(operands[6]):
+        return []
+    for ref, value in ((operands[0], op.operands[0]), (operands[1], op.operands[1])):
+        _unfenced(program, op, ref, value.type, "tcgen05_mma_scaled")
+    shares = None
+    if op.operands[2].type.layout.two_ctas:
+        if program.cta_rank & 1:  # the even CTA issues the pair's MMA
+            return []
+        shares = pair_shares(program, op, operands)
+    issue(program, op, _ScaledMma(program, op, operands, shares), 7, operands)
     return []
 
 
@@ -187,3 +211,23 @@ def _checked(name: str, verb: str):
 
 _checked("tmem_load", "reads")
 _checked("tmem_store", "writes")
+
+
+def _mma_after_copy(program, op, operands):
+    """A plain ``tcgen05_mma`` whose accumulator (or A in tensor memory) a copy of *another* partition may still be
+    writing is reported; one the same thread issued is ordered before it (``tcgen05.cp`` → ``tcgen05.mma``)."""
+    for index in (2, 0):
+        ref, ty = operands[index], op.operands[index].type
+        if not isinstance(ty, TensorMemoryDescType):
+            continue
+        copy = _copy_in_flight(ref.memory, _footprint(ref, ty, op))
+        if copy is not None and copy.program is not program:
+            raise InterpreterError(f"tcgen05_mma uses tensor memory that {copy.what} (issued by another partition) "
+                                   "may still be writing: the PTX ISA orders a tcgen05.cp only before the MMAs of "
+                                   f"the thread that issued it; {_WAIT}", op.loc,
+                                   notes=[("the copy in flight", copy.op.loc)])
+    return _plain_mma(program, op, operands)
+
+
+_plain_mma = RULES["tcgen05_mma"]
+rule("tcgen05_mma")(_mma_after_copy)

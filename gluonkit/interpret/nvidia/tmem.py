@@ -176,13 +176,16 @@ def read_tile(ref: TmemRef, ty: TensorMemoryDescType, op) -> np.ndarray:
     return raw.view(numpy_dtype(ty.element))[..., 0]
 
 
-def write_tile(ref: TmemRef, ty: TensorMemoryDescType, values: np.ndarray, op) -> None:
-    """Put an array of the 2-D view's shape into its cells (and into every lane-quarter copy the layout keeps)."""
+def write_tile(ref: TmemRef, ty: TensorMemoryDescType, values: np.ndarray, op, defined=None) -> None:
+    """Put an array of the 2-D view's shape into its cells (and into every lane-quarter copy the layout keeps).
+
+    ``defined`` (a bool array of the shape) marks the elements that carry data; the cells of the others stay
+    undefined (a copy of unwritten shared memory), so a later read of them is reported."""
     raw = np.ascontiguousarray(np.asarray(values, dtype=numpy_dtype(ty.element))).view(np.uint8)
     for copy in _element_cells(ty)[2]:
         rows, cols = _tile_index(ref, ty, op, copy)
         ref.memory.data[rows, cols] = raw.reshape(cols.shape)
-        ref.memory.written[rows, cols] = True
+        ref.memory.written[rows, cols] = True if defined is None else np.broadcast_to(defined[..., None], cols.shape)
 
 
 # ---------------------------------------------------------------------- allocation

@@ -43,7 +43,9 @@ def _report(sem, what: str, problem: str) -> None:
 
 @builtin
 def tcgen05_copy(src, dst, _semantic=None):
-    """Start copying shared memory ``src`` into tensor memory ``dst`` (block scales; see the module docstring)."""
+    """Start copying shared memory ``src`` into tensor memory ``dst``: block scales into a
+    ``TensorMemoryScalesLayout`` (see the module docstring) or a 32-bit tile into a ``TensorMemoryLayout``
+    (Gluon 3.9 tutorial 10: e.g. ``C`` of ``D = A @ B + C`` for the MMAs issued after it to accumulate onto)."""
     sem = _semantic
     handles = _handles(sem, "tcgen05_copy", ((src, "src"), (dst, "dst")))
     if not isinstance(dst, tensor_memory_descriptor):

@@ -35,7 +35,7 @@ from ...ir import CompilationError, SharedMemoryDescType
 from ...ir.memdesc import view_to_offset
 from ...layouts.linear import log2_exact
 
-__all__ = ["OperandDescriptor", "describe_operand", "SWIZZLE_MODE_BITS"]
+__all__ = ["OperandDescriptor", "describe_operand", "plan_bits", "SWIZZLE_MODE_BITS"]
 
 #: The descriptor's swizzle field for each swizzle width in bytes.
 SWIZZLE_MODE_BITS = {0: 0, 128: 1, 64: 2, 32: 3}
@@ -112,22 +112,29 @@ def _plan(view: SharedMemoryDescType, operand: int, xor: int, align: int, mn_ins
           swizzle: int):
     """The :class:`OperandDescriptor` for swizzle mode ``swizzle``, or why that mode cannot read the view."""
     e = view.element.itemsize
+    to_offset = view_to_offset(view)
+    mn_dim, k_dim = ("dim0", "dim1") if operand == 0 else ("dim1", "dim0")
+    mn_bits, k_bits = (tuple(basis[0] * e for basis in to_offset.bases[dim]) for dim in (mn_dim, k_dim))
+    return plan_bits(view, mn_bits, k_bits, xor * e, align, mn_inst, k_inst, swizzle,
+                     "M/N" if operand == 0 else "N")
+
+
+def plan_bits(view: SharedMemoryDescType, mn_bytes, k_bytes, constant: int, align: int, mn_inst: int,
+              k_inst: int, swizzle: int, mn_name: str = "M/N"):
+    """:func:`_plan` from the byte offsets themselves: per bit of the M/N and K coordinates, the (swizzled)
+    byte offset it adds, and the (swizzled) byte offset of coordinate (0, 0).  Also used for tensor
+    memory copies, whose rows and columns reach shared memory through the destination's layout."""
+    e = view.element.itemsize
     if swizzle and align < 8 * swizzle:
         return (f"its start is only known to be {align}-byte aligned, but a {swizzle}-byte swizzle needs "
                 f"{8 * swizzle}")
-    to_offset = view_to_offset(view)
-    mn_dim, k_dim = ("dim0", "dim1") if operand == 0 else ("dim1", "dim0")
-
-    def bit_offsets(dim: str) -> Tuple[int, ...]:
-        return tuple(_unswizzle(basis[0] * e, swizzle) for basis in to_offset.bases[dim])
-
-    mn_bits, k_bits = bit_offsets(mn_dim), bit_offsets(k_dim)
-    constant = _unswizzle(xor * e, swizzle)
+    mn_bits, k_bits = (tuple(_unswizzle(b, swizzle) for b in bits) for bits in (mn_bytes, k_bytes))
+    constant = _unswizzle(constant, swizzle)
     k_major = bool(k_bits) and k_bits[0] == e
     if not k_major and not (mn_bits and mn_bits[0] == e):
         return "neither K nor the other dimension is contiguous"
     lbo, sbo, expected = _canonical(k_major, swizzle, e, mn_bits, k_bits, log2_exact(mn_inst), log2_exact(k_inst))
-    for dim, bits, want in (("M/N" if operand == 0 else "N", mn_bits, expected[0]), ("K", k_bits, expected[1])):
+    for dim, bits, want in ((mn_name, mn_bits, expected[0]), ("K", k_bits, expected[1])):
         for i, (have, need) in enumerate(zip(bits, want)):
             if have != need:
                 return (f"bit {i} of {dim} is {have} bytes from the start where the "
