@@ -99,6 +99,20 @@ def too_much_kernel(x_ptr, STAGES: gl.constexpr):
     gl.store(x_ptr, 1.0)
 
 
+@gluonkit.jit
+def scratch_in_a_gap_kernel(x_ptr, out_ptr, STAGES: gl.constexpr):
+    """16 bytes at 0, then a 1024-aligned buffer that ends exactly at sm_90a's limit when STAGES=113: the
+    cross-warp sum's scratch only fits in the gap the alignment leaves."""
+    small = gl.allocate_shared_memory(gl.float32, [4], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    big = gl.allocate_shared_memory(gl.float16, [STAGES, 16, 64], gl.NVMMASharedLayout.get_default_for([16, 64],
+                                                                                                      gl.float16))
+    bars = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(bars.index(0), count=1)
+    mbarrier.wait(bars.index(0), 0, deps=[small, big])  # both live (compiled, never run)
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    gl.store(out_ptr, gl.sum(gl.load(x_ptr + gl.arange(0, 128, L)), axis=0))
+
+
 def _interpret(kernel, *args, **kw):
     with interpreter_on():
         kernel[(1,)](*args, **kw)
@@ -303,6 +317,22 @@ def test_slices_and_permutes_lower():
 def test_scratch_memory_starts_after_the_buffers():
     c = quadrant_kernel.compile("*fp16:16", "*fp16:16", M=M, N=N, layout=SRC, smem_layout=SMEM_LAYOUTS["nvmma128"])
     assert c.metadata["shared"] >= M * N * 2
+
+
+@needs_ptxas
+def test_scratch_goes_into_a_gap_no_buffer_uses_when_the_end_is_full():
+    """The 1024-aligned buffer leaves bytes 16..1023 unused; with the buffers ending at the limit the
+    reduction's scratch goes there rather than past the limit (tutorial 11's WS kernel needs this)."""
+    func = scratch_in_a_gap_kernel._build([ir.PointerType(ir.float32)] * 2, {"STAGES": 113}, 4, {})
+    from gluonkit.lower.memplan.smem import plan_shared_memory
+    plan = plan_shared_memory(func)
+    assert sorted((r.offset, r.nbytes) for r in plan.regions.values()) == [(0, 16), (16, 8), (1024, 231424)]
+    assert plan.unused_range(16) == 32 and plan.unused_range(992) == 32 and plan.unused_range(993) is None
+    c = scratch_in_a_gap_kernel.compile("*fp32:16", "*fp32:16", STAGES=113, target="sm_90a")
+    assert c.metadata["shared"] == 232448 and "cubin" in c.asm
+    with pytest.raises(CompilationError, match=r"Required: 234496(.|\n)*16 bytes of scratch .* at offset 32, in a gap "
+                                               "no buffer uses"):  # one more stage: the buffers alone pass the limit
+        scratch_in_a_gap_kernel.compile("*fp32:16", "*fp32:16", STAGES=114, target="sm_90a")
 
 
 def test_shared_memory_limit_lists_every_buffer():

@@ -104,11 +104,19 @@ def partition_load(x_ptr, y_ptr, M: gluonkit_gl.constexpr, N: gluonkit_gl.conste
 
 
 @gluonkit.jit
-def _allocating_worker():
-    gluonkit_blackwell.allocate_tensor_memory(gluonkit_gl.float32, [128, 32],
-                                              gluonkit_blackwell.TensorMemoryLayout([128, 32], 1))
+def _allocating_copy(x_ptr, y_ptr, M: gluonkit_gl.constexpr, N: gluonkit_gl.constexpr, SCALE: gluonkit_gl.constexpr):
+    """Allocate TMEM here (inside a partition), store ``SCALE * x`` into it and copy it out to ``y``."""
+    tmem = gluonkit_blackwell.allocate_tensor_memory(gluonkit_gl.float32, [M, N],
+                                                     gluonkit_blackwell.TensorMemoryLayout([M, N], 1))
+    reg: gluonkit_gl.constexpr = tmem.get_reg_layout()
+    rows = gluonkit_gl.arange(0, M, layout=gluonkit_gl.SliceLayout(1, reg))
+    cols = gluonkit_gl.arange(0, N, layout=gluonkit_gl.SliceLayout(0, reg))
+    tmem.store(gluonkit_gl.load(x_ptr + rows[:, None] * N + cols[None, :]) * SCALE)
+    gluonkit_gl.store(y_ptr + rows[:, None] * N + cols[None, :], tmem.load(reg))
 
 
 @gluonkit.jit
-def alloc_in_partition():
-    gluonkit_gl.warp_specialize([(idle, ()), (_allocating_worker, ())], [4])
+def alloc_in_partition(x_ptr, y_ptr, z_ptr, M: gluonkit_gl.constexpr, N: gluonkit_gl.constexpr):
+    """Both partitions allocate tensor memory of their own (as Gluon allows): y = 2x, z = 3x."""
+    gluonkit_gl.warp_specialize([(_allocating_copy, (x_ptr, y_ptr, M, N, 2.0)),
+                                 (_allocating_copy, (x_ptr, z_ptr, M, N, 3.0))], [4])

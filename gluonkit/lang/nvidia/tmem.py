@@ -115,10 +115,6 @@ def allocate_tensor_memory(element_ty, shape, layout, value=None, _semantic=None
     accumulator); ``value``, a tensor of ``shape`` in a TMEM register layout, initializes it.
     """
     sem = _semantic
-    if sem.partition_warps is not None:
-        sem.error("allocate_tensor_memory inside a warp_specialize partition: the kernel's tensor memory is "
-                  "allocated once for all warps; allocate it before warp_specialize and pass the descriptor in",
-                  ArgumentError)
     dtype = sem.require_dtype(element_ty, "allocate_tensor_memory's element_ty")
     shape = tuple(sem.require_int(s, "each allocate_tensor_memory shape entry") for s in shape_args((shape,)))
     sem.require_constexpr(layout, "allocate_tensor_memory's layout")

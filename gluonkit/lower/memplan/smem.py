@@ -10,7 +10,8 @@ Placement is first-fit in the order the allocations appear: each buffer takes th
 offset, aligned as its layout needs (:func:`gluonkit.ir.memdesc.alignment_of`), that
 overlaps no region placed earlier for a buffer live at the same time.  The scratch region
 that layout conversions and reductions use starts after every buffer, so the two never
-overlap.  Shared bytes need no extra synchronization here: the barrier placement
+overlap — or, when that would pass the limit, in a gap no buffer ever uses
+(:meth:`SharedPlan.unused_range`, chosen by :func:`gluonkit.lower.codegen.lower_to_llvm`).  Shared bytes need no extra synchronization here: the barrier placement
 (:mod:`.barrier_plan`) compares accesses by byte range, so the first write of a buffer
 waits for the last reads of the one it replaces.
 
@@ -22,7 +23,7 @@ followed by each buffer's size, offset and source line, so the user sees what to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...ir import CompilationError, Function, Operation
 from ...ir.memdesc import alloc_elements, alignment_of
@@ -51,6 +52,16 @@ class SharedPlan:
 
     def ordered(self) -> List[SharedRegion]:
         return sorted(self.regions.values(), key=lambda r: r.offset)
+
+    def unused_range(self, nbytes: int) -> Optional[int]:
+        """The lowest scratch-aligned offset of ``nbytes`` bytes that no buffer ever uses and that
+        ends before the last buffer does (``None`` if there is none)."""
+        offset = 0
+        for lo, hi in sorted((r.offset, r.offset + r.nbytes) for r in self.regions.values()):
+            if offset + nbytes <= lo:
+                return offset
+            offset = max(offset, _align(hi, SCRATCH_ALIGNMENT))
+        return None
 
 
 def plan_shared_memory(func: Function) -> SharedPlan:
@@ -85,8 +96,8 @@ def _first_fit(busy: List[Tuple[int, int]], nbytes: int, alignment: int) -> int:
 
 def check_budget(func: Function, plan: SharedPlan, scratch_bytes: int, limit: int, arch: str) -> int:
     """The kernel's total shared memory; raises when it exceeds ``limit`` bytes."""
-    total = plan.scratch_start + scratch_bytes if scratch_bytes else max(
-        [r.offset + r.nbytes for r in plan.regions.values()] or [0])
+    buffers_end = max([r.offset + r.nbytes for r in plan.regions.values()] or [0])
+    total = max(buffers_end, plan.scratch_start + scratch_bytes) if scratch_bytes else buffers_end
     if total <= limit:
         return total
     notes = []
@@ -98,7 +109,9 @@ def check_budget(func: Function, plan: SharedPlan, scratch_bytes: int, limit: in
         notes.append(("buffers whose lifetimes do not overlap share space (equal or overlapping offsets above); "
                       "Required counts the bytes live at the same time", None))
     if scratch_bytes:
-        notes.append((f"{scratch_bytes} bytes of scratch for layout conversions and reductions, after the buffers",
+        where = "after the buffers" if plan.scratch_start >= buffers_end else "in a gap no buffer uses"
+        notes.append((f"{scratch_bytes} bytes of scratch for layout conversions and reductions at offset "
+                      f"{plan.scratch_start}, {where}",
                       None))
     raise CompilationError(
         f"out of resource: shared memory, Required: {total}, Hardware limit: {limit} ({arch}); "

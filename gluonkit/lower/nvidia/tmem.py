@@ -35,6 +35,7 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation
 from ...ir.tmem import access_map, cta_group, plan_columns, slice_offset, stage_columns
+from ...ir.warp_specialize import enclosing_partition
 from ...layouts.linear import log2_exact
 from ...layouts.tmem import TMEM_ATOMS
 from ..context import KernelLowering
@@ -77,13 +78,14 @@ def prepare(ctx: KernelLowering) -> None:
                  [smem])
         emit_ptx(b, f"tcgen05.relinquish_alloc_permit.cta_group::{group}.sync.aligned;")
     synchronize(ctx)
-    ctx.tmem = _KernelTmem(b.load(slot, align=4), plan.first_column, plan.total, group)
+    ctx.tmem = _KernelTmem(b.load(slot, align=4), slot, plan.first_column, plan.total, group)
     ctx.before_return.append(_deallocate)
 
 
 @dataclass(frozen=True)
 class _KernelTmem:
-    base: lir.Value  # the allocation's address (lane 0, first column)
+    base: lir.Value  # the allocation's address (lane 0, first column), loaded on the kernel's own warps
+    slot: lir.GlobalVariable  # the shared word tcgen05.alloc wrote it to (workers read it from there)
     first_column: Dict[int, int]
     total: int
     group: int = 1  # the cta_group of alloc/dealloc: 2 when a two_ctas MMA writes into the pair's TMEM
@@ -110,7 +112,10 @@ def _deallocate(ctx: KernelLowering) -> None:
 @lowering("tmem_alloc")
 def _tmem_alloc(ctx: KernelLowering, op: Operation) -> None:
     column = ctx.tmem.first_column[op.results[0].uid]
-    address = ctx.builder.add(ctx.tmem.base, I32(column))
+    where = enclosing_partition(op)
+    # A worker partition's warps branch off before the kernel's warps load the base: they read the slot.
+    base = ctx.builder.load(ctx.tmem.slot, align=4) if where is not None and where[1] > 0 else ctx.tmem.base
+    address = ctx.builder.add(base, I32(column))
     ctx.set(op.results[0], address)
     if op.operands:
         _store(ctx, op, address, op.results[0].type, op.operands[0], None)
