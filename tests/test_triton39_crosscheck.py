@@ -532,3 +532,40 @@ def test_launch_maxnreg_sets_the_register_pool_as_in_triton(maxnreg):
     ours = _budget_kernel(gk_gl, gluonkit.jit).compile("*fp32:16", target="sm_90a", **options).asm["ptx"]
     assert re.search(r"\.maxnreg (\d+)", ours).group(1) == re.search(r"\.maxnreg (\d+)", theirs).group(1)
     assert _default_budget(ours, 24) == _default_budget(theirs, 24)
+
+
+def _tma_store_kernel(gl, tma, jit):
+    @jit
+    def kernel(out_desc):
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+        smem = gl.allocate_shared_memory(gl.float16, [64, 64], out_desc.layout)
+        smem.store(gl.full([64, 64], 1.0, gl.float16, layout))
+        tma.async_store(out_desc, [0, 0], smem)  # no fence_async_shared(): Triton fences anyway
+        tma.store_wait(0)
+
+    return kernel
+
+
+def _store_sequence(ptx: str) -> list:
+    body = ptx[ptx.index("st.shared"):]
+    return [re.sub(r"\s+", " ", line.strip()).split(" [")[0] for line in body.splitlines()
+            if re.search(r"fence\.|bar\.sync|cp\.async\.bulk\.tensor", line)]
+
+
+@pytest.mark.parametrize("cc", [90, 100])
+def test_a_tma_store_fences_the_generic_writes_before_it_as_in_triton(cc):
+    """Triton 3.9 lowers a TMA store as fence.proxy.async, bar.sync, the copy; gluonkit does the
+    same, so a ported kernel that relied on it is correct on the GPU."""
+    from triton.experimental.gluon.language.nvidia.hopper import tma as tr_tma
+    from gluonkit.language.nvidia.hopper import tma as gk_tma
+    from gluonkit import ir
+
+    layout = tr_gl.NVMMASharedLayout.get_default_for([64, 64], tr_gl.float16)
+    theirs = triton.compile(GluonASTSource(_tma_store_kernel(tr_gl, tr_tma, gluon.jit),
+                                           {"out_desc": f"tensordesc<fp16[64, 64],{layout!r}>"}, {}),
+                            target=GPUTarget("cuda", cc, 32), options={"num_warps": 4}).asm["ptx"]
+    gk_layout = gk_gl.NVMMASharedLayout.get_default_for([64, 64], gk_gl.float16)
+    ours = _tma_store_kernel(gk_gl, gk_tma, gluonkit.jit).compile(
+        ir.TensorDescType((64, 64), ir.float16, gk_layout), target=f"sm_{cc}a").asm["ptx"]
+    assert _store_sequence(ours)[:3] == _store_sequence(theirs)[:3]
+    assert _store_sequence(ours)[0] == "fence.proxy.async.shared::cta;"

@@ -29,7 +29,9 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   threads that issued nothing, so the counts agree with Blackwell scatters, which several
   warps issue, as Triton 3.9 emits it).  As a read it follows a
   ``bar.sync`` after other threads' writes; the user's ``fence_async_shared()``
-  (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy.
+  (``fence.proxy.async.shared::cta``) makes those generic writes visible to the copy, and
+  every thread also runs that fence just before the copy (before the ``bar.sync``), as Triton
+  3.9 lowers the store, so kernels that leave the fence to Triton's compiler are correct too.
 * ``async_tma_store_wait``: ``cp.async.bulk.wait_group.read N`` (threads without groups
   pass at once); with ``read_only=False`` ``cp.async.bulk.wait_group N``, which also waits
   for the copies' global writes to complete.  It accesses no shared memory itself, but the barrier plan counts the
@@ -170,6 +172,10 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
 
 @lowering("async_tma_copy_shared_to_global")
 def _shared_to_global(ctx: KernelLowering, op: Operation) -> None:
+    # Every thread fences its generic writes to the async proxy first, as Triton 3.9 emits the
+    # store: a ported kernel that leaves the fence to Triton stays correct (the checker still
+    # asks for the fence_async_shared() Gluon's documentation requires).
+    _asm(ctx, "fence.proxy.async.shared::cta;", [], [])
     order_access(ctx, op)
     rank = op.operands[0].type.rank
     tmap = ctx.get(op.operands[0])
