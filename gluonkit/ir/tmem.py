@@ -56,10 +56,10 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
         return f"the leading (stage) dimensions {stages} must be positive ints"
     if any(not is_power_of_two(s) for s in tile):
         return f"the tile dimensions {tile} must be powers of two"
-    pair = getattr(layout, "two_ctas", False) and [list(v) for v in layout.cga_layout] == [[1, 0]]
+    pair = getattr(layout, "two_ctas", False) and [list(v) for v in layout.cga_layout[:1]] == [[1, 0]]
     if layout.cga_layout and not pair:
-        return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for a CTA pair's "
-                "accumulator: TensorMemoryLayout(..., cga_layout=[[1, 0]], two_ctas=True)")
+        return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for the accumulator "
+                "of CTA pairs: TensorMemoryLayout(..., cga_layout=[[1, 0], ...], two_ctas=True), rank bit 0 the pair")
     try:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:

@@ -254,6 +254,19 @@ def cluster_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], .
     return bases
 
 
+def replicated_cta_bits(cga_layout, num_ctas: int) -> int:
+    """The bits of a CTA rank (below ``num_ctas``) along which ``cga_layout`` replicates: its
+    all-zero bases, and every bit past its last basis.  CTAs whose ranks differ only in these
+    bits hold the same data, which is what a multicast copy fills in one go."""
+    split = sum(1 << i for i, v in enumerate(cga_layout or ()) if any(v))
+    return (num_ctas - 1) & ~split
+
+
+def cta_class(bits: int, rank: int, num_ctas: int) -> List[int]:
+    """The ranks that differ from ``rank`` only in ``bits`` (``rank`` included), in order."""
+    return [r for r in range(num_ctas) if r & ~bits == rank & ~bits]
+
+
 def cta_extent(cga_layout, rank: int) -> List[int]:
     """How many CTA tiles the cluster's ``cga_layout`` spans along each dimension."""
     return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
