@@ -285,6 +285,16 @@ def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
     return [s // e for s, e in zip(shape, extent)]
 
 
+def cta_offset(cga_layout, share: Sequence[int], rank: int) -> List[int]:
+    """Where CTA ``rank``'s share (of shape ``share``) starts in the cluster's tensor: each set
+    rank bit moves it by its basis times the share."""
+    offset = [0] * len(share)
+    for bit, basis in enumerate(cga_layout or ()):
+        if rank >> bit & 1:
+            offset = [o ^ (b * s) for o, b, s in zip(offset, basis, share)]
+    return offset
+
+
 def with_cta_bases(tile: LinearLayout, cga_layout) -> LinearLayout:
     """Append the ``block`` input to one CTA's layout: each CTA bit moves by whole tiles."""
     names = tile.out_dims

@@ -19,6 +19,7 @@ from typing import Dict, List, Tuple
 
 from ..engine import Program, register_cluster_runner, rule
 from ..errors import InterpreterError
+from ..happens_before import acquire_phase, release
 from ..partitions import Scheduler, Task, before_op
 from ..schedules import Schedule
 from ..shared_memory import SharedBuffer, SharedRef
@@ -33,7 +34,11 @@ class Cluster:
     and each CTA's shared buffers (distributed shared memory: the same allocation in every CTA)."""
 
     def __init__(self, num_ctas: int):
+        self.num_ctas = num_ctas
         self.arrivals: List[int] = [0] * num_ctas
+        # (buffer, reader) of MMA operands their own CTA has released while other CTAs have not observed the MMA
+        # complete: a multicast from such a CTA into them is still a hazard (nvidia/tcgen05.py, nvidia/tma.py).
+        self.unobserved_reads: List[tuple] = []
         self.tmem: Dict[int, object] = {}  # rank -> its tensor memory (a CTA pair's MMA writes both: tcgen05.py)
         self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
@@ -96,6 +101,7 @@ def _cluster_barrier(program, op, operands):
         return []
     cluster.arrivals[program.cta_rank] += 1
     count = cluster.arrivals[program.cta_rank]
+    release(cluster, count)  # what this CTA did so far happens before every CTA leaves this barrier
 
     def ready() -> bool:
         return all(a >= count for a in cluster.arrivals)
@@ -107,4 +113,5 @@ def _cluster_barrier(program, op, operands):
 
     if not ready():
         program.blocker(ready, describe)
+    acquire_phase(cluster, count)
     return []

@@ -46,7 +46,7 @@ from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
 from ..trace import view_name
 
-__all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "is_pair_barrier", "issue_tx", "pair_home"]
+__all__ = ["BarrierState", "arrive", "barrier_in", "barrier_state", "complete_tx", "is_pair_barrier", "issue_tx", "pair_home"]
 
 
 @dataclass
@@ -101,6 +101,14 @@ def pair_home(program, ref: SharedRef, op, operand: int = 0) -> SharedRef:
     if program is None or program.cluster is None or not is_pair_barrier(op.operands[operand].type):
         return ref
     return program.cluster.peer(ref, program.cta_rank & ~1, op) if program.cta_rank & 1 else ref
+
+
+def barrier_in(program, ref: SharedRef, op, operand: int, rank: int) -> BarrierState:
+    """The state of barrier operand ``operand`` of ``op`` as CTA ``rank`` of the cluster has it (a
+    multicast copy's destination): that CTA's barrier at the same offset, or, for a pair barrier,
+    the one of that CTA's pair (in its even CTA)."""
+    home = rank & ~1 if is_pair_barrier(op.operands[operand].type) else rank
+    return barrier_state(ref if home == program.cta_rank else program.cluster.peer(ref, home, op), op, operand)
 
 
 def barrier_state(ref: SharedRef, op, operand: int = 0, program=None) -> BarrierState:
@@ -301,7 +309,16 @@ def _mbarrier_wait(program, op, operands):
             f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
             op.loc)
     # In a warp-specialize partition: other partitions may still arrive; hand over until the phase completes.
-    program.blocker(lambda: _wait_done(state, parity, op),
+    # The scheduler polls every blocked task when it hands over and may run another first: once the wait
+    # has succeeded (observing the phase and releasing its copies), it stays done, whatever arrives next.
+    succeeded = []
+
+    def ready() -> bool:
+        if not succeeded and _wait_done(state, parity, op):
+            succeeded.append(True)
+        return bool(succeeded)
+
+    program.blocker(ready,
                     lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
                              f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
                              f"{_bytes_note(state)}"))

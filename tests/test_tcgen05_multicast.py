@@ -1,0 +1,123 @@
+"""Clusters of CTA pairs: multicast TMA of shared operands and multicast tcgen05 commits
+(``docs/blackwell_2cta.rst``, "Clusters of pairs").
+
+A cluster of 4 or 8 CTAs (2 or 4 pairs) computes one tile; an operand that a CTA-rank bit does
+not move is loaded once per class of CTAs that share it and multicast to them, and each pair's
+MMA commits to every CTA that shares an operand with it.  The interpreter runs it exactly
+against float64 numpy; ptxas assembles it for sm_100a; the PTX (masks included) is compared
+with Triton 3.9's in ``tests/test_triton39_crosscheck.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit import ir
+from gluonkit.lang.errors import CompilationError
+from gluonkit.language.nvidia import blackwell
+from gluonkit.nvidia.hopper import TensorDescriptor
+
+import pair_kernels
+from interpreting import interpreter_on
+from kernel_checks import needs_ptxas
+
+multicast_mma = gluonkit.jit(pair_kernels.multicast_mma_source(gl, blackwell))
+
+#: name -> (num_ctas, BM, BN, A's cga_layout, B's, the accumulator's)
+CLUSTERS = {
+    "m-pairs": (4, 512, 128, [[1, 0], [2, 0]], [[0, 1], [0, 0]], [[1, 0], [2, 0]]),    # B shared by both pairs
+    "n-pairs": (4, 256, 256, [[1, 0], [0, 0]], [[0, 1], [0, 2]], [[1, 0], [0, 1]]),    # A shared
+    "2x2-pairs": (8, 512, 256, [[1, 0], [2, 0], [0, 0]], [[0, 1], [0, 0], [0, 2]], [[1, 0], [2, 0], [0, 1]]),
+}
+BK = 32
+
+
+def _layouts(name):
+    num_ctas, BM, BN, a_cga, b_cga, acc_cga = CLUSTERS[name]
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    return (nvmma([BM, BK], gl.float16, cga_layout=a_cga), nvmma([BK, BN], gl.float16, cga_layout=b_cga),
+            BN // (1 << sum(1 for v in acc_cga if v[1])))
+
+
+def _run(name, M, N, K, multicast=True, commit_descs=False):
+    num_ctas, BM, BN, _, _, acc_cga = CLUSTERS[name]
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    a_layout, b_layout, tmem_bn = _layouts(name)
+    a_desc = TensorDescriptor(a, a.shape, [K, 1], [BM, BK], a_layout)
+    b_desc = TensorDescriptor(b, b.shape, [N, 1], [BK, BN], b_layout)
+    with interpreter_on():
+        multicast_mma[(M // BM, N // BN)](a_desc, b_desc, c, N, K, multicast, gl.constexpr(acc_cga), tmem_bn,
+                                          commit_descs, num_ctas=num_ctas)
+    ref = np.zeros((M, N), np.float32)  # each K step: exact products and sum, rounded once into the fp32 acc
+    for k in range(0, K, BK):
+        ref = (ref + a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)).astype(np.float32)
+    return c, ref
+
+
+@pytest.mark.parametrize("name, M, N, K, multicast, commit_descs", [
+    ("m-pairs", 512, 128, 64, True, False),      # two K steps: every barrier's phase flips
+    ("m-pairs", 512, 128, 32, False, False),     # each CTA loads its own copy of B; pair commits
+    ("n-pairs", 512, 256, 64, True, True),       # two clusters along M; the commit through descs
+    ("2x2-pairs", 512, 256, 64, True, False),    # 8 CTAs: A and B both multicast, 3 commits per barrier
+])
+def test_multicast_mma_in_the_interpreter_is_exact(name, M, N, K, multicast, commit_descs):
+    c, ref = _run(name, M, N, K, multicast, commit_descs)
+    np.testing.assert_array_equal(c, ref)
+
+
+def _compiled(name, multicast=True, commit_descs=False):
+    num_ctas, BM, BN, _, _, acc_cga = CLUSTERS[name]
+    a_layout, b_layout, tmem_bn = _layouts(name)
+    return multicast_mma.compile(ir.TensorDescType((BM, BK), ir.float16, a_layout),
+                                 ir.TensorDescType((BK, BN), ir.float16, b_layout), "*fp32:16", "i32", "i32",
+                                 MULTICAST=multicast, ACC_CGA=gl.constexpr(acc_cga), TMEM_BN=tmem_bn,
+                                 COMMIT_DESCS=commit_descs, num_warps=4, num_ctas=num_ctas, target="sm_100a")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name, multicast, commit_descs", [("m-pairs", True, False), ("n-pairs", True, True),
+                                                           ("2x2-pairs", True, False), ("m-pairs", False, False)])
+def test_multicast_mma_assembles_for_sm_100a(name, multicast, commit_descs):
+    compiled = _compiled(name, multicast, commit_descs)
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
+    assert f".reqnctapercluster {CLUSTERS[name][0]}, 1, 1" in ptx
+    copies = len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.cta_group::2\.shared::cluster\.global\.mbarrier::"
+                            r"complete_tx::bytes\.multicast::cluster", ptx))
+    assert copies == ({"m-pairs": 1, "n-pairs": 1, "2x2-pairs": 2}[name] if multicast else 0)
+    assert "tcgen05.mma.cta_group::2.kind::f16" in ptx
+    assert "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64" in ptx
+
+
+@gluonkit.jit
+def _bad_cluster(MODE: gl.constexpr):
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([512, 64], gl.float16, cga_layout=[[1, 0], [2, 0]])
+    b_cga: gl.constexpr = [[0, 1], [0, 1]] if MODE == "b_moves" else [[0, 1], [0, 0]]
+    b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 128], gl.float16, cga_layout=b_cga)
+    a = gl.allocate_shared_memory(gl.float16, [512, 64], a_layout)
+    b = gl.allocate_shared_memory(gl.float16, [64, 128], b_layout)
+    acc_cga: gl.constexpr = [[2, 0], [1, 0]] if MODE == "pair_bit" else [[1, 0], [2, 0]]
+    pairs: gl.constexpr = blackwell.TensorMemoryLayout((128, 128), 1, cga_layout=acc_cga, two_ctas=True)  # ERROR
+    acc = blackwell.allocate_tensor_memory(gl.float32, [512, 128], pairs)  # ERROR num_ctas
+    bar = blackwell.mbarrier.allocate_mbarrier()
+    blackwell.tcgen05_mma(a, b, acc, mbarriers=[bar], multicast=True)  # ERROR b_moves
+
+
+@pytest.mark.parametrize("mode, num_ctas, message", [
+    ("b_moves", 4, "need cga_layout=[[1, 0], [2, 0]] and [[0, 1], [0, 0]]"),  # B must follow acc's bit 1 (or repeat)
+    ("pair_bit", 4, "first basis is [1, 0]"),
+    ("ok", 2, "num_ctas=4"),
+])
+def test_cluster_of_pairs_misuse_is_an_error_at_the_call(mode, num_ctas, message):
+    with pytest.raises(CompilationError, match=re.escape(message)) as info:
+        _bad_cluster.compile(MODE=mode, num_ctas=num_ctas, target="sm_100a")
+    line = open(__file__).read().splitlines()[info.value.loc.line - 1]
+    assert "# ERROR" in line
