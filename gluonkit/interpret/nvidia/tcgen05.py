@@ -203,14 +203,17 @@ def _units(program) -> _Units:
 class _Commit:
     """A ``tcgen05.commit`` as a completion on its barrier (the protocol of :mod:`.mbarrier`'s copies).
 
-    A CTA pair's commit arrives on the barrier of both CTAs: one :class:`_Commit` per barrier,
-    sharing ``group``; the MMAs are released when every barrier's wait has observed it."""
+    A CTA pair's (or a multicast) commit arrives on the barrier of several CTAs: one :class:`_Commit`
+    per barrier, sharing ``group``; each wait that observes it tells the MMAs it covers that its CTA
+    knows them complete (``covered``: every MMA issued before it, even those another commit's group
+    has dropped from the pipe since), and they leave the pipe when every barrier's wait has."""
 
     def __init__(self, program, op, state, mma: _Mma, group: list, rank: int):
         self.program, self.op, self.loc, self.state, self.last = program, op, op.loc, state, mma
         self.what = f"the tcgen05 commit at line {op.loc.line}"
         self.landed = False
         self.group, self.rank = group, rank  # the CTA whose barrier this is
+        self.covered = list(_units(program).issued)
         group.append(self)
         # The phase its arrival counts towards: after the arrivals made and those of earlier commits still to land.
         earlier = sum(1 for c in state.copies if isinstance(c, _Commit) and not c.landed)
@@ -227,7 +230,7 @@ class _Commit:
 
     def release(self) -> None:
         units, upto = _units(self.program), self._upto()
-        for mma in units.issued[:upto]:
+        for mma in self.covered:
             mma.observed(self.rank)
         self.group.remove(self)
         if not self.group:

@@ -142,7 +142,8 @@ class _Load:
 
     def release(self) -> None:
         self.ref.buffer.async_writes.remove(self.writer)
-        _tma(self.program).loads.remove(self)
+        if self in _tma(self.program).loads:
+            _tma(self.program).loads.remove(self)
 
 
 class _Store:
@@ -307,7 +308,10 @@ def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDes
         load.span = program.trace.start(f"TMA load → {dest}", "tma.load", op, destination=dest,
                                         barrier=barrier.name, phase=load.issued_in, coords=coords,
                                         bytes=load.nbytes)
-    _tma(program).loads.append(load)
+    if program.cluster is None or ref.buffer.cta == program.cta_rank:
+        # (A multicast into another CTA is that CTA's to wait for; the issuer may end before it does: the
+        # cluster barrier that ends every cluster kernel keeps it alive until then.)
+        _tma(program).loads.append(load)
 
 
 @rule("async_tma_copy_shared_to_global")
