@@ -414,10 +414,10 @@ def _cta_masks(ptx: str, rank: int) -> Counter:
     return found
 
 
-def _expected_bytes(ptx: str) -> Counter:
-    """The transaction bytes of each ``mbarrier.arrive.expect_tx`` (an immediate or a constant register)."""
+def _operand_values(ptx: str, pattern: str) -> Counter:
+    """The last operand (an immediate or a constant register) of each instruction ``pattern`` matches."""
     found = Counter()
-    for m in re.finditer(r"mbarrier\.arrive\.expect_tx\S* _, \[%r\d+\], (%r\d+|\d+);", ptx):
+    for m in re.finditer(pattern + r"\S* .*, (%r\d+|\d+);", ptx):
         found[_constant(ptx, m.group(1)) if m.group(1).startswith("%") else int(m.group(1))] += 1
     return found
 
@@ -425,13 +425,15 @@ def _expected_bytes(ptx: str) -> Counter:
 @pytest.mark.parametrize("case", MULTICAST_KERNELS, ids=lambda c: c.name)
 def test_multicast_instructions_and_masks_match_triton(case):
     """A cluster of pairs: every tcgen05 instruction with its qualifiers, the MMAs' descriptors bit for
-    bit (the pair's M=256 x N instruction descriptor), the expected bytes, and per CTA rank each
-    multicast copy's and commit's ``ctaMask``."""
+    bit (the pair's M=256 x N instruction descriptor), the expected bytes and barrier counts, and per
+    CTA rank each multicast copy's and commit's ``ctaMask``."""
     ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
     ours, theirs = _tcgen05(ours_ptx, _LD_SPLIT), _tcgen05(theirs_ptx, _LD_SPLIT)
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
     assert _mma_words(ours_ptx) == _mma_words(theirs_ptx)
-    assert _expected_bytes(ours_ptx) == _expected_bytes(theirs_ptx)
+    for what in (r"mbarrier\.arrive\.expect_tx", r"mbarrier\.init"):  # expected bytes; arrival counts (the pair
+        # barrier's 2 x 1, done's tcgen05_mma_barrier_count)
+        assert _operand_values(ours_ptx, what) == _operand_values(theirs_ptx, what), what
     for rank in range(case.num_ctas):
         ours, theirs = _cta_masks(ours_ptx, rank), _cta_masks(theirs_ptx, rank)
         assert ours and ours == theirs and None not in {m for _, m in ours}, f"CTA {rank}: {ours} vs {theirs}"
