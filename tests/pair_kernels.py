@@ -115,3 +115,44 @@ def multicast_mma_source(gl, blackwell):
         gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
 
     return multicast_mma
+
+
+def replicated_mma_source(gl, blackwell):
+    """``c = a @ b`` (one ``[BM, K] x [K, BN]`` tile per program) computed by every CTA of a cluster
+    with one-CTA MMAs (``cta_group::1``) on operands every CTA holds whole (zero ``cga_layout``
+    bases): with MULTICAST, CTA 0 loads each K-slice once for the cluster and every CTA's MMA
+    commits to every CTA (``tcgen05_mma_barrier_count`` = ``num_ctas`` arrivals), so CTA 0
+    refills only after every CTA's MMA has read the slice; rank 0 stores the result."""
+
+    def replicated_mma(a_desc, b_desc, c_ptr, N, K, MULTICAST: gl.constexpr, CTA_BITS: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+        ready = blackwell.mbarrier.allocate_mbarrier()
+        done = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.mbarrier.init(ready, count=1)
+        commits: gl.constexpr = blackwell.tcgen05_mma_barrier_count([a_smem, b_smem], MULTICAST, False)
+        blackwell.mbarrier.init(done, count=commits)
+        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM, BN), col_stride=1,
+                                                                 cga_layout=[[0, 0]] * CTA_BITS)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
+        gl.barrier(cluster=True)
+        off_m = gl.program_id(0) * BM
+        off_n = gl.program_id(1) * BN
+        phase = 0
+        for k in range(0, K, BK):
+            blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            blackwell.tma.async_load(a_desc, [off_m, k], ready, a_smem, multicast=MULTICAST)
+            blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem, multicast=MULTICAST)
+            blackwell.mbarrier.wait(ready, phase)
+            blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done], multicast=MULTICAST)
+            blackwell.mbarrier.wait(done, phase)
+            phase ^= 1
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = off_m + gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = off_n + gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+    return replicated_mma

@@ -121,3 +121,26 @@ def test_cluster_of_pairs_misuse_is_an_error_at_the_call(mode, num_ctas, message
         _bad_cluster.compile(MODE=mode, num_ctas=num_ctas, target="sm_100a")
     line = open(__file__).read().splitlines()[info.value.loc.line - 1]
     assert "# ERROR" in line
+
+
+replicated_mma = gluonkit.jit(pair_kernels.replicated_mma_source(gl, blackwell))
+
+
+@pytest.mark.parametrize("num_ctas, multicast", [(2, True), (4, True), (4, False)])
+def test_one_cta_mmas_on_multicast_operands_in_the_interpreter(num_ctas, multicast):
+    """cta_group::1 in a cluster: CTA 0 multicasts both operands, every CTA's commit reaches every CTA."""
+    M, N, K, BM, BN = 256, 128, 96, 128, 64
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    cga = [[0, 0]] * (num_ctas.bit_length() - 1)
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    a_desc = TensorDescriptor(a, a.shape, [K, 1], [BM, BK], nvmma([BM, BK], gl.float16, cga_layout=cga))
+    b_desc = TensorDescriptor(b, b.shape, [N, 1], [BK, BN], nvmma([BK, BN], gl.float16, cga_layout=cga))
+    with interpreter_on():
+        replicated_mma[(M // BM, N // BN)](a_desc, b_desc, c, N, K, multicast, len(cga), num_ctas=num_ctas)
+    ref = np.zeros((M, N), np.float32)
+    for k in range(0, K, BK):
+        ref = (ref + a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(c, ref)

@@ -57,7 +57,7 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
     if any(not is_power_of_two(s) for s in tile):
         return f"the tile dimensions {tile} must be powers of two"
     pair = getattr(layout, "two_ctas", False) and [list(v) for v in layout.cga_layout[:1]] == [[1, 0]]
-    if layout.cga_layout and not pair:
+    if any(any(v) for v in layout.cga_layout) and not pair:  # (all-zero bases: every CTA holds its own)
         return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for the accumulator "
                 "of CTA pairs: TensorMemoryLayout(..., cga_layout=[[1, 0], ...], two_ctas=True), rank bit 0 the pair")
     try:
