@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+from ...layouts.distributed import replicated_cta_bits
 from ..engine import Program, register_cluster_runner, rule
 from ..errors import InterpreterError
 from ..happens_before import acquire_phase, release
@@ -36,13 +37,29 @@ class Cluster:
     def __init__(self, num_ctas: int):
         self.num_ctas = num_ctas
         self.arrivals: List[int] = [0] * num_ctas
-        # (buffer, reader) of MMA operands their own CTA has released while other CTAs have not observed the MMA
-        # complete: a multicast from such a CTA into them is still a hazard (nvidia/tcgen05.py, nvidia/tma.py).
-        self.unobserved_reads: List[tuple] = []
+        # (buffer, reader, leader): MMA operand reads their own CTA has released while the CTA that multicasts
+        # into the buffer (``leader``) has not observed the MMA complete (nvidia/tcgen05.py, nvidia/tma.py).
+        self._unobserved: List[tuple] = []
         self.tmem: Dict[int, object] = {}  # rank -> its tensor memory (a CTA pair's MMA writes both: tcgen05.py)
         self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
         self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it
+
+    def keep_unobserved(self, buffer: SharedBuffer, reader) -> None:
+        """``reader`` (an in-flight MMA's read of ``buffer``) leaves the buffer's list because the
+        buffer's CTA observed the MMA complete.  The CTA that multicasts into the buffer — the one of
+        its class of replicas whose rank has none of the replicated bits — may not have: keep the
+        read until it has (``reader.done_for``), for :meth:`unobserved_reads`."""
+        bits = replicated_cta_bits(getattr(buffer.ty.layout, "cga_layout", None), self.num_ctas)
+        leader = buffer.cta & ~bits
+        if leader != buffer.cta and not reader.done_for(leader):
+            self._unobserved.append((buffer, reader, leader))
+
+    def unobserved_reads(self, buffer: SharedBuffer) -> list:
+        """The reads of ``buffer`` kept by :meth:`keep_unobserved` whose multicasting CTA has still not
+        observed their MMA complete."""
+        self._unobserved = [e for e in self._unobserved if not e[1].done_for(e[2])]
+        return [reader for b, reader, _ in self._unobserved if b is buffer]
 
     def register(self, rank: int, op, buffer: SharedBuffer) -> None:
         """CTA ``rank`` allocated ``buffer`` at ``op``."""

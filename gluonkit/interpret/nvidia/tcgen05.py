@@ -139,8 +139,8 @@ class _Mma:
     def observed(self, rank: int) -> None:
         """A wait in CTA ``rank`` observed the completion: that CTA may now rewrite the operands it
         holds and use its accumulator rows, and another CTA's multicast into them is safe from CTAs
-        that observed it too (the readers' ``done_for``: until every CTA of the cluster has, the
-        readers stay listed with the cluster, :meth:`~.cluster.Cluster.unobserved_reads`)."""
+        that observed it too (the readers' ``done_for``; until the multicasting CTA has, the
+        cluster keeps them: :meth:`~.cluster.Cluster.keep_unobserved`)."""
         self.known.add(rank)
         self.release([i for i in self.held if self.ranks[i] == rank])
 
@@ -150,8 +150,8 @@ class _Mma:
         for i in sorted(self.held if shares is None else self.held & set(shares)):
             for buffer, reader in self.reads[i]:
                 buffer.async_reads.remove(reader)
-                if self.cluster is not None and len(self.known) < self.cluster.num_ctas:
-                    self.cluster.unobserved_reads.append((buffer, reader))
+                if self.cluster is not None:
+                    self.cluster.keep_unobserved(buffer, reader)
             _IN_FLIGHT[self.acc_masks[i][0]].remove(self)
             self.held.discard(i)
 

@@ -268,11 +268,8 @@ def _reader_in_the_way(program, ref: SharedRef, mask: np.ndarray):
         if (other.mask & mask).any() and not (remote and other.done_for and other.done_for(program.cta_rank)):
             return other, remote
     if remote:
-        cluster = program.cluster
-        cluster.unobserved_reads = [(b, r) for b, r in cluster.unobserved_reads
-                                    if not all(r.done_for(c) for c in range(cluster.num_ctas))]
-        for buffer, other in cluster.unobserved_reads:
-            if buffer is ref.buffer and (other.mask & mask).any() and not other.done_for(program.cta_rank):
+        for other in program.cluster.unobserved_reads(ref.buffer):
+            if (other.mask & mask).any() and not other.done_for(program.cta_rank):
                 return other, True
     return None, False
 
