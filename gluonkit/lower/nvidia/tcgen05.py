@@ -96,8 +96,8 @@ def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value, group: int =
     bits (and the pair bit): the union of the classes, ``base << (rank & ~bits)`` each, as Triton
     3.9 computes it.  One CTA, no multicast: the plain form."""
     pair_bit = 1 if group == 2 else 0
-    classes = sorted({bits | pair_bit for bits in multicast} or ({pair_bit} if pair_bit else set()))
-    if not classes or classes == [0]:
+    classes = sorted({bits | pair_bit for bits in multicast} or {pair_bit})
+    if classes == [0]:
         emit_ptx(ctx.builder, f"@$1 tcgen05.commit.cta_group::{group}.mbarrier::arrive::one.shared::cluster.b64 "
                               "[$0];", "r,b", [bar, issuer])
         return
