@@ -30,7 +30,7 @@ from .verifier import rule
 from .verify_checks import fail
 from .verify_wgmma import contiguous_dim
 
-__all__ = ["tcgen05_kind", "tcgen05_k_step", "tcgen05_shape_problem", "pair_mma_shape", "check_multicast_bits"]
+__all__ = ["tcgen05_kind", "tcgen05_k_step", "tcgen05_shape_problem", "pair_mma_shape"]
 
 _KINDS = {float16: "f16", bfloat16: "f16", float32: "tf32", float8e4nv: "f8f6f4", float8e5: "f8f6f4"}
 
@@ -176,10 +176,10 @@ def _tcgen05_mma(op: Operation):
     for v in op.operands[5:5 + n]:
         if not isinstance(v.type, SharedMemoryDescType) or v.type.element.name != "int64":
             fail(op, f"barriers must be mbarriers (int64 shared memory), got {v.type}")
-    check_multicast_bits(op)
+    _multicast_bits(op)
 
 
-def check_multicast_bits(op: Operation) -> None:
+def _multicast_bits(op: Operation) -> None:
     """``multicast_bits`` (optional): per multicast operand, the CTA-rank bits its layout replicates."""
     bits = op.attrs.get("multicast_bits", ())
     if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0
@@ -196,4 +196,4 @@ def _tcgen05_commit(op: Operation):
         fail(op, f"bar must be an mbarrier (int64 shared memory), got {bar}")
     if pred != int1:
         fail(op, f"pred must be an int1 scalar, got {pred}")
-    check_multicast_bits(op)
+    _multicast_bits(op)

@@ -45,7 +45,7 @@ from .tmem import tile_layout
 from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
 from .verifier import rule
 from .verify_checks import fail
-from .verify_tcgen05 import _shared_problem, check_multicast_bits
+from .verify_tcgen05 import _shared_problem
 from .verify_wgmma import contiguous_dim
 
 __all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
@@ -219,7 +219,6 @@ def _tcgen05_mma_scaled(op: Operation):
     for v in op.operands[5:7]:
         if v.type != int1:
             fail(op, f"use_acc and pred must be int1 scalars, got {v.type}")
-    check_multicast_bits(op)
 
 
 @rule("tcgen05_copy")

@@ -18,10 +18,10 @@ shapes and placements are :mod:`gluonkit.ir.verify_tcgen05_scaled`'s; barriers w
 from __future__ import annotations
 
 from ...ir.verify_tcgen05_scaled import copy_problem, scaled_shape_problem
-from ...ir.types import TensorMemoryDescType
-from ..errors import ArgumentError, LayoutMismatchError, TypeMismatchError
+from ..errors import LayoutMismatchError, TypeMismatchError
 from ..tensor import builtin
-from .tcgen05 import _barriers, _flag, _multicast_bits
+from ..unsupported import UnsupportedFeatureError
+from .tcgen05 import _flag, _barriers
 from .tmem import tensor_memory_descriptor
 
 __all__ = ["tcgen05_copy", "tcgen05_mma_scaled"]
@@ -71,14 +71,12 @@ def tcgen05_mma_scaled(a, b, acc, a_scale, b_scale, a_type, b_type, *, use_acc=T
     problem = scaled_shape_problem(*(h.type for h in handles), *formats)
     if problem:
         _report(sem, "tcgen05_mma_scaled", problem)
-    multicast = sem.require_constexpr(multicast, "tcgen05_mma_scaled's multicast")
-    if not isinstance(multicast, bool):
-        sem.error(f"tcgen05_mma_scaled's multicast must be True or False, got {multicast!r}", ArgumentError)
+    if sem.require_constexpr(multicast, "tcgen05_mma_scaled's multicast"):
+        sem.error("tcgen05_mma_scaled: multicast=True (a commit to every CTA of a cluster that shares a multicast "
+                  "operand) is built for tcgen05_mma only, not yet for block-scaled MMAs; leave multicast=False",
+                  UnsupportedFeatureError)
     bars, preds = _barriers(sem, "tcgen05_mma_scaled", mbarriers, mbarrier_preds)
     operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
-    attrs = {"a_type": formats[0], "b_type": formats[1], "num_barriers": len(bars), "is_async": mbarriers is not None}
-    if multicast and sem.num_ctas > 1:  # the commit reaches the CTAs that share a multicast operand (tcgen05.py)
-        attrs["multicast_bits"] = _multicast_bits(sem, [h for h in handles[:2]
-                                                        if not isinstance(h.type, TensorMemoryDescType)])
-    sem.create("tcgen05_mma_scaled", operands, [], attrs)
+    sem.create("tcgen05_mma_scaled", operands, [], {"a_type": formats[0], "b_type": formats[1],
+                                                    "num_barriers": len(bars), "is_async": mbarriers is not None})
 

@@ -125,8 +125,7 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
                                               _column(ctx, a_scale, a_col), _column(ctx, b_scale, b_col), enable_d,
                                               issuer])
     for i in range(n_bars):
-        _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])),
-                multicast=op.attrs.get("multicast_bits", ()))
+        _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])))
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 
