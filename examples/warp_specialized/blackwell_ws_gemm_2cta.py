@@ -29,6 +29,16 @@ have not started (``clc.try_cancel``) and computing their tiles.  Every partitio
 tile ids, so the loader, which runs ahead, fetches them and hands them to the other
 partitions through a small shared-memory ring (see ``docs/blackwell_gemm.rst``).
 
+With ``CLUSTER_M = 2`` (``prepare(..., cluster_m=2)``) each program is a cluster of two pairs
+(``num_ctas=4``) computing a ``512 x BN`` tile, pair 0 the upper rows and pair 1 the lower.
+Both need the same B block, so B's layout replicates it across the pairs (``cga_layout`` ``[[0,
+1], [0, 0]]``) and the loaders load it with ``multicast=True``: CTA 0 fetches its half for CTAs
+0 and 2, CTA 1 its half for 1 and 3, and every CTA still expects its own shares' bytes.  Since
+a loader now overwrites the stage in the other pair too, the MMA commits with
+``multicast=True`` (to all four CTAs) and ``empty`` counts one commit per pair
+(``tcgen05_mma_barrier_count``): a stage is refilled only after both pairs have read it
+(``docs/blackwell_2cta.rst``, "Clusters of pairs: multicast").
+
 Tensor memory: two accumulators of ``BN`` fp32 columns per CTA (``BN = 256``: all 512).
 
 Run: ``python examples/warp_specialized/blackwell_ws_gemm_2cta.py`` (the interpreter: no
