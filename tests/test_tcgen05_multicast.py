@@ -18,6 +18,7 @@ import pytest
 import gluonkit
 import gluonkit.language as gl
 from gluonkit import ir
+from gluonkit.interpret.errors import InterpreterError
 from gluonkit.lang.errors import CompilationError
 from gluonkit.language.nvidia import blackwell
 from gluonkit.nvidia.hopper import TensorDescriptor
@@ -144,3 +145,53 @@ def test_one_cta_mmas_on_multicast_operands_in_the_interpreter(num_ctas, multica
     for k in range(0, K, BK):
         ref = (ref + a[:, k:k + BK].astype(np.float64) @ b[k:k + BK].astype(np.float64)).astype(np.float32)
     np.testing.assert_array_equal(c, ref)
+
+
+@gluonkit.jit
+def _b_on_a_cta_barrier(a_desc, b_desc, c_ptr, N, K):
+    """A planted bug: B (multicast to both pairs) completes on a per-CTA barrier that each CTA waits
+    on for itself, so the even CTA issues the pair's MMA knowing only that *its* share of B landed,
+    not the odd CTA's (which a peer's multicast brings).  B must go to the pair barrier too."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[1]
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+    ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
+    b_ready = blackwell.mbarrier.allocate_mbarrier()  # BUG: one per CTA, not the pair's
+    done = blackwell.mbarrier.allocate_mbarrier()
+    blackwell.mbarrier.init(ready, count=1)
+    blackwell.mbarrier.init(b_ready, count=1)
+    blackwell.mbarrier.init(done, count=blackwell.tcgen05_mma_barrier_count([a_smem, b_smem], True, True))
+    tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, BN), col_stride=1, cga_layout=[[1, 0], [2, 0]],
+                                                             two_ctas=True)
+    acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
+    gl.barrier(cluster=True)
+    blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta)
+    blackwell.tma.async_load(a_desc, [0, 0], ready, a_smem)
+    blackwell.mbarrier.expect(b_ready, b_desc.nbytes_per_cta)
+    blackwell.tma.async_load(b_desc, [0, 0], b_ready, b_smem, multicast=True)  # LOAD
+    blackwell.mbarrier.wait(ready, 0)
+    blackwell.mbarrier.wait(b_ready, 0)
+    blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=False, mbarriers=[done], multicast=True)  # MMA
+    blackwell.mbarrier.wait(done, 0)
+    reg: gl.constexpr = acc.get_reg_layout()
+    rows = gl.arange(0, BM, gl.SliceLayout(1, reg))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, reg))
+    gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+
+def test_multicast_bytes_awaited_in_one_cta_of_the_pair_is_reported():
+    """The pair's MMA reads the odd CTA's share of B, which only the odd CTA's own barrier tracks."""
+    a = np.random.default_rng(1).standard_normal((512, BK)).astype(np.float16)
+    b = np.random.default_rng(2).standard_normal((BK, 128)).astype(np.float16)
+    a_layout, b_layout, _ = _layouts("m-pairs")
+    a_desc = TensorDescriptor(a, a.shape, [BK, 1], [512, BK], a_layout)
+    b_desc = TensorDescriptor(b, b.shape, [128, 1], [BK, 128], b_layout)
+    # (reported as a race between the CTAs, or as the copy that may still be writing, by schedule)
+    with interpreter_on(), pytest.raises(InterpreterError, match="race: tcgen05_mma|may still be writing") as info:
+        _b_on_a_cta_barrier[(1,)](a_desc, b_desc, np.zeros((512, 128), np.float32), 128, BK, num_ctas=4)
+    source = open(__file__).read().splitlines()
+    assert source[info.value.loc.line - 1].rstrip().endswith("# MMA")
+    load_line = next(i + 1 for i, s in enumerate(source) if s.rstrip().endswith("# LOAD"))
+    assert f"line {load_line}" in str(info.value) or f":{load_line}:" in str(info.value)
