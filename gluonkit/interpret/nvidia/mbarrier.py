@@ -67,6 +67,7 @@ class BarrierState:
     ledger_phase: int = 0  # the phase that ``expected`` and ``issued`` describe
     expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
     issued: int = 0  # bytes of the TMA loads issued into that phase
+    issue_loc: Optional[Location] = None  # where the last of them was issued
     arrivers: Dict[str, int] = field(default_factory=dict)  # who arrived so far (a partition's name) -> last line
     name: str = ""  # how a trace names it (``ready[1]``); set only while recording one
 
@@ -127,7 +128,7 @@ def barrier_state(ref: SharedRef, op, operand: int = 0, program=None) -> Barrier
 def _ledger(state: BarrierState, phase: int) -> None:
     """Start counting expected and issued bytes afresh when ``phase`` is a new phase."""
     if phase != state.ledger_phase:
-        state.ledger_phase, state.expected, state.issued = phase, 0, 0
+        state.ledger_phase, state.expected, state.issued, state.issue_loc = phase, 0, 0, None
 
 
 def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
@@ -151,6 +152,8 @@ def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> Non
     state.tx += nbytes
     state.arrivals += count
     state.pending -= count
+    if state.ledger_phase == phase and state.issue_loc is not None:
+        _check_ledger(state, phase, op.loc if op.name == "mbarrier_expect" else state.expect_loc or op.loc)
     if program.trace is not None:
         kind = "mbarrier.expect" if op.name == "mbarrier_expect" else "mbarrier.arrive"
         program.trace.instant(f"{kind.split('.')[1]} {state.name}", kind, op, barrier=state.name, count=count,
@@ -181,17 +184,24 @@ def issue_tx(state: BarrierState, nbytes: int, op) -> int:
         phase += 1
     _ledger(state, phase)
     state.issued += nbytes
+    state.issue_loc = op.loc
+    _check_ledger(state, phase, state.expect_loc if state.expect_loc is not None else op.loc)
+    return phase
+
+
+def _check_ledger(state: BarrierState, phase: int, expect: Location) -> None:
+    """Report a phase whose arrivals are all made (armed) and whose loads bring more bytes than its
+    expects announced: checked when a load is issued and when the arrival that arms it comes (whichever
+    is last), so both lines are named whatever the order (the expect at ``expect``)."""
     armed = state.arrivals >= (phase + 1) * state.count
     if armed and state.issued > state.expected:
-        expect = state.expect_loc if state.expect_loc is not None else op.loc
         raise InterpreterError(
             f"transaction bytes mismatch: this phase of the mbarrier initialized at line {state.init_loc.line} "
             f"expects {state.expected} byte(s) (mbarrier.expect at line {expect.line}), but the TMA loads issued "
             f"into it bring {state.issued}, {state.issued - state.expected} byte(s) more, so the phase would "
             f"complete while a copy is still in flight; expect exactly the bytes the phase's copies bring "
             "(desc.block_type.nbytes per copy)", expect, notes=[("the load that brings more bytes than expected",
-                                                                 op.loc)])
-    return phase
+                                                                 state.issue_loc)])
 
 
 def complete_tx(state: BarrierState, nbytes: int, loc: Location, lane=None, op=None) -> None:
