@@ -16,8 +16,9 @@ the program's order alone determines, and holds whichever way the copies land:
   the phase of the latest arrival, or the next one when a wait already observed that phase
   complete.  Arrivals are synchronous, so this is fixed by the source.  When a phase's
   arrivals are all made and its loads bring more bytes than its ``mbarrier.expect`` calls
-  announced, that is a transaction-bytes mismatch, reported at the expect as the load is
-  issued (on the GPU the phase would complete early, with a copy still in flight).
+  announced, that is a transaction-bytes mismatch, reported at the expect (the load as a note)
+  as soon as both have happened (on the GPU the phase would complete early, with a copy still
+  in flight).
 * A wait is judged against the latest phase it may observe for sure: the oldest phase with
   a load no wait has yet observed (or the actual phase when there is none).  A wait for
   that phase lets its loads land; if the phase still cannot complete it is a deadlock,
