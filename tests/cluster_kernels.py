@@ -84,7 +84,7 @@ def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr):
     pid = gl.program_id(0)
     acc = gl.zeros([BM, BN], gl.float32, layout)
     for k in range(K_TILES):
-        mbarrier.expect(bar, desc.block_type.nbytes)
+        mbarrier.expect(bar, desc.nbytes_per_cta)  # this CTA's share: the whole block unless split
         tma.async_load(desc, [pid * BM, k * BN], bar, smem, multicast=True)  # MULTICAST
         mbarrier.wait(bar, k % 2)
         acc += smem.load(layout).to(gl.float32)
@@ -94,11 +94,17 @@ def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr):
     gl.store(out_ptr + (pid * BM + rows)[:, None] * BN + cols[None, :], acc)
 
 
-def multicast_args(x: np.ndarray, num_ctas: int, BM=64, BN=64):
-    """The descriptor (fp16 blocks [BM, BN], 128-byte swizzle) and blocked layout for multicast_sum."""
-    layout = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
+def multicast_args(x: np.ndarray, num_ctas: int, BM=64, BN=64, split=False):
+    """The descriptor (fp16 blocks [BM, BN], 128-byte swizzle) and blocked layout for multicast_sum.
+
+    With ``split`` the block's rows are split between CTA-rank bit 0 and replicated over the other
+    bits: CTAs 0 and 1 each multicast their half to the CTAs that differ from them in those bits."""
+    cga = [[0, 0]] * (num_ctas.bit_length() - 1)
+    if split:
+        cga = [[1, 0]] + cga[1:]
+    layout = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16, cga_layout=cga or None)
     desc = TensorDescriptor.from_tensor(x, [BM, BN], layout)
-    return desc, gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], [[0, 0]] * (num_ctas.bit_length() - 1))
+    return desc, gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], cga)
 
 
 def multicast_reference(x: np.ndarray, BN=64) -> np.ndarray:

@@ -79,6 +79,27 @@ def pair_mma_scaled_source(gl, blackwell):
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[0]
         SK: gl.constexpr = BK // 32
+
+
+def multicast_mma_source(gl, blackwell):
+    """``c = a @ b`` by a cluster of CTA pairs (``num_ctas`` 4 or 8) that share operands.
+
+    The cluster computes one ``[BM, BN]`` tile: its accumulator's ``ACC_CGA`` puts each pair on
+    its part (bit 0 the pair, each further bit a whole pair tile), A and B are split the way
+    the MMA reads them, and an operand that a CTA bit does not move (a zero basis) is the same
+    for the CTAs that differ in that bit: with MULTICAST it is loaded once and multicast to
+    them, and each MMA's commit arrives on the ``done`` barrier of every CTA that shares an
+    operand with its pair (``tcgen05_mma_barrier_count`` arrivals).  With COMMIT_DESCS the
+    MMA is committed by ``tcgen05_commit(done, descs=[a, b])`` instead of ``mbarriers=``.
+    Every CTA expects on its pair's ``ready`` barrier the bytes of its own shares (those that
+    a peer's multicast brings included).
+    """
+
+    def multicast_mma(a_desc, b_desc, c_ptr, N, K, MULTICAST: gl.constexpr, ACC_CGA: gl.constexpr,
+                      TMEM_BN: gl.constexpr, COMMIT_DESCS: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
         a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
         b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
         ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
@@ -113,3 +134,73 @@ def pair_mma_scaled_source(gl, blackwell):
         gl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc.load(reg))
 
     return pair_mma_scaled
+
+
+        commits: gl.constexpr = blackwell.tcgen05_mma_barrier_count([a_smem, b_smem], MULTICAST, True)
+        blackwell.mbarrier.init(done, count=commits)
+        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, TMEM_BN), col_stride=1, cga_layout=ACC_CGA,
+                                                                 two_ctas=True)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
+        gl.barrier(cluster=True)  # every CTA's barriers are initialized before any CTA arrives on them
+        off_m = gl.program_id(0) * BM
+        off_n = gl.program_id(1) * BN
+        phase = 0
+        for k in range(0, K, BK):
+            blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            blackwell.tma.async_load(a_desc, [off_m, k], ready, a_smem, multicast=MULTICAST)
+            blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem, multicast=MULTICAST)
+            blackwell.mbarrier.wait(ready, phase)
+            if COMMIT_DESCS:
+                blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[])
+                blackwell.tcgen05_commit(done, descs=[a_smem, b_smem])
+            else:
+                blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done], multicast=MULTICAST)
+            blackwell.mbarrier.wait(done, phase)
+            phase ^= 1
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = off_m + gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = off_n + gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+    return multicast_mma
+
+
+def replicated_mma_source(gl, blackwell):
+    """``c = a @ b`` (one ``[BM, K] x [K, BN]`` tile per program) computed by every CTA of a cluster
+    with one-CTA MMAs (``cta_group::1``) on operands every CTA holds whole (zero ``cga_layout``
+    bases): with MULTICAST, CTA 0 loads each K-slice once for the cluster and every CTA's MMA
+    commits to every CTA (``tcgen05_mma_barrier_count`` = ``num_ctas`` arrivals), so CTA 0
+    refills only after every CTA's MMA has read the slice; rank 0 stores the result."""
+
+    def replicated_mma(a_desc, b_desc, c_ptr, N, K, MULTICAST: gl.constexpr, CTA_BITS: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+        ready = blackwell.mbarrier.allocate_mbarrier()
+        done = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.mbarrier.init(ready, count=1)
+        commits: gl.constexpr = blackwell.tcgen05_mma_barrier_count([a_smem, b_smem], MULTICAST, False)
+        blackwell.mbarrier.init(done, count=commits)
+        tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM, BN), col_stride=1,
+                                                                 cga_layout=[[0, 0]] * CTA_BITS)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], tmem_layout)
+        gl.barrier(cluster=True)
+        off_m = gl.program_id(0) * BM
+        off_n = gl.program_id(1) * BN
+        phase = 0
+        for k in range(0, K, BK):
+            blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+            blackwell.tma.async_load(a_desc, [off_m, k], ready, a_smem, multicast=MULTICAST)
+            blackwell.tma.async_load(b_desc, [k, off_n], ready, b_smem, multicast=MULTICAST)
+            blackwell.mbarrier.wait(ready, phase)
+            blackwell.tcgen05_mma(a_smem, b_smem, acc, use_acc=k > 0, mbarriers=[done], multicast=MULTICAST)
+            blackwell.mbarrier.wait(done, phase)
+            phase ^= 1
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = off_m + gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = off_n + gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+    return replicated_mma

@@ -3,6 +3,8 @@
 CTA, deadlocks name the CTAs), the frontend's checks, and the PTX for sm_90a and sm_100a
 (ptxas assembles it).  ``test_gpu_clusters.py`` runs the same kernels on the GPU."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -198,11 +200,11 @@ def test_one_cta_kernels_have_no_cluster_shape_and_no_rank_masks():
 
 
 # ----------------------------------------------------------------------------- TMA multicast
-@pytest.mark.parametrize("num_ctas", [2, 4])
-def test_multicast_tma_reduction_over_a_cluster(rng, num_ctas):
+@pytest.mark.parametrize("num_ctas, split", [(2, False), (4, False), (4, True), (8, True)])
+def test_multicast_tma_reduction_over_a_cluster(rng, num_ctas, split):
     x = rng.standard_normal((128, 256)).astype(np.float16)
     out = np.zeros((128, 64), np.float32)
-    desc, layout = multicast_args(x, num_ctas)
+    desc, layout = multicast_args(x, num_ctas, split=split)
     with interpreter_on():
         multicast_sum[(2,)](desc, out, layout, K_TILES=4, num_ctas=num_ctas)
     np.testing.assert_allclose(out, multicast_reference(x), rtol=1e-5, atol=1e-5)
@@ -220,6 +222,21 @@ def test_multicast_copies_are_issued_by_rank_0_for_every_cta(target):
     assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
     assert len(copies) == 2 and len(_lines(ptx, "mov.b16")) == 2 and all(
         line.endswith(", 15;") for line in _lines(ptx, "mov.b16"))  # the CTA mask: all 4 CTAs, 0b1111
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_multicast_of_a_split_block_is_issued_per_class_of_replicas(target):
+    """Rows split over CTA bit 0, replicated over bit 1: CTAs 0 and 1 (no replicated bit) each copy
+    their half to themselves and the CTA two ranks up, ``ctaMask = 0b0101 << (rank & 1)``."""
+    x = np.zeros((128, 256), np.float16)
+    desc, layout = multicast_args(x, 4, split=True)
+    ptx = multicast_sum.compile(desc, "*fp32", target=target, num_ctas=4, layout=layout, K_TILES=2).asm["ptx"]
+    copies = _lines(ptx, "cp.async.bulk.tensor.2d")
+    assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
+    rank = re.search(r"mov\.u32\s+(%r\d+), %cluster_ctarank;", ptx).group(1)
+    assert re.search(rf"setp\.lt\.u32\s+%p\d+, {rank}, 2;", ptx)  # the issuers: rank bit 1 clear (LLVM: rank < 2)
+    assert re.search(r"mov\.b16\s+%rs\d+, 5;", ptx) and re.search(rf"and\.b32\s+%r\d+, {rank}, 1;", ptx)
 
 
 def test_multicast_with_one_cta_is_the_plain_copy():

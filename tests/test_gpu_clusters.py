@@ -47,12 +47,14 @@ def test_routed_remote_arrivals_complete_every_phase(num_ctas, mask):
     np.testing.assert_array_equal(interpreted, expected)
 
 
-@pytest.mark.parametrize("num_ctas", [1, 2, 4])
-def test_multicast_tma_reduction_matches_numpy(num_ctas):
+@pytest.mark.parametrize("num_ctas, split", [(1, False), (2, False), (4, False), (4, True), (8, True)])
+def test_multicast_tma_reduction_matches_numpy(num_ctas, split):
+    """With ``split`` the block's rows are split over CTA bit 0 and multicast over the other bits:
+    every CTA must receive its half (or its wait hangs) and CTAs 0 and 1 store theirs."""
     x = np.random.default_rng(num_ctas).standard_normal((256, 512)).astype(np.float16)
     gx = torch.from_numpy(x).cuda()
     out = torch.full((256, 64), float("nan"), dtype=torch.float32, device="cuda")
-    desc, layout = multicast_args(gx, num_ctas)
+    desc, layout = multicast_args(gx, num_ctas, split=split)
     multicast_sum[(4,)](desc, out, layout, K_TILES=8, num_ctas=num_ctas)
     torch.cuda.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), multicast_reference(x), rtol=1e-5, atol=1e-4)

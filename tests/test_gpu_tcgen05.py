@@ -59,3 +59,17 @@ def test_gemm_examples_on_the_gpu(module, M, N, K):
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+@pytest.mark.parametrize("cluster_m, clc", [(1, False), (1, True), (2, False), (2, True)])
+@pytest.mark.parametrize("M, N, K", [(2048, 1024, 1024), (1000, 296, 776)])
+def test_2cta_gemm_example_on_the_gpu(cluster_m, clc, M, N, K):
+    """CTA pairs (cta_group::2) and clusters of two pairs multicasting B (docs/blackwell_2cta.rst)."""
+    gemm = __import__("blackwell_ws_gemm_2cta").gemm
+    a = torch.randn(M, K, device="cuda").half()
+    b = torch.randn(K, N, device="cuda").half()
+    c = torch.full((M, N), float("nan"), device="cuda")
+    gemm(a, b, c, BN=128, EPILOGUE_SPLIT=2, use_clc=clc, cluster_m=cluster_m)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5

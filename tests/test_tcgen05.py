@@ -174,7 +174,7 @@ def bad_call(CASE: gl.constexpr):
         tcgen05_mma(a_smem, b_smem, acc)
     b32 = b_smem.slice(0, 32, 1)
     if CASE == "multicast":
-        tcgen05_mma(a_smem, b32, acc, multicast=True)
+        tcgen05_mma(a_smem, b32, acc, multicast=3)
     if CASE == "acc_type":
         acc16 = allocate_tensor_memory(gl.int32, [128, 32], TensorMemoryLayout([128, 32], col_stride=1))
         tcgen05_mma(a_smem, b32, acc16)
@@ -188,7 +188,7 @@ def bad_call(CASE: gl.constexpr):
 
 
 @pytest.mark.parametrize("case,message", [
-    ("shapes", "shapes do not chain"), ("multicast", "multicast=True"), ("acc_type", "acc must be float32"),
+    ("shapes", "shapes do not chain"), ("multicast", "multicast must be True or False"), ("acc_type", "acc must be float32"),
     ("a_in_tmem", "a in tensor memory is built for float16 and bfloat16"), ("acc_in_registers", "acc must be a"),
     ("preds", "1 mbarriers but 2 mbarrier_preds"),
 ])

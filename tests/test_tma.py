@@ -86,12 +86,15 @@ def early_read_kernel(desc, layout: gl.constexpr):
 
 
 @gluonkit.jit
-def bytes_kernel(desc, EXPECT: gl.constexpr):
+def bytes_kernel(desc, EXPECT: gl.constexpr, LOAD_FIRST: gl.constexpr = False):
     smem = gl.allocate_shared_memory(desc.dtype, desc.block_shape, desc.layout)
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
+    if LOAD_FIRST:  # the load counts towards the phase its expect then arms
+        tma.async_load(desc, [0, 0], bar, smem)  # EARLY
     mbarrier.expect(bar, EXPECT)  # EXPECT
-    tma.async_load(desc, [0, 0], bar, smem)  # LOAD
+    if not LOAD_FIRST:
+        tma.async_load(desc, [0, 0], bar, smem)  # LOAD
     mbarrier.wait(bar, 0)  # WAIT
 
 
@@ -255,14 +258,17 @@ def test_reading_a_buffer_with_a_copy_in_flight_names_both_lines():
     assert f":{marked_line(early_read_kernel, 'READ')}" in text and "mbarrier.wait" in text
 
 
-def test_expecting_too_few_bytes_is_a_mismatch():
+@pytest.mark.parametrize("load_first", [False, True])
+def test_expecting_too_few_bytes_is_a_mismatch(load_first):
+    """Reported with the expect's and the load's lines, whichever comes first (the check is made when the
+    load is issued into an armed phase, and when the arrival that arms the phase comes)."""
     d = _desc(_data((64, 64)), [64, 64])
     with pytest.raises(InterpreterError) as err:
-        launch_interpreted(bytes_kernel, (1,), d, EXPECT=4096)
+        launch_interpreted(bytes_kernel, (1,), d, EXPECT=4096, LOAD_FIRST=load_first)
     text = str(err.value)
     assert "transaction bytes mismatch" in text and "4096 byte(s) more" in text
     assert f"mbarrier.expect at line {marked_line(bytes_kernel, 'EXPECT')}" in text
-    assert f":{marked_line(bytes_kernel, 'LOAD')}" in text
+    assert f":{marked_line(bytes_kernel, 'EARLY' if load_first else 'LOAD')}" in text
 
 
 def test_expecting_too_many_bytes_deadlocks():

@@ -365,6 +365,7 @@ class PairCase:
     descs: Dict[str, tuple]
     scalars: Dict[str, str]
     constexprs: Dict[str, object]
+    num_ctas: int = 2
 
 
 _DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8)}
@@ -403,8 +404,10 @@ def _pair_triton_ptx(case: PairCase) -> str:
                            f"{layout.swizzle_byte_width},{layout.element_bitwidth},2,cga_layout={cga})>")
     signature.update(case.scalars)
     signature.update({k: "constexpr" for k in case.constexprs})
-    src = GluonASTSource(fn, signature, case.constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_warps": 4, "num_ctas": 2}).asm["ptx"]
+    src = GluonASTSource(fn, signature, {k: tr_gl.constexpr(v) if isinstance(v, list) else v
+                                         for k, v in case.constexprs.items()})
+    options = {"num_warps": 4, "num_ctas": case.num_ctas}
+    return triton.compile(src, target=GPUTarget("cuda", 100, 32), options=options).asm["ptx"]
 
 
 def _pair_gluonkit_ptx(case: PairCase) -> str:
@@ -414,7 +417,7 @@ def _pair_gluonkit_ptx(case: PairCase) -> str:
     args = [ir.TensorDescType(tuple(block), getattr(ir, _DTYPES[dtype][0]), _pair_layout(gk_gl, dtype, block, cga))
             for dtype, block, cga in case.descs.values()]
     args += [f"{t}:16" if t.startswith("*") else t for t in case.scalars.values()]
-    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=2, **case.constexprs).asm["ptx"]
+    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=case.num_ctas, **case.constexprs).asm["ptx"]
 
 
 @pytest.mark.parametrize("case", PAIR_KERNELS, ids=lambda c: c.name)
@@ -453,6 +456,97 @@ def test_pair_block_scaled_mma_matches_triton(case):
     words = _scaled_words(ours_ptx)
     assert words and words == _scaled_words(theirs_ptx), f"gluonkit: {dict(words)}; triton: {dict(_scaled_words(theirs_ptx))}"
     assert all(kind.startswith("cta_group::2.kind::mxf8f6f4.block_scale.block32") for kind, *_ in words)
+
+
+# ------------------------------------------------------------------ clusters of CTA pairs, multicast
+def _multicast(name, num_ctas, bm, bn, a_cga, b_cga, acc_cga, multicast=True, commit_descs=False):
+    tmem_bn = bn // (1 << sum(1 for v in acc_cga if v[1]))  # one CTA's accumulator columns
+    return PairCase(f"multicast-{name}-{num_ctas}ctas-{'mc' if multicast else 'nomc'}{'-descs' if commit_descs else ''}",
+                    pair_kernels.multicast_mma_source,
+                    {"a_desc": ("fp16", [bm, 64], a_cga), "b_desc": ("fp16", [64, bn], b_cga)},
+                    {"c_ptr": "*fp32", "N": "i32", "K": "i32"},
+                    {"MULTICAST": multicast, "ACC_CGA": acc_cga, "TMEM_BN": tmem_bn, "COMMIT_DESCS": commit_descs},
+                    num_ctas)
+
+
+# Pairs stacked along M sharing B; side by side along N sharing A; 2 x 2 pairs sharing both (two orders
+# of the CTA bits); without multicast; the commit through tcgen05_commit(descs=...).
+MULTICAST_KERNELS = [
+    _multicast("m-pairs", 4, 512, 128, [[1, 0], [2, 0]], [[0, 1], [0, 0]], [[1, 0], [2, 0]]),
+    _multicast("n-pairs", 4, 256, 256, [[1, 0], [0, 0]], [[0, 1], [0, 2]], [[1, 0], [0, 1]]),
+    _multicast("2x2-pairs", 8, 512, 256, [[1, 0], [2, 0], [0, 0]], [[0, 1], [0, 0], [0, 2]],
+               [[1, 0], [2, 0], [0, 1]]),
+    _multicast("2x2-pairs-n-first", 8, 512, 256, [[1, 0], [0, 0], [2, 0]], [[0, 1], [0, 2], [0, 0]],
+               [[1, 0], [0, 1], [2, 0]]),
+    _multicast("m-pairs", 4, 512, 128, [[1, 0], [2, 0]], [[0, 1], [0, 0]], [[1, 0], [2, 0]], multicast=False),
+    _multicast("m-pairs", 4, 512, 128, [[1, 0], [2, 0]], [[0, 1], [0, 0]], [[1, 0], [2, 0]], commit_descs=True),
+    _multicast("n-pairs", 4, 256, 256, [[1, 0], [0, 0]], [[0, 1], [0, 2]], [[1, 0], [0, 1]], commit_descs=True),
+] + [PairCase(f"multicast-one-cta-mmas-{n}ctas", pair_kernels.replicated_mma_source,  # cta_group::1, CTA 0 loads
+              {"a_desc": ("fp16", [128, 64], [[0, 0]] * bits), "b_desc": ("fp16", [64, 128], [[0, 0]] * bits)},
+              {"c_ptr": "*fp32", "N": "i32", "K": "i32"}, {"MULTICAST": True, "CTA_BITS": bits}, n)
+     for n, bits in ((2, 1), (4, 2))]
+
+_INT_OPS = {"and": int.__and__, "or": int.__or__, "xor": int.__xor__, "shl": int.__lshift__, "shr": int.__rshift__,
+            "add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
+
+
+def _cta_masks(ptx: str, rank: int) -> Counter:
+    """Each multicast instruction (TMA copy or tcgen05 commit) with the ``ctaMask`` it uses in CTA
+    ``rank``, counted: the straight-line integer code before it is evaluated with ``%cluster_ctarank``
+    = ``rank`` (registers that depend on anything else are unknown, ``None``)."""
+    regs: Dict[str, object] = {}
+
+    def value(x: str):
+        if x.startswith("%"):
+            return rank if x == "%cluster_ctarank" else regs.get(x)
+        try:
+            return int(x, 0) & 0xFFFFFFFF
+        except ValueError:
+            return None
+
+    found = Counter()
+    for line in ptx.splitlines():
+        m = re.match(r"(?:@%p\d+\s+)?(\S+)\s+(.*?);?$", line.strip())
+        if not m:
+            continue
+        opcode, ops = m.group(1), [o.strip() for o in m.group(2).split(",")]
+        if "multicast::cluster" in opcode:
+            found[(opcode, value(ops[-1]))] += 1
+        elif opcode.startswith(("mov.", "cvt.")) and len(ops) == 2:
+            v = value(ops[1])
+            regs[ops[0]] = v & 0xFFFF if v is not None and opcode.startswith("cvt.u16") else v
+        elif opcode.split(".")[0] in _INT_OPS and len(ops) == 3:
+            a, b = value(ops[1]), value(ops[2])
+            regs[ops[0]] = None if a is None or b is None else _INT_OPS[opcode.split(".")[0]](a, b) & 0xFFFFFFFF
+        elif ops and ops[0].startswith("%"):
+            regs[ops[0]] = None
+    return found
+
+
+def _operand_values(ptx: str, pattern: str) -> Counter:
+    """The last operand (an immediate or a constant register) of each instruction ``pattern`` matches."""
+    found = Counter()
+    for m in re.finditer(pattern + r"\S* .*, (%r\d+|\d+);", ptx):
+        found[_constant(ptx, m.group(1)) if m.group(1).startswith("%") else int(m.group(1))] += 1
+    return found
+
+
+@pytest.mark.parametrize("case", MULTICAST_KERNELS, ids=lambda c: c.name)
+def test_multicast_instructions_and_masks_match_triton(case):
+    """A cluster of pairs: every tcgen05 instruction with its qualifiers, the MMAs' descriptors bit for
+    bit (the pair's M=256 x N instruction descriptor), the expected bytes and barrier counts, and per
+    CTA rank each multicast copy's and commit's ``ctaMask``."""
+    ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
+    ours, theirs = _tcgen05(ours_ptx, _LD_SPLIT), _tcgen05(theirs_ptx, _LD_SPLIT)
+    assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
+    assert _mma_words(ours_ptx) == _mma_words(theirs_ptx)
+    for what in (r"mbarrier\.arrive\.expect_tx", r"mbarrier\.init"):  # expected bytes; arrival counts (the pair
+        # barrier's 2 x 1, done's tcgen05_mma_barrier_count)
+        assert _operand_values(ours_ptx, what) == _operand_values(theirs_ptx, what), what
+    for rank in range(case.num_ctas):  # (as sets: a block of several TMA boxes is one copy per box from thread 0
+        # here, one copy whose box is picked by the warp index in Triton, so the counts differ; the masks agree)
+        ours, theirs = set(_cta_masks(ours_ptx, rank)), set(_cta_masks(theirs_ptx, rank))
+        assert ours and ours == theirs and None not in {m for _, m in ours}, f"CTA {rank}: {ours} vs {theirs}"
 
 
 # ------------------------------------------------------------------ TMA gather / scatter

@@ -29,6 +29,16 @@ have not started (``clc.try_cancel``) and computing their tiles.  Every partitio
 tile ids, so the loader, which runs ahead, fetches them and hands them to the other
 partitions through a small shared-memory ring (see ``docs/blackwell_gemm.rst``).
 
+With ``CLUSTER_M = 2`` (``prepare(..., cluster_m=2)``) each program is a cluster of two pairs
+(``num_ctas=4``) computing a ``512 x BN`` tile, pair 0 the upper rows and pair 1 the lower.
+Both need the same B block, so B's layout replicates it across the pairs (``cga_layout`` ``[[0,
+1], [0, 0]]``) and the loaders load it with ``multicast=True``: CTA 0 fetches its half for CTAs
+0 and 2, CTA 1 its half for 1 and 3, and every CTA still expects its own shares' bytes.  Since
+a loader now overwrites the stage in the other pair too, the MMA commits with
+``multicast=True`` (to all four CTAs) and ``empty`` counts one commit per pair
+(``tcgen05_mma_barrier_count``): a stage is refilled only after both pairs have read it
+(``docs/blackwell_2cta.rst``, "Clusters of pairs: multicast").
+
 Tensor memory: two accumulators of ``BN`` fp32 columns per CTA (``BN = 256``: all 512).
 
 Run: ``python examples/warp_specialized/blackwell_ws_gemm_2cta.py`` (the interpreter: no
@@ -43,7 +53,7 @@ import numpy as np
 import gluonkit
 import gluonkit.language as gl
 from gluonkit.language.nvidia.blackwell import (TensorMemoryLayout, allocate_tensor_memory, clc, fence_async_shared,
-                                                mbarrier, tcgen05_commit, tcgen05_mma, tma)
+                                                mbarrier, tcgen05_commit, tcgen05_mma, tcgen05_mma_barrier_count, tma)
 from gluonkit.nvidia.blackwell import TensorDescriptor
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,8 +85,9 @@ def _tile_of(t, tiles_slot, tile_ready, tile_empty, USE_CLC: gl.constexpr, CONSU
 
 @gluonkit.jit
 def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_slot, tile_ready, tile_empty, clc_result, clc_bar,
-            M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr, USE_CLC: gl.constexpr):
-    """Each CTA loads its shares of every K-slice of the pair's tiles onto the pair barrier."""
+            M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr, USE_CLC: gl.constexpr, CLUSTER_M: gl.constexpr):
+    """Each CTA loads its shares of every K-slice of the cluster's tiles onto its pair's barrier
+    (with several pairs, B's share once per pair position, multicast to the same CTA of every pair)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -99,7 +110,8 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_slot, tile_ready
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(stage), a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
             tma.async_load(a_desc, [pid_m * BM, k * BK], ready.index(stage), a_smem.index(stage))
-            tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+            tma.async_load(b_desc, [k * BK, pid_n * BN], ready.index(stage), b_smem.index(stage),
+                           multicast=CLUSTER_M > 1)
         t += 1
         if USE_CLC:
             mbarrier.expect(clc_bar, 16)
@@ -119,8 +131,9 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_slot, tile_ready
 
 @gluonkit.jit
 def _mma_warp(a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, tiles_slot, tile_ready, tile_empty,
-              M, N, K, STAGES: gl.constexpr, USE_CLC: gl.constexpr):
-    """Issue the pair's MMAs (the even CTA; the odd CTA's copy of this code issues nothing)."""
+              M, N, K, STAGES: gl.constexpr, USE_CLC: gl.constexpr, CLUSTER_M: gl.constexpr):
+    """Issue the pair's MMAs (the even CTA; the odd CTA's copy of this code issues nothing).  With
+    several pairs the stage's commit is multicast to every CTA that shares B with the pair."""
     BM: gl.constexpr = a_smem.shape[1]
     BK: gl.constexpr = a_smem.shape[2]
     BN: gl.constexpr = b_smem.shape[2]
@@ -137,7 +150,7 @@ def _mma_warp(a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, tiles_sl
             stage = step % STAGES
             mbarrier.wait(ready.index(stage), (step // STAGES) & 1)
             tcgen05_mma(a_smem.index(stage), b_smem.index(stage), acc, use_acc=k > 0,
-                        mbarriers=[empty.index(stage)])
+                        mbarriers=[empty.index(stage)], multicast=CLUSTER_M > 1)
         tcgen05_commit(acc_ready.index(buf))
         t += 1
         tile = _tile_of(t, tiles_slot, tile_ready, tile_empty, USE_CLC, 2)
@@ -177,11 +190,12 @@ def _epilogue(accs, c_smem, c_desc, acc_ready, acc_empty, tiles_slot, tile_ready
 
 @gluonkit.jit
 def blackwell_ws_gemm_2cta_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                                  EPILOGUE_SPLIT: gl.constexpr, ACTIVATION: gl.constexpr, USE_CLC: gl.constexpr):
+                                  EPILOGUE_SPLIT: gl.constexpr, ACTIVATION: gl.constexpr, USE_CLC: gl.constexpr,
+                                  CLUSTER_M: gl.constexpr = 1):
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
-    gl.static_assert(BM == 256, "a CTA pair computes 256-row tiles (128 rows per CTA)")
+    gl.static_assert(BM == 256 * CLUSTER_M, "each CTA pair computes 256 rows of the tile (128 rows per CTA)")
     gl.static_assert(c_desc.block_type.shape[1] * EPILOGUE_SPLIT == BN,
                      "C's block must be BM x (BN // EPILOGUE_SPLIT)")
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
@@ -197,9 +211,12 @@ def blackwell_ws_gemm_2cta_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.co
     ids_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     tiles_slot = gl.allocate_shared_memory(gl.int32, [TILE_SLOTS, 32], ids_layout)
     clc_result = gl.allocate_shared_memory(gl.int64, [2], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    # A stage is free once every MMA reading it is done: with B multicast, both pairs' (their commits reach
+    # every CTA that shares B), so each CTA's empty barrier counts one commit per pair.
+    empty_count: gl.constexpr = tcgen05_mma_barrier_count([a_smem, b_smem], CLUSTER_M > 1, True)
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(empty.index(s), count=empty_count)
     for b in gl.static_range(2):
         mbarrier.init(acc_ready.index(b), count=1)
         mbarrier.init(acc_empty.index(b), count=1)
@@ -207,7 +224,8 @@ def blackwell_ws_gemm_2cta_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.co
         mbarrier.init(tile_ready.index(s), count=1)
         mbarrier.init(tile_empty.index(s), count=2)  # the MMA warp and the epilogue
     mbarrier.init(clc_bar, count=1)
-    pair: gl.constexpr = TensorMemoryLayout([BM // 2, BN], col_stride=1, cga_layout=[[1, 0]], two_ctas=True)
+    pairs: gl.constexpr = [[1, 0], [2, 0]] if CLUSTER_M == 2 else [[1, 0]]  # CTA bit 1: the second pair, below
+    pair: gl.constexpr = TensorMemoryLayout([128, BN], col_stride=1, cga_layout=pairs, two_ctas=True)
     accs = allocate_tensor_memory(gl.float32, [2, BM, BN], pair)
     fence_async_shared()
     gl.barrier(cluster=True)  # every barrier of both CTAs is initialized before the other CTA arrives on it
@@ -215,34 +233,47 @@ def blackwell_ws_gemm_2cta_kernel(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.co
         (_epilogue, (accs, c_smem, c_desc, acc_ready, acc_empty, tiles_slot, tile_ready, tile_empty, M, N, GROUP_M,
                      EPILOGUE_SPLIT, ACTIVATION, USE_CLC)),
         (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_slot, tile_ready, tile_empty, clc_result,
-                   clc_bar, M, N, K, GROUP_M, STAGES, USE_CLC)),
+                   clc_bar, M, N, K, GROUP_M, STAGES, USE_CLC, CLUSTER_M)),
         (_mma_warp, (a_smem, b_smem, accs, ready, empty, acc_ready, acc_empty, tiles_slot, tile_ready, tile_empty,
-                     M, N, K, STAGES, USE_CLC)),
+                     M, N, K, STAGES, USE_CLC, CLUSTER_M)),
     ], [1, 1], [24, 24])
 
 
+def cluster_layouts(BN: int, BK: int, EPILOGUE_SPLIT: int, in_dtype, out_dtype, cluster_m: int = 1):
+    """A's, B's and C's block shapes and shared layouts for a cluster of ``cluster_m`` pairs stacked
+    along M: A and C split by rows over all CTAs, B by columns over each pair and (a zero basis)
+    the same in every pair, which is what lets the loaders multicast it."""
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    rows = [[1, 0], [2, 0]][:cluster_m]  # CTA bit 0: the pair's halves; bit 1: the second pair
+    a_block, b_block, c_block = [256 * cluster_m, BK], [BK, BN], [256 * cluster_m, BN // EPILOGUE_SPLIT]
+    return ((a_block, nvmma(a_block, in_dtype, cga_layout=rows)),
+            (b_block, nvmma(b_block, in_dtype, cga_layout=[[0, 1], [0, 0]][:cluster_m])),
+            (c_block, nvmma(c_block, out_dtype, cga_layout=rows)))
+
+
 def prepare(a, b, c, BN: int = 256, BK: int = 64, STAGES: int = 3, GROUP_M: int = 16, EPILOGUE_SPLIT: int = 4,
-            activation=None, num_programs: int = None, use_clc: bool = False):
+            activation=None, num_programs: int = None, use_clc: bool = False, cluster_m: int = 1):
     """A function of no arguments that computes ``c = activation(a @ b)`` (one launch per call).
 
-    ``num_programs`` counts pairs (clusters); with ``use_clc`` one cluster per tile is launched
-    and running pairs take over the tiles of clusters that have not started."""
+    ``num_programs`` counts clusters; with ``use_clc`` one cluster per tile is launched and running
+    clusters take over the tiles of clusters that have not started.  ``cluster_m=2``: clusters of
+    two pairs (``num_ctas=4``) computing ``512 x BN`` tiles, B multicast to both pairs."""
     M, K = a.shape
     N = b.shape[1]
-    BM = 256
-    nvmma = gl.NVMMASharedLayout.get_default_for
-    in_dtype, out_dtype = element_dtype(a), element_dtype(c)
-    c_block = [BM, BN // EPILOGUE_SPLIT]
-    a_desc = TensorDescriptor.from_tensor(a, [BM, BK], nvmma([BM, BK], in_dtype, cga_layout=[[1, 0]]))
-    b_desc = TensorDescriptor.from_tensor(b, [BK, BN], nvmma([BK, BN], in_dtype, cga_layout=[[0, 1]]))
-    c_desc = TensorDescriptor.from_tensor(c, c_block, nvmma(c_block, out_dtype, cga_layout=[[1, 0]]))
+    BM = 256 * cluster_m
+    (a_block, a_layout), (b_block, b_layout), (c_block, c_layout) = cluster_layouts(
+        BN, BK, EPILOGUE_SPLIT, element_dtype(a), element_dtype(c), cluster_m)
+    a_desc = TensorDescriptor.from_tensor(a, a_block, a_layout)
+    b_desc = TensorDescriptor.from_tensor(b, b_block, b_layout)
+    c_desc = TensorDescriptor.from_tensor(c, c_block, c_layout)
     tiles = gluonkit.cdiv(M, BM) * gluonkit.cdiv(N, BN)
-    programs = tiles if use_clc else min(tiles, num_programs or max(1, default_num_programs() // 2))
+    num_ctas = 2 * cluster_m
+    programs = tiles if use_clc else min(tiles, num_programs or max(1, default_num_programs() // num_ctas))
     launch = blackwell_ws_gemm_2cta_kernel[(programs,)]
 
     def run():
         launch(a_desc, b_desc, c_desc, M, N, K, STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT,
-               ACTIVATION=activation, USE_CLC=use_clc, num_warps=4, num_ctas=2)
+               ACTIVATION=activation, USE_CLC=use_clc, CLUSTER_M=cluster_m, num_warps=4, num_ctas=num_ctas)
         return c
     return run
 
@@ -259,12 +290,12 @@ def main() -> None:
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    for use_clc in (False, True):
+    for use_clc, cluster_m in ((False, 1), (True, 1), (False, 2)):
         c = np.full((M, N), np.nan, np.float32)
-        gemm(a, b, c, BN=64, BK=32, STAGES=3, EPILOGUE_SPLIT=2, num_programs=2, use_clc=use_clc)
+        gemm(a, b, c, BN=64, BK=32, STAGES=3, EPILOGUE_SPLIT=2, num_programs=2, use_clc=use_clc, cluster_m=cluster_m)
         err = np.linalg.norm(c - ref) / np.linalg.norm(ref)
-        print(f"blackwell_ws_gemm_2cta (clc={use_clc}): {M}x{N}x{K} fp16 -> fp32 in the interpreter, "
-              f"relative error {err:.2e}")
+        print(f"blackwell_ws_gemm_2cta (clc={use_clc}, {cluster_m} pair(s) per cluster): {M}x{N}x{K} fp16 -> fp32 "
+              f"in the interpreter, relative error {err:.2e}")
         assert err < 1e-6, err
 
 

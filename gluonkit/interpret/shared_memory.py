@@ -22,12 +22,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..ir.diagnostics import Location
-from ..ir.memdesc import alloc_elements, cta_shares, shares_stride, slice_xor, stage_strides, view_to_offset
+from ..ir.memdesc import alloc_elements, cta_share_slots, cta_shares, shares_stride, slice_xor, stage_strides, view_to_offset
 from ..ir.types import SharedMemoryDescType
 from .dtypes import numpy_dtype
 from .engine import rule
@@ -54,6 +54,9 @@ class AsyncRead:
     mask: np.ndarray  # one bool per byte of the buffer
     what: str
     fix: str
+    # For a write from another CTA of the cluster (a multicast copy): whether that CTA (its rank) has
+    # observed the op complete, which makes its write safe (None: only the buffer's CTA writes it).
+    done_for: Optional[Callable[[int], bool]] = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,7 +132,9 @@ def owned(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
     if shares == 1:
         return np.ones(ty.shape, bool)
     stride = shares_stride(ref.buffer.ty) * ty.element.itemsize
-    return element_addresses(ref, ty, op) // stride == ref.buffer.cta
+    # CTAs whose ranks differ only in bits the layout replicates hold the same share (a multicast operand).
+    split = sum(1 << i for i, v in enumerate(ref.buffer.ty.layout.cga_layout) if any(v))
+    return element_addresses(ref, ty, op) // stride == ref.buffer.cta & split
 
 
 def _bytes_of(addresses: np.ndarray, item: int) -> np.ndarray:
@@ -239,7 +244,7 @@ def unfenced_write(program, ref: SharedRef, ty: SharedMemoryDescType, op) -> Opt
 def _local_alloc(program, op, operands):
     ty = op.results[0].type
     shares = cta_shares(ty)  # split between CTAs: room for every share (see ``owned``)
-    nbytes = (alloc_elements(ty) if shares == 1 else shares_stride(ty) * shares) * ty.element.itemsize
+    nbytes = (alloc_elements(ty) if shares == 1 else shares_stride(ty) * cta_share_slots(ty)) * ty.element.itemsize
     buffer = SharedBuffer(ty, op.loc, np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool), cta=program.cta_rank)
     ref = SharedRef(buffer, 0, 0)
     if program.cluster is not None:  # other CTAs reach this buffer's copy in this CTA (nvidia/cluster.py)

@@ -28,7 +28,7 @@ from .types import SharedMemoryDescType
 
 __all__ = [
     "layout_problem", "tile_shape", "tile_layout", "tile_elements", "stage_strides", "alloc_elements",
-    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares", "cta_share_type",
+    "view_to_offset", "slice_xor", "permuted_layout", "reshaped_layout", "alignment_of", "cta_shares", "cta_share_slots", "cta_share_type",
     "shares_stride",
 ]
 
@@ -97,6 +97,14 @@ def cta_shares(ty: SharedMemoryDescType) -> int:
     return 1 << sum(1 for v in ll.bases.get("block", []) if any(v)) if ll.has_in_dim("block") else 1
 
 
+def cta_share_slots(ty: SharedMemoryDescType) -> int:
+    """How many share indexes the interpreter's array of split buffer ``ty`` has room for: a
+    share's index is its CTA rank without the bits the layout replicates, so a replicated bit
+    below a splitting one leaves unused slots (2 ** (the last splitting bit + 1))."""
+    bases = ty.layout.to_linear_layout(tile_shape(ty)).bases.get("block", [])
+    return 1 << max((i + 1 for i, v in enumerate(bases) if any(v)), default=0)
+
+
 def _tile_inverse(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayout:
     """``tile dims → offset`` (the pseudo-inverse of :func:`tile_layout`).
 
@@ -109,7 +117,7 @@ def _tile_inverse(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLayo
     ll = ty.layout.to_linear_layout(tile_shape(ty))
     inverse = ll.sublayout(["offset", "block"], ll.out_dims).pseudoinvert()
     bases = {d: [[b[0] + b[1] * share_stride] for b in vs] for d, vs in inverse.bases.items()}
-    size = share_stride * cta_shares(ty) if share_stride else inverse.out_dim_size("offset")
+    size = share_stride * cta_share_slots(ty) if share_stride else inverse.out_dim_size("offset")
     return LinearLayout(bases, {"offset": size})
 
 
@@ -155,7 +163,7 @@ def view_to_offset(ty: SharedMemoryDescType, share_stride: int = 0) -> LinearLay
         else:
             name = f"dim{d - n_stage}"
             bases[f"dim{d}"] = [[inverse.basis(name, b)[0]] for b in range(bits)]
-    total = share_stride * cta_shares(ty) if share_stride and cta_shares(ty) > 1 else alloc_elements(ty)
+    total = share_stride * cta_share_slots(ty) if share_stride and cta_shares(ty) > 1 else alloc_elements(ty)
     return LinearLayout(bases, {"offset": 1 << (total - 1).bit_length() if total > 1 else 1})
 
 

@@ -60,11 +60,11 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
     if isinstance(layout, TensorMemoryScalesLayout):
         pair = cga in ([[1, 0]], [[0, 0]])  # a pair's A scales by rows, B scales in both CTAs
     else:
-        pair = layout.two_ctas and cga == [[1, 0]]
-    if cga and not pair:
-        return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for a CTA pair: "
-                "TensorMemoryLayout(..., cga_layout=[[1, 0]], two_ctas=True) for the accumulator, "
-                "TensorMemoryScalesLayout(cga_layout=[[1, 0]] or [[0, 0]]) for block scales")
+        pair = getattr(layout, "two_ctas", False) and cga[:1] == [[1, 0]]
+    if any(any(v) for v in cga) and not pair:  # (all-zero bases: every CTA holds its own)
+        return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for CTA pairs: "
+                "TensorMemoryLayout(..., cga_layout=[[1, 0], ...], two_ctas=True) for the accumulator (rank bit 0 "
+                "the pair), TensorMemoryScalesLayout(cga_layout=[[1, 0]] or [[0, 0]]) for block scales")
     try:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..layouts.distributed import shape_per_cta
 from ..layouts.tmem import TensorMemoryLayout
 from .core import Operation
 from .types import (SharedMemoryDescType, TensorMemoryDescType, bfloat16, float8e4nv, float8e5, float16, float32,
@@ -29,7 +30,7 @@ from .verifier import rule
 from .verify_checks import fail
 from .verify_wgmma import contiguous_dim
 
-__all__ = ["tcgen05_kind", "tcgen05_k_step", "tcgen05_shape_problem"]
+__all__ = ["tcgen05_kind", "tcgen05_k_step", "tcgen05_shape_problem", "pair_mma_shape"]
 
 _KINDS = {float16: "f16", bfloat16: "f16", float32: "tf32", float8e4nv: "f8f6f4", float8e5: "f8f6f4"}
 
@@ -96,9 +97,10 @@ def tcgen05_shape_problem(a, b, acc) -> Optional[str]:
     pair = _pair_problem(a, b, layout)
     if pair:
         return pair
+    m, n = pair_mma_shape(acc)
     m_cta = m // 2 if layout.two_ctas else m
     if m_cta not in (64, 128) or layout.block[0] != m_cta:
-        what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
+        what = "M / 2 (two_ctas: each CTA of the pair holds half the pair's rows)" if layout.two_ctas else "M"
         return f"{what} = {m_cta} must be 64 or 128 and equal acc's TensorMemoryLayout block M ({layout.block[0]})"
     if layout.col_stride != 32 // acc.element.primitive_bitwidth:
         return (f"acc's layout packs {layout.col_stride} column(s) per element; an MMA accumulator of {acc.element} "
@@ -116,20 +118,41 @@ def _cga(ty):
     return [list(v) for v in getattr(ty.layout, "cga_layout", None) or () if any(v)]
 
 
+def pair_mma_shape(acc) -> tuple:
+    """``(M, N)`` of one MMA instruction on accumulator view ``acc``: the whole view in one CTA;
+    for a ``two_ctas`` accumulator the pair's part, twice one CTA's rows by one CTA's columns (a
+    cluster of several pairs holds one such part per pair, placed by the other CTA bits)."""
+    layout = acc.layout
+    if not getattr(layout, "two_ctas", False):
+        return tuple(acc.shape)
+    rows, cols = shape_per_cta("tcgen05_mma's acc", list(acc.shape), layout.cga_layout)
+    return 2 * rows, cols
+
+
 def _pair_problem(a, b, layout) -> Optional[str]:
-    """A ``two_ctas`` MMA needs A split by rows and B by columns between the CTA pair (each CTA
-    holds its share); a one-CTA MMA needs whole operands in every CTA."""
+    """A ``two_ctas`` MMA needs A split by rows and B by columns between the CTA pair (rank bit 0:
+    each CTA holds its share); in a cluster of pairs, every further CTA bit moves the accumulator by
+    whole pair tiles and A and B along with it (A by the rows, B by the columns it moves), or
+    replicates the operand that does not move (a multicast operand).  A one-CTA MMA reads whole
+    operands."""
     if not layout.two_ctas:
         for ty, name in ((a, "a"), (b, "b")):
             if _cga(ty):
                 return (f"{name}'s layout {ty.layout!r} splits it between CTAs, but acc's TensorMemoryLayout is not "
                         "two_ctas; a one-CTA MMA reads whole operands")
         return None
-    if [list(v) for v in layout.cga_layout] != [[1, 0]]:
-        return f"two_ctas acc must have cga_layout=[[1, 0]] (one CTA pair), got {layout!r}"
-    if _cga(a) != [[1, 0]] or _cga(b) != [[0, 1]]:
-        return (f"a two_ctas MMA reads A split by rows and B by columns between the CTA pair: a's and b's "
-                f"NVMMASharedLayout need cga_layout=[[1, 0]] and [[0, 1]], got {_cga(a)} and {_cga(b)}")
+    acc_cga = [list(v) for v in layout.cga_layout]
+    if not acc_cga or acc_cga[0] != [1, 0]:
+        return (f"two_ctas acc must split its rows over the CTA pair first: cga_layout=[[1, 0], ...] (rank bit 0 "
+                f"is the pair), got {layout!r}")
+    want_a = [[1, 0]] + [[r, 0] for r, _ in acc_cga[1:]]
+    want_b = [[0, 1]] + [[0, 2 * c] for _, c in acc_cga[1:]]
+    got_a = [list(v) for v in getattr(a.layout, "cga_layout", None) or ()]
+    got_b = [list(v) for v in getattr(b.layout, "cga_layout", None) or ()]
+    if got_a != want_a or got_b != want_b:
+        return (f"a two_ctas MMA reads A split by rows and B by columns between the CTA pair, each further CTA bit "
+                f"moving them as it moves acc (cga_layout {acc_cga}): a's and b's NVMMASharedLayout need "
+                f"cga_layout={want_a} and {want_b}, got {got_a} and {got_b}")
     return None
 
 
@@ -153,6 +176,15 @@ def _tcgen05_mma(op: Operation):
     for v in op.operands[5:5 + n]:
         if not isinstance(v.type, SharedMemoryDescType) or v.type.element.name != "int64":
             fail(op, f"barriers must be mbarriers (int64 shared memory), got {v.type}")
+    _multicast_bits(op)
+
+
+def _multicast_bits(op: Operation) -> None:
+    """``multicast_bits`` (optional): per multicast operand, the CTA-rank bits its layout replicates."""
+    bits = op.attrs.get("multicast_bits", ())
+    if not isinstance(bits, tuple) or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0
+                                              for b in bits):
+        fail(op, f"multicast_bits must be a tuple of CTA-rank bit masks, got {bits!r}")
 
 
 @rule("tcgen05_commit")
@@ -164,3 +196,4 @@ def _tcgen05_commit(op: Operation):
         fail(op, f"bar must be an mbarrier (int64 shared memory), got {bar}")
     if pred != int1:
         fail(op, f"pred must be an int1 scalar, got {pred}")
+    _multicast_bits(op)

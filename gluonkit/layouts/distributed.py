@@ -254,6 +254,19 @@ def cluster_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], .
     return bases
 
 
+def replicated_cta_bits(cga_layout, num_ctas: int) -> int:
+    """The bits of a CTA rank (below ``num_ctas``) along which ``cga_layout`` replicates: its
+    all-zero bases, and every bit past its last basis.  CTAs whose ranks differ only in these
+    bits hold the same data, which is what a multicast copy fills in one go."""
+    split = sum(1 << i for i, v in enumerate(cga_layout or ()) if any(v))
+    return (num_ctas - 1) & ~split
+
+
+def cta_class(bits: int, rank: int, num_ctas: int) -> List[int]:
+    """The ranks that differ from ``rank`` only in ``bits`` (``rank`` included), in order."""
+    return [r for r in range(num_ctas) if r & ~bits == rank & ~bits]
+
+
 def cta_extent(cga_layout, rank: int) -> List[int]:
     """How many CTA tiles the cluster's ``cga_layout`` spans along each dimension."""
     return [2 * max(v[d] for v in cga_layout) if any(v[d] for v in cga_layout) else 1 for d in range(rank)]
@@ -270,6 +283,16 @@ def shape_per_cta(owner: str, shape: Sequence[int], cga_layout) -> List[int]:
                 f"of cga_layout {[list(v) for v in cga_layout]} (dimension {d})"
             )
     return [s // e for s, e in zip(shape, extent)]
+
+
+def cta_offset(cga_layout, share: Sequence[int], rank: int) -> List[int]:
+    """Where CTA ``rank``'s share (of shape ``share``) starts in the cluster's tensor: each set
+    rank bit moves it by its basis times the share."""
+    offset = [0] * len(share)
+    for bit, basis in enumerate(cga_layout or ()):
+        if rank >> bit & 1:
+            offset = [o ^ (b * s) for o, b, s in zip(offset, basis, share)]
+    return offset
 
 
 def with_cta_bases(tile: LinearLayout, cga_layout) -> LinearLayout:

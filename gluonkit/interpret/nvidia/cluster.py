@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+from ...layouts.distributed import replicated_cta_bits
 from ..engine import Program, register_cluster_runner, rule
 from ..errors import InterpreterError
+from ..happens_before import acquire_phase, release
 from ..partitions import Scheduler, Task, before_op
 from ..schedules import Schedule
 from ..shared_memory import SharedBuffer, SharedRef
@@ -33,11 +35,31 @@ class Cluster:
     and each CTA's shared buffers (distributed shared memory: the same allocation in every CTA)."""
 
     def __init__(self, num_ctas: int):
+        self.num_ctas = num_ctas
         self.arrivals: List[int] = [0] * num_ctas
+        # (buffer, reader, leader): MMA operand reads their own CTA has released while the CTA that multicasts
+        # into the buffer (``leader``) has not observed the MMA complete (nvidia/tcgen05.py, nvidia/tma.py).
+        self._unobserved: List[tuple] = []
         self.tmem: Dict[int, object] = {}  # rank -> its tensor memory (a CTA pair's MMA writes both: tcgen05.py)
         self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
         self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it
+
+    def keep_unobserved(self, buffer: SharedBuffer, reader) -> None:
+        """``reader`` (an in-flight MMA's read of ``buffer``) leaves the buffer's list because the
+        buffer's CTA observed the MMA complete.  The CTA that multicasts into the buffer — the one of
+        its class of replicas whose rank has none of the replicated bits — may not have: keep the
+        read until it has (``reader.done_for``), for :meth:`unobserved_reads`."""
+        bits = replicated_cta_bits(getattr(buffer.ty.layout, "cga_layout", None), self.num_ctas)
+        leader = buffer.cta & ~bits
+        if leader != buffer.cta and not reader.done_for(leader):
+            self._unobserved.append((buffer, reader, leader))
+
+    def unobserved_reads(self, buffer: SharedBuffer) -> list:
+        """The reads of ``buffer`` kept by :meth:`keep_unobserved` whose multicasting CTA has still not
+        observed their MMA complete."""
+        self._unobserved = [e for e in self._unobserved if not e[1].done_for(e[2])]
+        return [reader for b, reader, _ in self._unobserved if b is buffer]
 
     def register(self, rank: int, op, buffer: SharedBuffer) -> None:
         """CTA ``rank`` allocated ``buffer`` at ``op``."""
@@ -96,6 +118,7 @@ def _cluster_barrier(program, op, operands):
         return []
     cluster.arrivals[program.cta_rank] += 1
     count = cluster.arrivals[program.cta_rank]
+    release(cluster, count)  # what this CTA did so far happens before every CTA leaves this barrier
 
     def ready() -> bool:
         return all(a >= count for a in cluster.arrivals)
@@ -107,4 +130,5 @@ def _cluster_barrier(program, op, operands):
 
     if not ready():
         program.blocker(ready, describe)
+    acquire_phase(cluster, count)
     return []

@@ -16,8 +16,9 @@ the program's order alone determines, and holds whichever way the copies land:
   the phase of the latest arrival, or the next one when a wait already observed that phase
   complete.  Arrivals are synchronous, so this is fixed by the source.  When a phase's
   arrivals are all made and its loads bring more bytes than its ``mbarrier.expect`` calls
-  announced, that is a transaction-bytes mismatch, reported at the expect as the load is
-  issued (on the GPU the phase would complete early, with a copy still in flight).
+  announced, that is a transaction-bytes mismatch, reported at the expect (the load as a note)
+  as soon as both have happened (on the GPU the phase would complete early, with a copy still
+  in flight).
 * A wait is judged against the latest phase it may observe for sure: the oldest phase with
   a load no wait has yet observed (or the actual phase when there is none).  A wait for
   that phase lets its loads land; if the phase still cannot complete it is a deadlock,
@@ -46,7 +47,7 @@ from ..happens_before import acquire, release
 from ..shared_memory import SharedRef, element_addresses, note_fence
 from ..trace import view_name
 
-__all__ = ["BarrierState", "arrive", "barrier_state", "complete_tx", "is_pair_barrier", "issue_tx", "pair_home"]
+__all__ = ["BarrierState", "arrive", "barrier_in", "barrier_state", "complete_tx", "is_pair_barrier", "issue_tx", "pair_home"]
 
 
 @dataclass
@@ -67,6 +68,7 @@ class BarrierState:
     ledger_phase: int = 0  # the phase that ``expected`` and ``issued`` describe
     expected: int = 0  # bytes announced by that phase's mbarrier.expect calls
     issued: int = 0  # bytes of the TMA loads issued into that phase
+    issue_loc: Optional[Location] = None  # where the last of them was issued
     arrivers: Dict[str, int] = field(default_factory=dict)  # who arrived so far (a partition's name) -> last line
     name: str = ""  # how a trace names it (``ready[1]``); set only while recording one
 
@@ -103,6 +105,14 @@ def pair_home(program, ref: SharedRef, op, operand: int = 0) -> SharedRef:
     return program.cluster.peer(ref, program.cta_rank & ~1, op) if program.cta_rank & 1 else ref
 
 
+def barrier_in(program, ref: SharedRef, op, operand: int, rank: int) -> BarrierState:
+    """The state of barrier operand ``operand`` of ``op`` as CTA ``rank`` of the cluster has it (a
+    multicast copy's destination): that CTA's barrier at the same offset, or, for a pair barrier,
+    the one of that CTA's pair (in its even CTA)."""
+    home = rank & ~1 if is_pair_barrier(op.operands[operand].type) else rank
+    return barrier_state(ref if home == program.cta_rank else program.cluster.peer(ref, home, op), op, operand)
+
+
 def barrier_state(ref: SharedRef, op, operand: int = 0, program=None) -> BarrierState:
     """The state of the mbarrier that operand ``operand`` of ``op`` (with runtime value ``ref``) names
     (with ``program``: a pair barrier's, in the even CTA)."""
@@ -119,7 +129,7 @@ def barrier_state(ref: SharedRef, op, operand: int = 0, program=None) -> Barrier
 def _ledger(state: BarrierState, phase: int) -> None:
     """Start counting expected and issued bytes afresh when ``phase`` is a new phase."""
     if phase != state.ledger_phase:
-        state.ledger_phase, state.expected, state.issued = phase, 0, 0
+        state.ledger_phase, state.expected, state.issued, state.issue_loc = phase, 0, 0, None
 
 
 def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> None:
@@ -143,6 +153,8 @@ def arrive(program, state: BarrierState, count: int, op, nbytes: int = 0) -> Non
     state.tx += nbytes
     state.arrivals += count
     state.pending -= count
+    if state.ledger_phase == phase and state.issue_loc is not None:
+        _check_ledger(state, phase, op.loc if op.name == "mbarrier_expect" else state.expect_loc or op.loc)
     if program.trace is not None:
         kind = "mbarrier.expect" if op.name == "mbarrier_expect" else "mbarrier.arrive"
         program.trace.instant(f"{kind.split('.')[1]} {state.name}", kind, op, barrier=state.name, count=count,
@@ -173,17 +185,24 @@ def issue_tx(state: BarrierState, nbytes: int, op) -> int:
         phase += 1
     _ledger(state, phase)
     state.issued += nbytes
+    state.issue_loc = op.loc
+    _check_ledger(state, phase, state.expect_loc if state.expect_loc is not None else op.loc)
+    return phase
+
+
+def _check_ledger(state: BarrierState, phase: int, expect: Location) -> None:
+    """Report a phase whose arrivals are all made (armed) and whose loads bring more bytes than its
+    expects announced: checked when a load is issued and when the arrival that arms it comes (whichever
+    is last), so both lines are named whatever the order (the expect at ``expect``)."""
     armed = state.arrivals >= (phase + 1) * state.count
     if armed and state.issued > state.expected:
-        expect = state.expect_loc if state.expect_loc is not None else op.loc
         raise InterpreterError(
             f"transaction bytes mismatch: this phase of the mbarrier initialized at line {state.init_loc.line} "
             f"expects {state.expected} byte(s) (mbarrier.expect at line {expect.line}), but the TMA loads issued "
             f"into it bring {state.issued}, {state.issued - state.expected} byte(s) more, so the phase would "
             f"complete while a copy is still in flight; expect exactly the bytes the phase's copies bring "
             "(desc.block_type.nbytes per copy)", expect, notes=[("the load that brings more bytes than expected",
-                                                                 op.loc)])
-    return phase
+                                                                 state.issue_loc)])
 
 
 def complete_tx(state: BarrierState, nbytes: int, loc: Location, lane=None, op=None) -> None:
@@ -301,7 +320,16 @@ def _mbarrier_wait(program, op, operands):
             f"running that could arrive (no other partition, no asynchronous copy in flight){_bytes_note(state)}",
             op.loc)
     # In a warp-specialize partition: other partitions may still arrive; hand over until the phase completes.
-    program.blocker(lambda: _wait_done(state, parity, op),
+    # The scheduler polls every blocked task when it hands over and may run another first: once the wait
+    # has succeeded (observing the phase and releasing its copies), it stays done, whatever arrives next.
+    succeeded = []
+
+    def ready() -> bool:
+        if not succeeded and _wait_done(state, parity, op):
+            succeeded.append(True)
+        return bool(succeeded)
+
+    program.blocker(ready,
                     lambda: (f"mbarrier.wait at line {op.loc.line} for parity {parity} of the mbarrier initialized "
                              f"at line {state.init_loc.line}: {state.outstanding()}; {state.arrived()}"
                              f"{_bytes_note(state)}"))

@@ -37,6 +37,7 @@ import numpy as np
 
 from ...ir.tmem import cta_group
 from ...ir.types import TensorMemoryDescType
+from ...layouts.distributed import cta_class, cta_offset
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..happens_before import release
@@ -46,7 +47,7 @@ from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile  # (
 from .mbarrier import arrive, barrier_state
 from .wgmma import _TF32_MASK
 
-__all__ = ["issue", "mma_in_flight", "pair_shares"]
+__all__ = ["issue", "mma_in_flight", "pair_shares", "commit_ranks"]
 
 #: Per tensor memory (one CTA's, shared by its partitions): the MMAs whose completion no wait has observed yet.
 _IN_FLIGHT: "WeakKeyDictionary[TensorMemory, List[_Mma]]" = WeakKeyDictionary()
@@ -77,6 +78,9 @@ class _Mma:
         self.use_acc = operands[3]
         self.types = [v.type for v in op.operands[:3]]
         self.shares = shares if shares is not None else [tuple(operands[:3])]
+        self.ranks = [program.cta_rank | i for i in range(len(self.shares))]  # the CTA of each share
+        self.cluster = program.cluster
+        self.known = set()  # the CTAs (ranks) that have observed its completion
         self.a, self.b, self.acc = self.shares[0]  # the issuing CTA's
         self.what = f"the {op.name} at line {op.loc.line}"
         self.done = False
@@ -94,7 +98,7 @@ class _Mma:
         for a, b, _ in self.shares:
             self.reads.append([])
             for ref, ty in ((a, self.types[0]), (b, self.types[1]))[self.a_in_tmem:]:
-                reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix)
+                reader = AsyncRead(byte_mask(ref, ty, op), self.what, fix, self.known.__contains__)
                 ref.buffer.async_reads.append(reader)
                 self.reads[-1].append((ref.buffer, reader))
         for memory, _ in self.acc_masks:
@@ -121,9 +125,10 @@ class _Mma:
         """Run the MMA now: update acc (each CTA's rows in its own tensor memory)."""
         acc_ty = self.types[2]
         product = self.values[0] @ self.values[1]
-        rows = share_shape(acc_ty)[0]
-        for r, (_, _, acc) in enumerate(self.shares):
-            part = product[r * rows:(r + 1) * rows]
+        rows, cols = share_shape(acc_ty)
+        for rank, (_, _, acc) in zip(self.ranks, self.shares):  # each CTA's share of the cluster's accumulator
+            r, c = cta_offset(acc_ty.layout.cga_layout, (rows, cols), rank) if len(self.shares) > 1 else (0, 0)
+            part = product[r:r + rows, c:c + cols]
             if bool(self.use_acc):
                 part = part + read_tile(acc, acc_ty, self.op).astype(np.float64)
             write_tile(acc, acc_ty, part, self.op)
@@ -131,12 +136,22 @@ class _Mma:
         if self.span is not None:
             self.span.finish()
 
-    def release(self, share: Optional[int] = None) -> None:
-        """A wait observed the completion: in CTA ``share``'s memory (all when ``None``) the
-        operands may be rewritten and the accumulator used."""
-        for i in sorted(self.held if share is None else self.held & {share}):
+    def observed(self, rank: int) -> None:
+        """A wait in CTA ``rank`` observed the completion: that CTA may now rewrite the operands it
+        holds and use its accumulator rows, and another CTA's multicast into them is safe from CTAs
+        that observed it too (the readers' ``done_for``; until the multicasting CTA has, the
+        cluster keeps them: :meth:`~.cluster.Cluster.keep_unobserved`)."""
+        self.known.add(rank)
+        self.release([i for i in self.held if self.ranks[i] == rank])
+
+    def release(self, shares=None) -> None:
+        """The operands of ``shares`` (indexes; all still held when ``None``) may be rewritten by
+        their CTA and its accumulator rows used."""
+        for i in sorted(self.held if shares is None else self.held & set(shares)):
             for buffer, reader in self.reads[i]:
                 buffer.async_reads.remove(reader)
+                if self.cluster is not None:
+                    self.cluster.keep_unobserved(buffer, reader)
             _IN_FLIGHT[self.acc_masks[i][0]].remove(self)
             self.held.discard(i)
 
@@ -188,14 +203,17 @@ def _units(program) -> _Units:
 class _Commit:
     """A ``tcgen05.commit`` as a completion on its barrier (the protocol of :mod:`.mbarrier`'s copies).
 
-    A CTA pair's commit arrives on the barrier of both CTAs: one :class:`_Commit` per barrier,
-    sharing ``group``; the MMAs are released when every barrier's wait has observed it."""
+    A CTA pair's (or a multicast) commit arrives on the barrier of several CTAs: one :class:`_Commit`
+    per barrier, sharing ``group``; each wait that observes it tells the MMAs it covers that its CTA
+    knows them complete (``covered``: every MMA issued before it, even those another commit's group
+    has dropped from the pipe since), and they leave the pipe when every barrier's wait has."""
 
-    def __init__(self, program, op, state, mma: _Mma, group: list, share: int = 0):
+    def __init__(self, program, op, state, mma: _Mma, group: list, rank: int):
         self.program, self.op, self.loc, self.state, self.last = program, op, op.loc, state, mma
         self.what = f"the tcgen05 commit at line {op.loc.line}"
         self.landed = False
-        self.group, self.share = group, share  # the CTA of the pair whose barrier this is
+        self.group, self.rank = group, rank  # the CTA whose barrier this is
+        self.covered = list(_units(program).issued)
         group.append(self)
         # The phase its arrival counts towards: after the arrivals made and those of earlier commits still to land.
         earlier = sum(1 for c in state.copies if isinstance(c, _Commit) and not c.landed)
@@ -212,22 +230,22 @@ class _Commit:
 
     def release(self) -> None:
         units, upto = _units(self.program), self._upto()
-        for mma in units.issued[:upto]:
-            mma.release(self.share)
+        for mma in self.covered:
+            mma.observed(self.rank)
         self.group.remove(self)
         if not self.group:
             units.release(upto)
 
 
 def _commit(program, op, bar_ref, operand: int) -> None:
-    """A commit onto barrier ``bar_ref``: in a CTA pair's kernel, issued by the even CTA onto
-    the barrier at that address in both CTAs (the odd CTA's commit does nothing)."""
+    """A commit onto barrier ``bar_ref``, arriving on the barrier at that address in each CTA of
+    its ``ctaMask`` (:func:`commit_ranks`); in a CTA pair's kernel it is the even CTA's (the odd
+    CTA's commit does nothing)."""
     units = _units(program)
-    refs = [bar_ref]
-    if _pair(program):
-        if program.cta_rank & 1:
-            return
-        refs.append(program.cluster.peer(bar_ref, program.cta_rank | 1, op))
+    if _pair(program) and program.cta_rank & 1:
+        return
+    ranks = commit_ranks(program, op)
+    refs = [bar_ref if r == program.cta_rank else program.cluster.peer(bar_ref, r, op) for r in ranks]
     states = [barrier_state(ref, op, operand) for ref in refs]
     if not units.issued:  # nothing in flight: the arrival is immediate
         for state in states:
@@ -236,11 +254,23 @@ def _commit(program, op, bar_ref, operand: int) -> None:
         return
     units.committed = len(units.issued)
     group: list = []
-    for share, state in enumerate(states):
-        commit = _Commit(program, op, state, units.issued[-1], group, share)
+    for rank, state in zip(ranks, states):
+        commit = _Commit(program, op, state, units.issued[-1], group, rank)
         _trace_commit(program, op, state, commit.issued_in)
         state.copies.append(commit)
         release(state, commit.issued_in)  # what this partition did so far happens before the arrival
+
+
+def commit_ranks(program, op) -> List[int]:
+    """The CTAs a commit at ``op`` arrives in: this one; in a pair's kernel the pair; with
+    ``multicast_bits`` every CTA that differs from this one only in one operand's replicated
+    bits (and the pair bit) — the lowering's ``ctaMask``."""
+    if program.cluster is None:
+        return [program.cta_rank]
+    pair = 1 if _pair(program) else 0
+    classes = {bits | pair for bits in op.attrs.get("multicast_bits", ())} or {pair}
+    num_ctas = program.cluster.num_ctas
+    return sorted({r for bits in classes for r in cta_class(bits, program.cta_rank, num_ctas)})
 
 
 def _pair(program) -> bool:

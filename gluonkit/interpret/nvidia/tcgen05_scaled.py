@@ -23,7 +23,7 @@ with both lines:
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 from weakref import WeakKeyDictionary
 
 import ml_dtypes
@@ -97,9 +97,13 @@ class _Copy:
     def compute(self) -> None:
         """Nothing to do: the copy landed when issued."""
 
-    def release(self, share: Optional[int] = None) -> None:
-        """A wait observed the copy's completion (``share``: the CTA, as for MMAs; copies are one CTA's).
-        Called again when the tcgen05 pipe drops it: then there is nothing left to release."""
+    def observed(self, rank: int) -> None:
+        """A wait in CTA ``rank`` observed the copy's completion (copies are one CTA's)."""
+        self.release()
+
+    def release(self, shares=None) -> None:
+        """The copy's completion is observed (``shares`` as for MMAs; a copy has one).  Called again
+        when the tcgen05 pipe drops it: then there is nothing left to release."""
         if self.reads is None:
             return
         for buffer, reader in self.reads:

@@ -29,11 +29,14 @@ each copy in flight completes with probability 1/4, and a wait completes what it
   shared memory: their writes to global memory land later, at scheduler-chosen points (at
   the latest when the kernel ends), so a kernel that reads them back, or signals another
   program, without ``read_only=False`` can see the old values, as on the hardware.
-* A **multicast** load of a cluster kernel is run as each CTA's own load at its own program
-  point (the CTAs are replicas: the block, buffer offset and barrier are the same), which
-  gives every CTA the data and barrier bytes the multicast brings.  Not modelled: the GPU
-  issues it once, from CTA 0, so it may overwrite another CTA's buffer while that CTA still
-  reads the previous block; protect reuse with a cluster barrier (or routed arrivals).
+* A **multicast** load of a cluster kernel is issued, as on the GPU, by the one CTA of each
+  class of replicas (CTAs whose ranks differ only in the bits the descriptor's ``cga_layout``
+  replicates; all CTAs for a block every CTA holds whole) whose rank has none of those bits,
+  and the other CTAs' calls do nothing.  It is one load per destination CTA: into that CTA's
+  buffer (the issuer's share), completing its bytes on that CTA's barrier (a pair barrier: the
+  one of that CTA's pair).  So a CTA that expects no bytes for it, or a multicast that refills a
+  stage while another CTA's MMA may still read it there (the issuer has not observed that MMA's
+  completion), is reported; so is a multicast over a buffer a peer's earlier load still writes.
 * The kernel may not return with copies in flight: the CTA's shared memory would go away
   under them (a store needs ``store_wait(0)``, a load a wait on its barrier).
 """
@@ -53,7 +56,8 @@ from ..dtypes import numpy_dtype
 from ..engine import rule
 from ..errors import InterpreterError
 from ..happens_before import on_access, release
-from .mbarrier import barrier_state, complete_tx, issue_tx
+from ...layouts.distributed import cta_class, replicated_cta_bits
+from .mbarrier import barrier_in, barrier_state, complete_tx, issue_tx
 from ..shared_memory import AsyncRead, AsyncWrite, SharedRef, byte_mask, fill_view, owned, read, unfenced_write
 from ..trace import view_name
 from .tma_im2col import Im2ColMap, im2col_box
@@ -138,7 +142,8 @@ class _Load:
 
     def release(self) -> None:
         self.ref.buffer.async_writes.remove(self.writer)
-        _tma(self.program).loads.remove(self)
+        if self in _tma(self.program).loads:
+            _tma(self.program).loads.remove(self)
 
 
 class _Store:
@@ -216,7 +221,9 @@ def _global_to_shared(program, op, operands):
     if not bool(pred):
         return []
     ty = op.operands[1].type
-    barrier = barrier_state(bar, op, operand=2, program=program)  # a pair barrier: the even CTA's
+    destinations = _multicast_destinations(program, op)
+    if not destinations:
+        return []  # another CTA of this one's class of replicas multicasts the block here
     rank = len(tmap.shape)
     if tmap.im2col is not None:
         coords = _coords(operands[4:4 + rank])
@@ -225,8 +232,46 @@ def _global_to_shared(program, op, operands):
     else:
         coords = _coords(operands[4:])
         box = _box(tmap, ty.shape, coords)
-    start_load(program, op, tmap, ref, ty, box, barrier, coords)
+    if destinations == [None]:
+        start_load(program, op, tmap, ref, ty, box, barrier_state(bar, op, operand=2, program=program), coords)
+        return []
+    for dest in destinations:  # the same share, offset and barrier offset in every CTA of the class
+        dest_ref = ref if dest == program.cta_rank else program.cluster.peer(ref, dest, op)
+        start_load(program, op, tmap, dest_ref, ty, box, barrier_in(program, bar, op, 2, dest), coords)
     return []
+
+
+def _multicast_destinations(program, op) -> list:
+    """The CTAs a load at ``op`` fills: ``[None]`` for this CTA alone (not a multicast, or a block no
+    CTA bit replicates); for a multicast, from the CTA of its class of replicas (ranks differing only
+    in the bits the descriptor's ``cga_layout`` replicates) whose rank has none of them, every CTA of
+    the class, and nothing from the others — as the lowering issues it."""
+    if not op.attrs.get("multicast") or program.cluster is None:
+        return [None]
+    num_ctas = program.cluster.num_ctas
+    bits = replicated_cta_bits(getattr(op.operands[0].type.layout, "cga_layout", None), num_ctas)
+    if not bits:
+        return [None]
+    return [] if program.cta_rank & bits else cta_class(bits, program.cta_rank, num_ctas)
+
+
+def _reader_in_the_way(program, ref: SharedRef, mask: np.ndarray):
+    """An in-flight reader of bytes ``mask`` of ``ref``'s buffer that this CTA's copy may not overwrite
+    yet, and whether it is another CTA's (a multicast destination), or ``(None, False)``.
+
+    Into its own buffer a CTA waits until it has observed the reader complete (the reader is
+    listed with the buffer until then).  Into another CTA's buffer it may write once *it* has
+    observed the reader complete, whether or not that CTA has yet: readers the owner has
+    released but this CTA has not observed are listed with the cluster."""
+    remote = program.cluster is not None and ref.buffer.cta != program.cta_rank
+    for other in ref.buffer.async_reads:
+        if (other.mask & mask).any() and not (remote and other.done_for and other.done_for(program.cta_rank)):
+            return other, remote
+    if remote:
+        for other in program.cluster.unobserved_reads(ref.buffer):
+            if (other.mask & mask).any() and not other.done_for(program.cta_rank):
+                return other, True
+    return None, False
 
 
 def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, box, barrier, coords) -> None:
@@ -234,10 +279,18 @@ def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDes
     mask): the hazard checks, the barrier's transaction count and the in-flight bookkeeping of every TMA load."""
     load = _Load(program, op, tmap, ref, ty, box, barrier)
     mask = load.writer.mask
-    for other in ref.buffer.async_reads:
-        if (other.mask & mask).any():
-            raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {other.what} is still "
-                                   f"reading it; {other.fix}", op.loc)
+    other, remote = _reader_in_the_way(program, ref, mask)
+    if remote:
+        raise InterpreterError(
+            f"{op.name} multicasts into {ref.buffer.describe()} of CTA {ref.buffer.cta} while {other.what} may still "
+            f"be reading it there: CTA {program.cta_rank}, which issues the multicast, has not observed that MMA "
+            "complete (a stage refilled while still read).  The MMA's commit must arrive on a barrier of every CTA "
+            "that multicasts into its operands, and that CTA must wait on it before refilling the stage: "
+            "tcgen05_mma(..., multicast=True) or tcgen05_commit(bar, descs=[a, b]), with mbarrier.init(bar, "
+            "count=tcgen05_mma_barrier_count([a, b], True, two_ctas))", op.loc)
+    if other is not None:
+        raise InterpreterError(f"{op.name} overwrites {ref.buffer.describe()} while {other.what} is still "
+                               f"reading it; {other.fix}", op.loc)
     for other in ref.buffer.async_writes:
         if (other.mask & mask).any():
             raise InterpreterError(f"{op.name} copies into {ref.buffer.describe()} while {other.what} may still be "
@@ -252,7 +305,10 @@ def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDes
         load.span = program.trace.start(f"TMA load → {dest}", "tma.load", op, destination=dest,
                                         barrier=barrier.name, phase=load.issued_in, coords=coords,
                                         bytes=load.nbytes)
-    _tma(program).loads.append(load)
+    if program.cluster is None or ref.buffer.cta == program.cta_rank:
+        # (A multicast into another CTA is that CTA's to wait for; the issuer may end before it does: the
+        # cluster barrier that ends every cluster kernel keeps it alive until then.)
+        _tma(program).loads.append(load)
 
 
 @rule("async_tma_copy_shared_to_global")

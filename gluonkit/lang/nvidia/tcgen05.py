@@ -11,17 +11,21 @@ Gluon's names and signatures (``triton.experimental.gluon.language.nvidia.blackw
 ``mbarriers`` (a list, possibly empty) the MMA is asynchronous and each barrier (where its
 ``mbarrier_preds`` entry holds) gets one arrival when it completes, as a ``tcgen05_commit``
 right after it would give; with ``mbarriers=None`` it is synchronous.  An accumulator with a
-``two_ctas`` layout makes a ``cta_group::2`` MMA of a CTA pair (``num_ctas=2``): A split by
-rows and B by columns between the two CTAs' shared memory, the accumulator's halves in
-each CTA's tensor memory, issued by the even CTA, its commit arriving on both CTAs'
-barriers (``docs/blackwell_2cta.rst``); ``multicast=True`` and ``tcgen05_commit``'s
-``descs`` are accepted there (the pair's commit already reaches both CTAs) and are errors
-elsewhere.
+``two_ctas`` layout makes a ``cta_group::2`` MMA of a CTA pair (``num_ctas=2``, or a cluster
+of pairs with ``num_ctas`` 4 or 8, one ``cga_layout`` basis per CTA-rank bit, bit 0 the pair):
+A split by rows and B by columns between the two CTAs' shared memory, the accumulator's
+halves in each CTA's tensor memory, issued by the even CTA, its commit arriving on both CTAs'
+barriers (``docs/blackwell_2cta.rst``).  ``multicast=True`` (and ``tcgen05_commit``'s
+``descs``) widen the commit to every CTA that shares a multicast operand with the issuer:
+those whose ranks differ only in the bits an operand's ``cga_layout`` replicates, as Triton
+3.9 does; ``tcgen05_mma_barrier_count`` counts the commits each barrier then receives.
 """
 
 from __future__ import annotations
 
+from ...ir.types import SharedMemoryDescType, TensorMemoryDescType
 from ...ir.verify_tcgen05 import tcgen05_shape_problem
+from ...layouts.distributed import replicated_cta_bits
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, TypeMismatchError
 from ..unsupported import UnsupportedFeatureError
@@ -74,10 +78,11 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
         sem.error(f"tcgen05_mma: {problem}", LayoutMismatchError if "layout" in problem else TypeMismatchError)
     bars, preds = _barriers(sem, "tcgen05_mma", mbarriers, mbarrier_preds)
     pair = acc.type.layout.two_ctas
-    if pair and sem.num_ctas != 2:
-        sem.error(f"tcgen05_mma: a two_ctas accumulator is a cta_group::2 MMA of a CTA pair; launch the kernel with "
-                  f"num_ctas=2 (it runs with {sem.num_ctas}; larger clusters of pairs are not supported yet)",
-                  UnsupportedFeatureError)
+    if pair and 1 << len(acc.type.layout.cga_layout) != sem.num_ctas:
+        sem.error(f"tcgen05_mma: a two_ctas accumulator is a cta_group::2 MMA of CTA pairs with one cga_layout basis "
+                  f"per CTA-rank bit; its {len(acc.type.layout.cga_layout)} bases need num_ctas="
+                  f"{1 << len(acc.type.layout.cga_layout)} (the kernel runs with {sem.num_ctas})",
+                  LayoutMismatchError)
     if pair and isinstance(a, tensor_memory_descriptor):
         sem.error("tcgen05_mma: A in tensor memory with a two_ctas accumulator (a cta_group::2 MMA) is not supported "
                   "yet; keep A in shared memory for CTA-pair MMAs", UnsupportedFeatureError)
@@ -86,30 +91,45 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
                   "from allocate_mbarrier(), which the commit reaches in both CTAs) and wait on it", ArgumentError)
     for bar in ([] if mbarriers is None else mbarriers):
         _not_pair_barrier(sem, bar, "tcgen05_mma's mbarriers")
-    if sem.require_constexpr(multicast, "tcgen05_mma's multicast") and not pair:
-        sem.error("tcgen05_mma: multicast=True commits to the CTAs of a cluster that supplied multicast operands; "
-                  "gluonkit builds it for two_ctas MMAs of a CTA pair only (the commit reaches both CTAs); leave "
-                  "multicast=False", UnsupportedFeatureError)
+    multicast = sem.require_constexpr(multicast, "tcgen05_mma's multicast")
+    if not isinstance(multicast, bool):
+        sem.error(f"tcgen05_mma's multicast must be True or False, got {multicast!r}", ArgumentError)
+    attrs = {"num_barriers": len(bars), "is_async": mbarriers is not None}
+    if multicast and sem.num_ctas > 1:  # (one CTA: nothing to multicast to, the plain commit)
+        shared = [h for h in handles[:2] if not isinstance(h.type, TensorMemoryDescType)]
+        attrs["multicast_bits"] = _multicast_bits(sem, shared)
     operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
-    sem.create("tcgen05_mma", operands, [], {"num_barriers": len(bars), "is_async": mbarriers is not None})
+    sem.create("tcgen05_mma", operands, [], attrs)
+
+
+def _multicast_bits(sem, handles) -> tuple:
+    """Per shared operand, the CTA-rank bits its layout replicates: a multicast load filled the CTAs
+    that differ only in them, so the commit must reach each of those (``docs/blackwell_2cta.rst``)."""
+    return tuple(replicated_cta_bits(getattr(h.type.layout, "cga_layout", None), sem.num_ctas) for h in handles)
 
 
 @builtin
 def tcgen05_commit(barrier, pred=True, descs=(), _semantic=None):
     """One arrival on ``barrier`` once every tcgen05 MMA issued before it has completed.
 
-    ``descs`` name multicast operands of a cluster, which gluonkit does not launch yet.
+    With ``descs`` (the MMAs' shared operands) in a cluster, the commit arrives on the barrier of
+    every CTA that shares a multicast operand with this one (the CTA-rank bits the descriptors'
+    ``cga_layout`` replicates; in a kernel of CTA pairs, the peer CTA too).
     """
     sem = _semantic
-    if descs and sem.num_ctas != 2:
-        sem.error("tcgen05_commit: descs multicast the commit to the CTAs that supplied multicast operands; gluonkit "
-                  "builds that for a CTA pair (num_ctas=2, where a two_ctas commit reaches both CTAs) only; leave "
-                  "descs=()", UnsupportedFeatureError)
+    descs = list(sem.require_constexpr(descs, "tcgen05_commit's descs") or ())
+    handles = []
+    for d in descs:
+        handle = getattr(d, "handle", None)
+        if not isinstance(getattr(handle, "type", None), SharedMemoryDescType):
+            sem.error(f"tcgen05_commit's descs must be the MMAs' shared memory operands, got {d!r}", TypeMismatchError)
+        handles.append(handle)
     _not_pair_barrier(sem, barrier, "tcgen05_commit's barrier")
     bar = barrier_type(sem, barrier, "tcgen05_commit's barrier")
+    attrs = {"multicast_bits": _multicast_bits(sem, handles)} if handles and sem.num_ctas > 1 else {}
     p = predicate(sem, pred)
     if p is not None:
-        sem.create("tcgen05_commit", [bar, p.handle], [], {})
+        sem.create("tcgen05_commit", [bar, p.handle], [], attrs)
 
 
 def _not_pair_barrier(sem, bar, what: str) -> None:

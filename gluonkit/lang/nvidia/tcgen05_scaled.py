@@ -74,8 +74,9 @@ def tcgen05_mma_scaled(a, b, acc, a_scale, b_scale, a_type, b_type, *, use_acc=T
     if problem:
         _report(sem, "tcgen05_mma_scaled", problem)
     if sem.require_constexpr(multicast, "tcgen05_mma_scaled's multicast"):
-        sem.error("tcgen05_mma_scaled: multicast=True commits to the CTAs of a cluster, which gluonkit does not "
-                  "launch yet (one CTA per cluster); leave multicast=False", UnsupportedFeatureError)
+        sem.error("tcgen05_mma_scaled: multicast=True (a commit to every CTA of a cluster that shares a multicast "
+                  "operand) is built for tcgen05_mma only, not yet for block-scaled MMAs; leave multicast=False",
+                  UnsupportedFeatureError)
     bars, preds = _barriers(sem, "tcgen05_mma_scaled", mbarriers, mbarrier_preds)
     operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
     sem.create("tcgen05_mma_scaled", operands, [], {"a_type": formats[0], "b_type": formats[1],

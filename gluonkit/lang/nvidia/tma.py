@@ -36,9 +36,12 @@
 The Triton 3.6 names ``async_copy_global_to_shared`` / ``async_copy_shared_to_global`` /
 ``async_copy_global_to_shared_im2col`` are errors that name their replacements, as in
 Gluon 3.9.  ``multicast=True`` on a tiled ``async_load`` in a cluster kernel copies the
-block into the buffer (and completes the bytes on the barrier) of every CTA of the cluster:
-CTA rank 0 issues it with ``.multicast::cluster`` (``docs/clusters.rst``); ``multicast`` on
-im2col loads and a ``cache_policy`` are not supported yet;
+block into the buffer (and completes the bytes on the barrier) of every CTA that holds the
+same share: all of them for a block every CTA holds whole (CTA rank 0 issues it with
+``.multicast::cluster``, ``docs/clusters.rst``), the CTAs whose ranks differ only in the bits
+the descriptor's ``cga_layout`` replicates for a split block (clusters of CTA pairs,
+``docs/blackwell_2cta.rst``); ``multicast`` on im2col loads and a ``cache_policy`` are not
+supported yet;
 the reduction copies are stubs (:mod:`gluonkit.lang.unsupported`); Blackwell's gather and scatter are
 :mod:`.tma_gather`'s (in ``blackwell.tma`` only, as in Gluon).
 """

@@ -119,9 +119,11 @@ def allocate_tensor_memory(element_ty, shape, layout, value=None, _semantic=None
     shape = tuple(sem.require_int(s, "each allocate_tensor_memory shape entry") for s in shape_args((shape,)))
     sem.require_constexpr(layout, "allocate_tensor_memory's layout")
     _check_layout(sem, "allocate_tensor_memory", dtype, shape, layout)
-    if getattr(layout, "two_ctas", False) and sem.num_ctas != 2:
-        sem.error(f"allocate_tensor_memory: a two_ctas layout holds a CTA pair's accumulator; launch the kernel with "
-                  f"num_ctas=2 (it runs with {sem.num_ctas})", LayoutMismatchError)
+    if getattr(layout, "two_ctas", False) and 1 << len(layout.cga_layout) != sem.num_ctas:
+        sem.error(f"allocate_tensor_memory: a two_ctas layout holds the accumulator of CTA pairs, one cga_layout "
+                  f"basis per CTA-rank bit ({len(layout.cga_layout)} bases: {1 << len(layout.cga_layout)} CTAs); "
+                  f"launch the kernel with num_ctas={1 << len(layout.cga_layout)} (it runs with {sem.num_ctas})",
+                  LayoutMismatchError)
     ty = TensorMemoryDescType(dtype, shape, layout, shape)
     operands = []
     if value is not None:

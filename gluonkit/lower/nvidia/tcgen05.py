@@ -34,7 +34,8 @@ from ...ir import CompilationError, Operation
 from ...ir.types import TensorMemoryDescType
 from ...ir.memdesc import cta_share_type
 from ...ir.tmem import cta_group
-from ...ir.verify_tcgen05 import tcgen05_k_step, tcgen05_kind
+from ...ir.verify_tcgen05 import pair_mma_shape, tcgen05_k_step, tcgen05_kind
+from ...layouts.distributed import cta_class
 from ...ir.verify_wgmma import is_k_major
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
@@ -65,8 +66,9 @@ def shared_descriptor_base(plan: OperandDescriptor) -> int:
 
 
 def instruction_descriptor(a_type, b_type, acc_type, a_k_major: bool, b_k_major: bool) -> int:
-    """The 32-bit instruction descriptor of ``kind::f16|tf32|f8f6f4`` (PTX ISA, "Instruction descriptor")."""
-    m, n = acc_type.shape
+    """The 32-bit instruction descriptor of ``kind::f16|tf32|f8f6f4`` (PTX ISA, "Instruction descriptor")
+    of one MMA instruction on ``acc_type`` (a pair's part of a cluster's accumulator: :func:`pair_mma_shape`)."""
+    m, n = pair_mma_shape(acc_type)
     return (_ACC_CODES[acc_type.element.name] << 4 | _INPUT_CODES[a_type.element.name] << 7
             | _INPUT_CODES[b_type.element.name] << 10 | (0 if a_k_major else 1) << 15
             | (0 if b_k_major else 1) << 16 | (n >> 3) << 17 | (m >> 4) << 24)
@@ -85,17 +87,28 @@ def _step(ctx: KernelLowering, start: lir.Value, plan: OperandDescriptor, k: int
     return ctx.builder.add(start, I64(offset >> 4)) if offset else start
 
 
-def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value, group: int = 1) -> None:
-    """One arrival on ``bar`` when the issuer's MMAs complete; a pair's (``group`` 2) arrives on
-    the barrier at that address in both CTAs of the pair (``multicast::cluster`` with their mask)."""
-    if group == 1:
-        emit_ptx(ctx.builder, "@$1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
-                 "r,b", [bar, issuer])
+def _commit(ctx: KernelLowering, bar: lir.Value, issuer: lir.Value, group: int = 1, multicast=()) -> None:
+    """One arrival on ``bar`` when the issuer's MMAs complete.
+
+    It lands on the barrier at that address in each CTA of the ``ctaMask``: a pair's (``group`` 2)
+    commit reaches both CTAs of the pair; with ``multicast`` (per multicast operand, the CTA-rank
+    bits its layout replicates) also every CTA that differs from the issuer only in one operand's
+    bits (and the pair bit): the union of the classes, ``base << (rank & ~bits)`` each, as Triton
+    3.9 computes it.  One CTA, no multicast: the plain form."""
+    pair_bit = 1 if group == 2 else 0
+    classes = sorted({bits | pair_bit for bits in multicast} or {pair_bit})
+    if classes == [0]:
+        emit_ptx(ctx.builder, f"@$1 tcgen05.commit.cta_group::{group}.mbarrier::arrive::one.shared::cluster.b64 "
+                              "[$0];", "r,b", [bar, issuer])
         return
     b = ctx.builder
-    mask = b.trunc(b.shl(I32(3), b.and_(ctx.cta_rank(), I32(~1 & 0xFFFFFFFF))), I16)
-    emit_ptx(b, "@$2 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 "
-                "[$0], $1;", "r,h,b", [bar, mask, issuer])
+    mask = None
+    for bits in classes:
+        base = sum(1 << r for r in cta_class(bits, 0, ctx.func.num_ctas))
+        term = b.shl(I32(base), b.and_(ctx.cta_rank(), I32(~bits & 0xFFFFFFFF)))
+        mask = term if mask is None else b.or_(mask, term)
+    emit_ptx(b, f"@$2 tcgen05.commit.cta_group::{group}.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 "
+                "[$0], $1;", "r,h,b", [bar, b.trunc(mask, I16), issuer])
 
 
 def _barrier_address(ctx: KernelLowering, value) -> lir.Value:
@@ -148,7 +161,7 @@ def _tcgen05_mma(ctx: KernelLowering, op: Operation) -> None:
                                         issuer])
     for i in range(n_bars):
         bar_issuer = b.and_(issuer, ctx.get(op.operands[5 + n_bars + i]))
-        _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer, group)
+        _commit(ctx, _barrier_address(ctx, op.operands[5 + i]), bar_issuer, group, op.attrs.get("multicast_bits", ()))
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 
@@ -192,4 +205,4 @@ def _tcgen05_commit(ctx: KernelLowering, op: Operation) -> None:
     group = cta_group(ctx.func)  # every tcgen05 op of a kernel uses one cta_group (PTX ISA)
     if group == 2:  # commits the pair's MMAs, issued by the even CTA
         issuer = ctx.builder.and_(issuer, even_cta(ctx))
-    _commit(ctx, _barrier_address(ctx, op.operands[0]), issuer, group)
+    _commit(ctx, _barrier_address(ctx, op.operands[0]), issuer, group, op.attrs.get("multicast_bits", ()))

@@ -14,9 +14,14 @@ below guarantees that the layout keeps every box contiguous, which is how TMA wr
   as an asynchronous write (:mod:`.barrier_plan`), so earlier reads and writes of those
   bytes by other threads finish (``bar.sync``) before it is issued; its completion is
   ordered by the mbarrier wait, not by a later barrier.  A ``multicast`` copy (cluster
-  kernels) is issued by CTA rank 0 only, with ``.multicast::cluster`` and the mask of every
-  CTA: the box lands at the same offset in each CTA and completes the bytes on each CTA's
-  barrier at the same offset, as Triton 3.9 emits it.
+  kernels) is issued, with ``.multicast::cluster``, by the CTAs whose rank has none of the
+  bits the descriptor's ``cga_layout`` replicates (rank 0 alone for a block every CTA holds
+  whole), each copying its share into every CTA that differs from it only in those bits
+  (``ctaMask = base << (rank & ~bits)``): the box lands at the same offset in each and
+  completes the bytes on each one's barrier at the same offset — with a pair barrier
+  (``.cta_group::2``, the even CTA's address) on the barrier of each destination's pair —
+  as Triton 3.9 emits it.  A split block that no CTA bit replicates has nobody to multicast to:
+  each CTA copies its share (the plain form), as in Triton.
   With an im2col descriptor the instruction is
   ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes`` with
   the im2col offsets (``.b16`` registers, innermost first) after the mbarrier; its box is
@@ -48,7 +53,7 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorDescIm2ColType, TensorDescType
 from ...ir.memdesc import view_to_offset
-from ...layouts.distributed import shape_per_cta
+from ...layouts.distributed import cta_class, replicated_cta_bits, shape_per_cta
 from ...layouts.shared import TMA_MAX_BOX_DIM
 from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
@@ -148,22 +153,21 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
             _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r"] + ["h"] * len(taps),
                  [pred, dst, tmap] + coords + [bar] + taps)
         return
-    if op.attrs.get("multicast") and any(any(v) for v in getattr(op.operands[0].type.layout, "cga_layout", ())):
-        raise CompilationError(f"{op.name}: multicast=True copies one block to every CTA, but the descriptor's layout "
-                               "splits the block between the CTAs (cga_layout); each CTA loads its share: drop "
-                               "multicast=True", op.loc)
-    if op.attrs.get("multicast"):  # rank 0 copies for the whole cluster: the same offsets in every CTA
-        num_ctas = ctx.func.num_ctas
-        pred = ctx.builder.and_(pred, ctx.cluster_leader())
-        text = (f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                f".multicast::cluster [$1], [$2, {_braces(3, rank)}], [${3 + rank}], ${4 + rank};")
-        for dst, coords in _copies(ctx, op, 1, 4):
-            _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r", "h"],
-                 [pred, dst, tmap] + coords + [bar, I16((1 << num_ctas) - 1)])
-        return
     group = ""
     if is_pair_barrier(op.operands[2].type):  # both CTAs' shares complete on the even CTA's barrier
         bar, group = pair_address(ctx, bar), ".cta_group::2"
+    layout = op.operands[0].type.layout
+    bits = replicated_cta_bits(getattr(layout, "cga_layout", None), ctx.func.num_ctas)
+    if op.attrs.get("multicast") and bits:  # one CTA per class of replicas copies its share into the whole class
+        b = ctx.builder
+        pred = b.and_(pred, b.icmp_unsigned("==", b.and_(ctx.cta_rank(), I32(bits)), I32(0)))
+        base = sum(1 << r for r in cta_class(bits, 0, ctx.func.num_ctas))
+        mask = b.trunc(b.shl(I32(base), b.and_(ctx.cta_rank(), I32(~bits & 0xFFFFFFFF))), I16)
+        text = (f"@$0 cp.async.bulk.tensor.{rank}d{group}.shared::cluster.global.mbarrier::complete_tx::bytes"
+                f".multicast::cluster [$1], [$2, {_braces(3, rank)}], [${3 + rank}], ${4 + rank};")
+        for dst, coords in _copies(ctx, op, 1, 4):
+            _asm(ctx, text, ["b", "r", "l"] + ["r"] * rank + ["r", "h"], [pred, dst, tmap] + coords + [bar, mask])
+        return
     text = (f"@$0 cp.async.bulk.tensor.{rank}d{group}.shared::cluster.global.mbarrier::complete_tx::bytes "
             f"[$1], [$2, {_braces(3, rank)}], [${3 + rank}];")
     for dst, coords in _copies(ctx, op, 1, 4):
