@@ -8,9 +8,11 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
-  through cuda-python (the stream as an int, as gluonkit passes it, or as a prebuilt
-  ``CUstream``) and through ctypes (with ``argtypes``, or with the handles prebuilt as
-  ``c_void_p``) — the floor of any Python launch path;
+  through cuda-python (the stream as an int, or as a prebuilt ``CUstream``) and through
+  ctypes (with ``argtypes``, or with the handles prebuilt as ``c_void_p``);
+- ``cuLaunchKernelEx (ctypes, launch block)``: the bare call gluonkit's generated launch
+  makes (:mod:`gluonkit.runtime.ctlaunch`: four prebuilt pointers, the config and the
+  arguments in one block packed once) — the floor of gluonkit's launch path;
 - ``triton kernel[grid]``: the same kernel in Triton;
 - ``torch.add(out=)``: a torch op of the same size, for scale.
 
@@ -32,12 +34,13 @@ import triton.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
+from gluonkit.lang.jit import fast_launches  # noqa: E402
 from gluonkit.runtime import driver, gpu  # noqa: E402
 from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
 N = 4096
 LAUNCHES = 2000
-ROUNDS = 7
+ROUNDS = 9
 
 
 @triton.jit
@@ -85,6 +88,19 @@ def _ctypes_prebuilt_launch(entry):
     return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
 
 
+def _ctypes_ex_launch(entry):
+    """libcuda's ``cuLaunchKernelEx`` on a launch block packed once, as the generated launch calls it."""
+    from gluonkit.runtime import ctlaunch
+
+    block = ctlaunch.LaunchBlock(entry.packer._format.size, entry.packer._offsets)
+    ctlaunch.block_format(entry.packer._format.format).pack_into(
+        block.buffer, block.offset, 1, 1, 1, *entry.block, entry.shared_bytes, torch.cuda.current_stream().cuda_stream,
+        x.data_ptr(), y.data_ptr(), out.data_ptr(), N)
+    fn, function = ctlaunch.entry_point(), ctypes.c_void_p(int(entry.kernel.handle))
+    config, params = block.config, block.params
+    return lambda kept=block: fn(config, function, params, None)  # (kept: the block stays alive)
+
+
 def _cuda_python_launch(entry, stream_object=False):
     """cuda-python's ``cuLaunchKernel`` with the stream as an int (what gluonkit passes) or,
     with ``stream_object``, as a prebuilt ``CUstream``."""
@@ -111,6 +127,8 @@ def main() -> None:
     }
     rows["gluonkit kernel[grid]"]()
     torch.cuda.synchronize()
+    fast = fast_launches.get(id(add_kernel))
+    print("gluonkit kernel[grid] takes the generated ctypes launch:", fast is not None and "_launch_ex" in fast.source)
     entry = next(iter(gpu._launches[add_kernel].values()))
     if hasattr(add_kernel, "warmup"):
         handle = add_kernel.warmup(x, y, out, N, BLOCK=N, layout=layout, num_warps=4, grid=(1,))
@@ -121,6 +139,7 @@ def main() -> None:
     rows["cuLaunchKernel (cuda-python, CUstream)"] = _cuda_python_launch(entry, stream_object=True)
     rows["cuLaunchKernel (ctypes)"] = _ctypes_launch(entry)
     rows["cuLaunchKernel (ctypes, prebuilt)"] = _ctypes_prebuilt_launch(entry)
+    rows["cuLaunchKernelEx (ctypes, launch block)"] = _ctypes_ex_launch(entry)
     expected = x + y
     for fn in rows.values():  # every path computes the sum
         out.zero_()

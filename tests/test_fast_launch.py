@@ -5,6 +5,9 @@ The interpreter's warmed-up handle runs for real on numpy arrays."""
 
 from __future__ import annotations
 
+import ctypes
+import re
+import struct
 import sys
 import types
 
@@ -17,7 +20,7 @@ from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.lang.jit import fast_launches
 from gluonkit.lower.compiler import CompiledKernel
-from gluonkit.runtime import gpu, launch
+from gluonkit.runtime import ctlaunch, gpu, launch
 from gluonkit.runtime.args import ArgPacker
 from gluonkit.runtime.precompiled import PrecompiledKernel
 
@@ -31,15 +34,48 @@ def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: gl.constexpr):
 
 class RecordingKernel:
     """Stands for a loaded ``driver.Kernel``: records each launch's grid, stream and the
-    argument block's values (unpacked with the packer's own format)."""
+    argument block's values, from the general path's ``launch`` (unpacked with the packer's
+    own format) and from the generated path's ``cuLaunchKernelEx`` (:func:`_fake_launch_ex`)."""
 
-    def __init__(self, packer):
+    def __init__(self, packer, shared_bytes=0):
         self.packer = packer
         self.launches = []
+        self.configs = []  # the generated path's (block, dynamic shared memory, config address) of each launch
+        self.handle = id(self)  # what the generated path passes as the CUfunction
+        self._dynamic_checked = shared_bytes
+        RECORDERS[self.handle] = self
 
     def launch(self, grid, block, shared_bytes, stream, packed):
         values = self.packer._format.unpack_from(packed.buffer, packed.offset)
         self.launches.append((tuple(grid), stream, values))
+
+
+RECORDERS = {}  # CUfunction handle -> RecordingKernel
+_CODES = re.compile(r"(\d*)([a-zA-Z?])")
+
+
+def _parameter_codes(packer):
+    """The struct code of each kernel parameter of ``packer``'s format (padding left out)."""
+    return [count + code for count, code in _CODES.findall(packer._format.format) if code != "x"]
+
+
+def _fake_launch_ex(config, function, params, extra):
+    """libcuda's ``cuLaunchKernelEx`` as the generated launch calls it through ctypes: reads the
+    ``CUlaunchConfig`` and every parameter through its own address in the ``void*[]``."""
+    grid_and_block = struct.unpack_from("<7I4xQQI", ctypes.string_at(config, 56))
+    assert grid_and_block[-2:] == (0, 0) and extra is None  # no attributes, no extra
+    kernel = RECORDERS[function]
+    codes = _parameter_codes(kernel.packer)
+    addresses = (ctypes.c_void_p * len(codes)).from_address(params) if codes else []
+    values = tuple(v for code, address in zip(codes, addresses)
+                   for v in struct.unpack("<" + code, ctypes.string_at(address, struct.calcsize("<" + code))))
+    kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config))
+    kernel.launches.append((grid_and_block[:3], grid_and_block[7], values))
+    return 0
+
+
+LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p)(_fake_launch_ex)
 
 
 @pytest.fixture
@@ -47,6 +83,8 @@ def fake_gpu(monkeypatch):
     """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
+    monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
+    RECORDERS.clear()
     compiled = []
 
     def compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg, num_ctas=1, instrument=0):
@@ -298,17 +336,23 @@ def test_each_thread_packs_its_own_argument_block(fake_gpu):
     import threading
 
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
-    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    blocks = []
-    entry = next(iter(gpu._launches[scale_kernel].values()))
-    record = entry.kernel.launch
-    entry.kernel.launch = lambda grid, block, shared, stream, packed: (blocks.append(packed),
-                                                                      record(grid, block, shared, stream, packed))
-    thread = threading.Thread(target=lambda: scale_kernel[(1,)](x, out, 24, 2.0, BLOCK=32))
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)  # the general path
+    launched, done = threading.Event(), threading.Event()
+
+    def other_thread():  # alive (and so its block) until this thread has launched too
+        scale_kernel[(1,)](x, out, 24, 2.0, BLOCK=32)
+        launched.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=other_thread)
     thread.start()
-    thread.join()
+    launched.wait(10)
     scale_kernel[(1,)](x, out, 40, 3.0, BLOCK=32)
-    assert len(blocks) == 2 and blocks[0] is not blocks[1]
+    done.set()
+    thread.join()
+    configs = next(iter(gpu._launches[scale_kernel].values())).kernel.configs
+    assert len(configs) == 2 and configs[0][2] != configs[1][2]  # two blocks
+    assert all(address % 64 == 0 for _, _, address in configs)
     assert [values for _, values in _recorded(scale_kernel)[1:]] == [(0x10000, 0x20000, 24, 2.0),
                                                                      (0x10000, 0x20000, 40, 3.0)]
 

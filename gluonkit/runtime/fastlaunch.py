@@ -2,38 +2,41 @@
 
 A launch of an already loaded kernel has little to do — check that each runtime argument
 still has the type, device and 16-byte divisibility the kernel was compiled for, write the
-values into the argument block, ask torch for the current stream, call ``cuLaunchKernel`` —
-but done with a generic loop (one converter call per argument, a packer, a driver wrapper)
-the Python around it costs more than the driver call itself.  :func:`build` writes that work
+values into the argument block, ask torch for the current stream, call the driver — but
+done with a generic loop (one converter call per argument, a packer, a driver wrapper) the
+Python around it costs more than the driver call itself.  :func:`build` writes that work
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
 and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
-constants (dtypes, device, block, handle) are bound once, and the function calls the driver
-directly.  Measured on a 2-core build host with the driver call stubbed, that takes the
-Python of a ``kernel[grid]`` call from about 5.9 µs to 2.3 µs; on the H100 host a one-block
-launch went from 10.6 to 7.0 µs (the bare driver call: 4.3 µs).
+constants (dtypes, device, block, shared memory, function handle) are bound once, one
+``struct.pack_into`` writes the grid, the stream and the arguments into this thread's
+:class:`~gluonkit.runtime.ctlaunch.LaunchBlock`, and one foreign call of libcuda's
+``cuLaunchKernelEx`` (:mod:`.ctlaunch`) launches.
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
 it can take — another number of arguments or keywords, other compile-time values, an argument
 of another dtype, device, alignment or integer width, a value the argument block cannot hold,
 a grid the driver refuses, or a driver error.  It never raises and never launches twice: the
 caller then takes the general path, which finds or compiles the right kernel and reports
-mistakes with the parameter's name (the checks that guard correctness live there).  Only
-arguments with a cheap exact check are generated: torch CUDA tensors, Python ints of 32 or
-64 bits, floats and bools.  Kernels with other runtime arguments (TMA descriptors, CuPy or
-DLPack arrays, tuples) get no generated function and keep the general path.
+mistakes with the parameter's name, and driver errors by name (the checks that guard
+correctness live there).  Only arguments with a cheap exact check are generated: torch CUDA
+tensors, Python ints of 32 or 64 bits, floats, bools and host TMA descriptors over CUDA
+tensors (passed by value: the 128-byte tensor map, the shape and the strides).  Kernels with
+other runtime arguments (CuPy or DLPack arrays, tuples) get no generated function and keep
+the general path, as do all kernels where libcuda cannot be opened through ctypes.
 
-Each thread packs into its own argument block (the driver reads the block during the call,
+Each thread packs into its own launch block (the driver reads the block during the call,
 which runs without the GIL).
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import driver
-from .args import PackedArgs
+from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
+from . import ctlaunch
 
 __all__ = ["build", "CALL", "HANDLE"]
 
@@ -57,11 +60,12 @@ def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Seque
     used now (the interpreter asked for, a timeline being measured).  ``stream_of(device)``: the raw
     current stream; ``stream_handle``: turns a handle's ``stream=`` into a raw handle.
     """
-    if entry.tuple_args:
+    launch_ex = ctlaunch.entry_point()
+    if entry.tuple_args or launch_ex is None:
         return None
-    names = {"_entry": entry, "_pack_into": entry.packer._format.pack_into, "_tls": threading.local(),
-             "_new_block": lambda: _thread_block(entry.packer), "_stream_of": stream_of,
-             "_stream_handle": stream_handle, "_struct_error": struct.error}
+    names = {"_tls": threading.local(), "_new_block": lambda: _thread_block(entry.packer),
+             "_pack_into": ctlaunch.block_format(entry.packer._format.format).pack_into, "_launch_ex": launch_ex,
+             "_stream_of": stream_of, "_stream_handle": stream_handle, "_struct_error": struct.error}
     if kind == CALL:
         lines = ["def launch(grid, args, kwargs):"]
         if guard is not None:
@@ -79,20 +83,28 @@ def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Seque
         check = _check(i, signature, source, names)
         if check is None:
             return None
-        lines += ["        " + line for line in check]
-        values.append(f"r{i}")
+        lines += ["        " + line for line in check[0]]
+        values += check[1]
     stream = f"_stream_of({entry.device})"
     if kind == HANDLE:
         stream = f"({stream} if stream is None else stream if type(stream) is int else _stream_handle(stream))"
+    kernel = entry.kernel
+    if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
+        kernel.set_dynamic_shared_memory(entry.shared_bytes)
+    names["_function"] = ctypes.c_void_p(int(kernel.handle))
+    gx = f"gx * {entry.num_ctas}" if entry.num_ctas > 1 else "gx"  # a cluster launch: num_ctas CTAs per program
+    config = f"{gx}, gy, gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, stream"
     lines += [
-        "        try: buffer, offset, params, block = _tls.block",
-        "        except AttributeError: buffer, offset, params, block = _tls.block = _new_block()",
-        f"        _pack_into(buffer, offset{''.join(', ' + v for v in values)})",
         "        n = len(grid)",
         "        gx = grid[0]; gy = grid[1] if n > 1 else 1; gz = grid[2] if n > 2 else 1",
         "        if n > 3 or not (gx > 0 and gy > 0 and gz > 0): return False",  # empty or bad: the general path
         f"        stream = {stream}",
-        *_launch_lines(entry, names),
+        "        try: buffer, offset, config, params = _tls.block",
+        "        except AttributeError: buffer, offset, config, params = _tls.block = _new_block()",
+        f"        _pack_into(buffer, offset, {config}{''.join(', ' + v for v in values)})",
+        # a driver error (a bad grid, no current context, a sticky error): nothing was launched, and the
+        # general path launches through cuda-python, which raises the error by name
+        "        return _launch_ex(config, _function, params, None) == 0",
         "    except (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError, _struct_error):",
         "        return False",
     ]
@@ -104,20 +116,23 @@ def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Seque
     return launch
 
 
-def _check(i: int, signature, source: str, names: dict) -> Optional[List[str]]:
-    """Lines binding ``r{i}`` to the block value of the argument at ``source`` when it has
-    ``signature`` and returning False otherwise; None for kinds with no cheap check."""
+def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str]]]:
+    """``(lines, values)``: lines binding the block values of the argument at ``source`` when
+    it has ``signature`` and returning False otherwise, and the expressions of those values;
+    None for kinds with no cheap check."""
     kind = signature[0] if signature else None
     if kind is float or kind is bool:
         names[f"_type{i}"] = kind
-        return [f"r{i} = {source}", f"if type(r{i}) is not _type{i}: return False"]
+        return [f"r{i} = {source}", f"if type(r{i}) is not _type{i}: return False"], [f"r{i}"]
     if kind is int and signature[1] in (32, 64):
         bound = 2 ** (signature[1] - 1)
         low = "" if signature[1] == 32 else f"not -2**31 <= r{i} < 2**31 and "  # 64: outside int32's range
         divisible = "" if signature[2] else "not "
         return [f"r{i} = {source}",
                 f"if type(r{i}) is not int or not ({low}-{bound} <= r{i} < {bound}) or "
-                f"{divisible}(r{i} & 15): return False"]
+                f"{divisible}(r{i} & 15): return False"], [f"r{i}"]
+    if kind is TensorDescriptor or kind is TensorDescriptorIm2Col:
+        return _descriptor_check(i, signature, source, names)
     if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
         dtype, device, aligned = signature
         names[f"_dtype{i}"] = dtype
@@ -125,29 +140,32 @@ def _check(i: int, signature, source: str, names: dict) -> Optional[List[str]]:
                 f"if d is not _dtype{i} and d != _dtype{i}: return False",  # torch's dtypes are singletons
                 f"if v.get_device() != {device}: return False",
                 f"r{i} = v.data_ptr()",
-                f"if {'' if aligned else 'not '}(r{i} & 15): return False"]
+                f"if {'' if aligned else 'not '}(r{i} & 15): return False"], [f"r{i}"]
     return None
 
 
-def _launch_lines(entry, names: dict) -> List[str]:
-    """The lines launching over ``gx, gy, gz`` on ``stream`` with the packed block, returning True."""
-    gx = f"gx * {entry.num_ctas}" if entry.num_ctas > 1 else "gx"  # a cluster launch: num_ctas CTAs per program
-    kernel = entry.kernel
-    if isinstance(kernel, driver.Kernel) and driver._cu is not None:
-        if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
-            kernel.set_dynamic_shared_memory(entry.shared_bytes)
-        names.update(_cu_launch=driver._cu.cuLaunchKernel, _handle=kernel.handle, _success=driver._cu.CUresult.CUDA_SUCCESS)
-        bx, by, bz = entry.block
-        return [f"        result = _cu_launch(_handle, {gx}, gy, gz, {bx}, {by}, {bz}, {entry.shared_bytes}, stream, "
-                "params, 0)",
-                "        return result[0] == _success"]  # an error: the general path launches again and raises
-    # another kernel object (a test's recorder): its own launch method
-    names["_kernel"] = kernel
-    return [f"        _kernel.launch(({gx}, gy, gz), _entry.block, _entry.shared_bytes, stream, block)",
-            "        return True"]
+def _descriptor_check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str]]]:
+    """:func:`_check` of a host TMA descriptor over a CUDA tensor: the kernel takes its
+    128-byte tensor map by value, then its shape (int32 each) and strides (int64 each).
+
+    ``signature``: ``(class, block_shape, dtype, layout, is_cuda, rank)``
+    (:func:`~gluonkit.runtime.gpu.signature_of`).  A shape past int32 does not pack: the
+    general path then says so."""
+    kind, block_shape, dtype, layout, is_cuda, rank = signature
+    if not is_cuda:
+        return None  # a host tensor's descriptor: the general path says why not
+    names.update({f"_kind{i}": kind, f"_block_shape{i}": block_shape, f"_dtype{i}": dtype, f"_layout{i}": layout})
+    lines = [f"v = {source}",
+             f"if type(v) is not _kind{i} or not v.is_cuda: return False",
+             f"if v.block_shape != _block_shape{i} or v.dtype != _dtype{i}: return False",
+             f"if v.layout is not _layout{i} and v.layout != _layout{i}: return False",
+             f"r{i} = v.kernel_arg_bytes(); shape{i} = v.shape; strides{i} = v.strides",
+             f"if len(shape{i}) != {rank}: return False"]
+    return lines, [f"r{i}"] + [f"shape{i}[{d}]" for d in range(rank)] + [f"strides{i}[{d}]" for d in range(rank)]
 
 
 def _thread_block(packer) -> tuple:
-    """A new argument block for this thread, as the generated code reads it."""
-    block = PackedArgs(packer._format.size, packer._offsets)
-    return block.buffer, block.offset, block.kernel_params, block
+    """A new launch block for this thread, as the generated code reads it: ``(buffer, offset,
+    config, params)`` (the buffer holds everything the driver reads)."""
+    block = ctlaunch.LaunchBlock(packer._format.size, packer._offsets)
+    return block.buffer, block.offset, block.config, block.params
