@@ -263,45 +263,105 @@ def _recorded(kernel):
     return [(grid, values) for entry in gpu._launches[kernel].values() for grid, _, values in entry.kernel.launches]
 
 
+def _fast_launched(kernel):
+    """How many launches of ``kernel`` went through the generated launch (the fake ``cuLaunchKernelEx``)."""
+    return sum(len(entry.kernel.configs) for entry in gpu._launches[kernel].values())
+
+
 def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = fast_launches[id(scale_kernel)]
-    assert "data_ptr()" in fast.source and "kwargs['BLOCK']" in fast.source
+    assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
+    assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
-    assert fast((2, 3), (y, out, 40, -2.5), {"BLOCK": 32})  # it launched, nothing else ran
+    fast((2, 3), y, out, 40, -2.5, BLOCK=32)
     scale_kernel[(5,)](x, y, 1608, 0.25, BLOCK=32)
-    assert len(fake_gpu.compiled) == 1
+    assert len(fake_gpu.compiled) == 1 and _fast_launched(scale_kernel) == 2
     assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 8, 1.0)),
                                        ((2, 3, 1), (0x30000, 0x20000, 40, -2.5)),
                                        ((5, 1, 1), (0x10000, 0x30000, 1608, 0.25))]
+    block, shared, _ = next(iter(gpu._launches[scale_kernel].values())).kernel.configs[0]
+    assert block == (128, 1, 1) and shared == 0
 
 
-@pytest.mark.parametrize("change", [
-    dict(x=FakeTorch(0x10000, dtype="float16")),  # another dtype
-    dict(x=FakeTorch(0x10008, dtype="float32")),  # not 16-byte aligned
-    dict(x=FakeTorch(0x10000, dtype="float32", index=1)),  # another device
-    dict(n=7),  # not divisible by 16
-    dict(n=2**40),  # int64
-    dict(factor=2),  # an int where a float was
-    dict(BLOCK=64),  # another compile-time value
-    dict(BLOCK=32.0),  # an equal value of another type
+@pytest.mark.parametrize("change, compiles", [
+    (dict(x=FakeTorch(0x10000, dtype="float16")), True),  # another dtype
+    (dict(x=FakeTorch(0x10008, dtype="float32")), True),  # not 16-byte aligned
+    (dict(n=7), True),  # not divisible by 16
+    (dict(n=2**40), True),  # int64
+    (dict(factor=2), True),  # an int where a float was
+    (dict(BLOCK=64), True),  # another compile-time value
+    (dict(BLOCK=32.0), False),  # an equal value of another type: the same kernel, through the general path
 ])
-def test_the_generated_launch_declines_every_other_specialization(fake_gpu, change):
+def test_the_generated_launch_hands_every_other_specialization_to_the_general_path(fake_gpu, change, compiles):
     call = dict(x=FakeTorch(0x10000, dtype="float32"), out=FakeTorch(0x20000, dtype="float32"), n=16, factor=1.0,
                 BLOCK=32)
     scale_kernel[(1,)](call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
     fast = fast_launches[id(scale_kernel)]
     call.update(change)
-    assert not fast((1,), (call["x"], call["out"], call["n"], call["factor"]), {"BLOCK": call["BLOCK"]})
-    assert len(_recorded(scale_kernel)) == 1  # it launched nothing
+    fast((1,), call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
+    assert len(fake_gpu.compiled) == 1 + compiles
+    assert _fast_launched(scale_kernel) == 0 and len(_recorded(scale_kernel)) == 2
+    assert _recorded(scale_kernel)[-1][1][2] == call["n"]
 
 
-@pytest.mark.parametrize("grid", [(0,), (2, 0), (-1,), (1, 1, 1, 1), lambda meta: (1,)])
-def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fake_gpu, grid):
+def test_a_tensor_on_another_device_gets_the_general_paths_error(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'x_ptr'"):
+        scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", index=1), out, 16, 1.0, BLOCK=32)
+    assert len(_recorded(scale_kernel)) == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda k, x, out: k(x, out, 16, 1.0, 32),  # BLOCK positionally
+    lambda k, x, out: k(x, out, n=16, factor=1.0, BLOCK=32),  # other keywords
+    lambda k, x, out: k(x, out, 16, 1.0, BLOCK=32, num_warps=4),  # one more keyword
+    lambda k, x, out: k(x, out, 16, factor=1.0, BLOCK=32),
+])
+def test_other_call_patterns_go_to_the_general_path_with_their_arguments(fake_gpu, call):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    call(scale_kernel[(2,)], x, out)
+    assert len(fake_gpu.compiled) == 1 and _fast_launched(scale_kernel) == 0
+    assert _recorded(scale_kernel)[-1] == ((2, 1, 1), (0x10000, 0x20000, 16, 1.0))
+
+
+def test_a_missing_or_unknown_argument_gets_the_general_paths_error(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="missing a required argument: 'factor'"):
+        scale_kernel[(1,)](x, out, 16, BLOCK=32)
+    with pytest.raises(ArgumentError, match="unexpected keyword argument '_p0'"):
+        scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32, _p0=3)  # never taken for a positional argument
+    assert len(_recorded(scale_kernel)) == 1
+
+
+def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_launch(fake_gpu):
+    @gluonkit.jit
+    def underscored(x_ptr, _stream, BLOCK: gl.constexpr):
+        gl.store(x_ptr + gl.arange(0, BLOCK, gl.BlockedLayout([1], [32], [4], [0])), _stream.to(gl.float32))
+
+    x = FakeTorch(0x10000, dtype="float32")
+    underscored[(1,)](x, _stream=5, BLOCK=128)
+    assert id(underscored) not in fast_launches
+    underscored[(1,)](x, 5, BLOCK=128)  # passed positionally: no clash
+    assert id(underscored) in fast_launches
+
+
+@pytest.mark.parametrize("grid, error", [((0,), None), ((2, 0), None), ((-1,), "grid"), ((1, 1, 1, 1), "grid"),
+                                         (lambda meta: (3,), None)])
+def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fake_gpu, grid, error):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    assert not fast_launches[id(scale_kernel)](grid, (x, out, 8, 1.0), {"BLOCK": 32})
+    if error:
+        with pytest.raises(ArgumentError, match=error):
+            fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+    else:
+        fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+    assert _fast_launched(scale_kernel) == 0
+    assert [grid for grid, _ in _recorded(scale_kernel)] == [(1, 1, 1)] + ([(3, 1, 1)] if callable(grid) else [])
 
 
 def test_mistakes_after_a_fast_launch_get_the_general_paths_errors(fake_gpu):
@@ -323,13 +383,18 @@ def test_the_interpreter_or_a_measured_timeline_bypass_the_generated_launch(fake
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = fast_launches[id(scale_kernel)]
+    general = []
+    monkeypatch.setattr(launch, "launch", lambda kernel, grid, args, kwargs: general.append((kernel, args, kwargs)))
     monkeypatch.setattr(timeline, "_active", object())
-    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert general == [(scale_kernel, (x, out, 8, 1.0), {"BLOCK": 32})]
     monkeypatch.setattr(timeline, "_active", None)
     monkeypatch.setenv("GLUONKIT_INTERPRET", "0")  # set but off: still the GPU
-    assert fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert len(general) == 1 and _fast_launched(scale_kernel) == 1
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
-    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert len(general) == 2 and _fast_launched(scale_kernel) == 1
 
 
 def test_each_thread_packs_its_own_argument_block(fake_gpu):

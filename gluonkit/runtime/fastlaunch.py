@@ -40,47 +40,73 @@ from . import ctlaunch
 
 __all__ = ["build", "CALL", "HANDLE"]
 
-CALL = "call"  # fn(grid, args, kwargs): kernel[grid](*args, **kwargs); compile-time values checked too
-HANDLE = "handle"  # fn(grid3, args, stream): a warmed-up kernel's launcher, runtime arguments only
+CALL = "call"  # fn(grid, *args, **kwargs): kernel[grid](*args, **kwargs); compile-time values checked too
+HANDLE = "handle"  # fn(grid3, *args, stream=None): a warmed-up kernel's launcher, runtime arguments only
+
+_MISSING = object()  # the default of every generated parameter: an argument the call did not give
 
 
-def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Sequence[Tuple[str, Any]] = (),
-          counts: Tuple[int, int] = (0, 0), kind: str = CALL, guard: Optional[Tuple[str, dict]] = None,
-          stream_of: Optional[Callable[[int], int]] = None, stream_handle: Optional[Callable] = None
-          ) -> Optional[Callable]:
+class _Decline(Exception):
+    """Raised inside a generated launch for a call it does not take (never escapes it)."""
+
+
+def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Callable,
+          fixed: Sequence[Tuple[int, Any]] = (), pattern: Tuple[int, Sequence[str]] = (0, ()), kind: str = CALL,
+          guard: Optional[Tuple[str, dict]] = None, stream_of: Optional[Callable[[int], int]] = None,
+          stream_handle: Optional[Callable] = None) -> Optional[Callable]:
     """The generated launch function of ``entry`` (a ``CompiledLaunch``), or ``None`` when one
-    of its runtime arguments has no cheap exact check.
+    of its runtime arguments has no cheap exact check or libcuda cannot be called.
 
-    ``signatures``: per runtime argument, its :func:`~gluonkit.runtime.gpu.signature_of`;
-    ``sources``: per runtime argument, where the call holds it (``"args[0]"``,
-    ``"kwargs['n']"``); ``fixed``: ``(source, value)`` of each compile-time value the kernel
-    was built with; ``counts``: the number of positional and keyword arguments of the
-    pattern (``kind=CALL``; a ``HANDLE`` takes exactly the runtime arguments).  ``guard``: an
-    expression and the names it reads, asked first, true when a generated launch must not be
-    used now (the interpreter asked for, a timeline being measured).  ``stream_of(device)``: the raw
-    current stream; ``stream_handle``: turns a handle's ``stream=`` into a raw handle.
+    A call pattern is ``pattern``: how many positional arguments, then which keywords (the
+    kernel's parameter names; ``kind=HANDLE`` takes exactly the runtime arguments,
+    positionally).  ``slots``: per runtime argument, its place among the pattern's arguments
+    (positional ones first, then the keywords in order); ``signatures``: per runtime argument,
+    its :func:`~gluonkit.runtime.gpu.signature_of`; ``fixed``: ``(slot, value)`` of each
+    compile-time value the kernel was built with.  ``general(grid, args, kwargs)`` (a
+    ``HANDLE``'s: ``general(grid, args, stream)``) launches a call the function does not take.
+    ``guard``: an expression and the names it reads, asked first, true when a generated launch
+    must not be used now (the interpreter asked for, a timeline being measured).
+    ``stream_of(device)``: the raw current stream; ``stream_handle``: turns a handle's
+    ``stream=`` into a raw handle.
+
+    The call's arguments bind straight to the function's parameters (positional-only ones,
+    then the keywords as keyword-only ones; every one defaults to "missing"), which saves
+    building an argument tuple and a keyword dict on each call.
     """
     launch_ex = ctlaunch.entry_point()
     if entry.tuple_args or launch_ex is None:
         return None
-    names = {"_tls": threading.local(), "_new_block": lambda: _thread_block(entry.packer),
+    positional, keywords = (pattern[0], tuple(pattern[1])) if kind == CALL else (len(signatures), ())
+    params = [f"_p{i}" for i in range(positional)] + list(keywords)
+    names = {"_tls": threading.local(), "_new_block": lambda: _thread_block(entry.packer), "_M": _MISSING,
              "_pack_into": ctlaunch.block_format(entry.packer._format.format).pack_into, "_launch_ex": launch_ex,
-             "_stream_of": stream_of, "_stream_handle": stream_handle, "_struct_error": struct.error}
+             "_stream_of": stream_of, "_stream_handle": stream_handle, "_Decline": _Decline, "_general": general,
+             "_declined": (_declined_call if kind == CALL else _declined_handle_call), "_keywords": keywords,
+             "_errors": (_Decline, AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError,
+                         struct.error)}
+    lines = ["    try:"]
     if kind == CALL:
-        lines = ["def launch(grid, args, kwargs):"]
         if guard is not None:
             names.update(guard[1])
-            lines.append(f"    if {guard[0]}: return False")
-        lines += ["    try:", f"        if len(args) != {counts[0]} or len(kwargs) != {counts[1]}: return False"]
-        for i, (source, value) in enumerate(fixed):
+            lines.append(f"        if {guard[0]}: raise _Decline")
+        lines.append("        if _extra or _extra_kw: raise _Decline")
+        for i, (slot, value) in enumerate(fixed):
             names[f"_k{i}"], names[f"_t{i}"] = value, type(value)
-            lines += [f"        c = {source}",
-                      f"        if c is not _k{i} and (type(c) is not _t{i} or c != _k{i}): return False"]
+            lines.append(f"        if {params[slot]} is not _k{i} and (type({params[slot]}) is not _t{i} or "
+                         f"{params[slot]} != _k{i}): raise _Decline")
+        head = f"def launch(_grid, {''.join(p + '=_M, ' for p in params[:positional])}/, *_extra, " \
+               f"{''.join(k + '=_M, ' for k in keywords)}**_extra_kw):"
+        rest = f"({', '.join(params[:positional])}{',' if positional == 1 else ''}), _extra, " \
+               f"({', '.join(keywords)}{',' if len(keywords) == 1 else ''}), _extra_kw"
+        fallback = f"    _general(_grid, *_declined({rest}, _keywords))"
     else:
-        lines = ["def launch(grid, args, stream):", "    try:", f"        if len(args) != {len(sources)}: return False"]
+        head = f"def launch(_grid, {''.join(p + '=_M, ' for p in params)}/, *_extra, stream=None):"
+        lines.append("        if _extra: raise _Decline")
+        rest = f"({', '.join(params)}{',' if len(params) == 1 else ''}), _extra"
+        fallback = f"    _general(_grid, _declined({rest}), stream)"
     values: List[str] = []
-    for i, (signature, source) in enumerate(zip(signatures, sources)):
-        check = _check(i, signature, source, names)
+    for i, (signature, slot) in enumerate(zip(signatures, slots)):
+        check = _check(i, signature, params[slot], names)
         if check is None:
             return None
         lines += ["        " + line for line in check[0]]
@@ -88,27 +114,32 @@ def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Seque
     stream = f"_stream_of({entry.device})"
     if kind == HANDLE:
         stream = f"({stream} if stream is None else stream if type(stream) is int else _stream_handle(stream))"
+    used = set(names) | set(params[:positional]) | _LOCALS | {f"_r{i}" for i in range(len(slots))} | \
+        {f"_{what}{i}" for what in ("shape", "strides") for i in range(len(slots))}
+    if used & set(keywords):  # a kernel parameter named like a name of the generated code: no generated launch
+        return None
     kernel = entry.kernel
     if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
         kernel.set_dynamic_shared_memory(entry.shared_bytes)
     names["_function"] = ctypes.c_void_p(int(kernel.handle))
-    gx = f"gx * {entry.num_ctas}" if entry.num_ctas > 1 else "gx"  # a cluster launch: num_ctas CTAs per program
-    config = f"{gx}, gy, gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, stream"
+    gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
+    config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
     lines += [
-        "        n = len(grid)",
-        "        gx = grid[0]; gy = grid[1] if n > 1 else 1; gz = grid[2] if n > 2 else 1",
-        "        if n > 3 or not (gx > 0 and gy > 0 and gz > 0): return False",  # empty or bad: the general path
-        f"        stream = {stream}",
-        "        try: buffer, offset, config, params = _tls.block",
-        "        except AttributeError: buffer, offset, config, params = _tls.block = _new_block()",
-        f"        _pack_into(buffer, offset, {config}{''.join(', ' + v for v in values)})",
+        "        _n = len(_grid)",
+        "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
+        "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: the general path
+        f"        _stream = {stream}",
+        "        try: _buffer, _offset, _config, _params = _tls.block",
+        "        except AttributeError: _buffer, _offset, _config, _params = _tls.block = _new_block()",
+        f"        _pack_into(_buffer, _offset, {config}{''.join(', ' + v for v in values)})",
+        "        if _launch_ex(_config, _function, _params, None) == 0: return",
         # a driver error (a bad grid, no current context, a sticky error): nothing was launched, and the
         # general path launches through cuda-python, which raises the error by name
-        "        return _launch_ex(config, _function, params, None) == 0",
-        "    except (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError, _struct_error):",
-        "        return False",
+        "    except _errors:",
+        "        pass",
+        fallback,
     ]
-    source = "\n".join(lines) + "\n"
+    source = "\n".join([head] + lines) + "\n"
     scope: dict = {}
     exec(compile(source, f"<gluonkit launch of {entry.compiled.name}>", "exec"), names, scope)
     launch = scope["launch"]
@@ -116,31 +147,51 @@ def build(entry, signatures: Sequence[Any], sources: Sequence[str], fixed: Seque
     return launch
 
 
+# Local names of the generated code (all start with "_": a kernel parameter passed by keyword
+# with one of these names, or a global's, gets no generated launch rather than a wrong one).
+_LOCALS = {"_grid", "_extra", "_extra_kw", "_v", "_d", "_n", "_gx", "_gy", "_gz", "_stream", "_buffer", "_offset",
+           "_config", "_params", "_function"}
+
+
+def _declined_call(positional: tuple, extra: tuple, named: tuple, extra_kw: dict, keywords: tuple) -> tuple:
+    """``(args, kwargs)`` of a call a generated ``CALL`` launch did not take, rebuilt from its
+    parameters (the arguments given, in the pattern's keyword order, then any others)."""
+    args = tuple(a for a in positional if a is not _MISSING) + extra
+    kwargs = {k: v for k, v in zip(keywords, named) if v is not _MISSING}
+    kwargs.update(extra_kw)
+    return args, kwargs
+
+
+def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
+    """The arguments of a call a generated ``HANDLE`` launch did not take."""
+    return tuple(a for a in positional if a is not _MISSING) + extra
+
+
 def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str]]]:
-    """``(lines, values)``: lines binding the block values of the argument at ``source`` when
-    it has ``signature`` and returning False otherwise, and the expressions of those values;
-    None for kinds with no cheap check."""
+    """``(lines, values)``: lines binding the block values of the argument ``source`` (a
+    parameter of the generated function) when it has ``signature`` and raising ``_Decline``
+    otherwise, and the expressions of those values; None for kinds with no cheap check."""
     kind = signature[0] if signature else None
     if kind is float or kind is bool:
         names[f"_type{i}"] = kind
-        return [f"r{i} = {source}", f"if type(r{i}) is not _type{i}: return False"], [f"r{i}"]
+        return [f"_r{i} = {source}", f"if type(_r{i}) is not _type{i}: raise _Decline"], [f"_r{i}"]
     if kind is int and signature[1] in (32, 64):
         bound = 2 ** (signature[1] - 1)
-        low = "" if signature[1] == 32 else f"not -2**31 <= r{i} < 2**31 and "  # 64: outside int32's range
+        low = "" if signature[1] == 32 else f"not -2**31 <= _r{i} < 2**31 and "  # 64: outside int32's range
         divisible = "" if signature[2] else "not "
-        return [f"r{i} = {source}",
-                f"if type(r{i}) is not int or not ({low}-{bound} <= r{i} < {bound}) or "
-                f"{divisible}(r{i} & 15): return False"], [f"r{i}"]
+        return [f"_r{i} = {source}",
+                f"if type(_r{i}) is not int or not ({low}-{bound} <= _r{i} < {bound}) or "
+                f"{divisible}(_r{i} & 15): raise _Decline"], [f"_r{i}"]
     if kind is TensorDescriptor or kind is TensorDescriptorIm2Col:
         return _descriptor_check(i, signature, source, names)
     if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
         dtype, device, aligned = signature
         names[f"_dtype{i}"] = dtype
-        return [f"v = {source}", "d = v.dtype",
-                f"if d is not _dtype{i} and d != _dtype{i}: return False",  # torch's dtypes are singletons
-                f"if v.get_device() != {device}: return False",
-                f"r{i} = v.data_ptr()",
-                f"if {'' if aligned else 'not '}(r{i} & 15): return False"], [f"r{i}"]
+        return [f"_v = {source}", "_d = _v.dtype",
+                f"if _d is not _dtype{i} and _d != _dtype{i}: raise _Decline",  # torch's dtypes are singletons
+                f"if _v.get_device() != {device}: raise _Decline",
+                f"_r{i} = _v.data_ptr()",
+                f"if {'' if aligned else 'not '}(_r{i} & 15): raise _Decline"], [f"_r{i}"]
     return None
 
 
@@ -155,13 +206,13 @@ def _descriptor_check(i: int, signature, source: str, names: dict) -> Optional[T
     if not is_cuda:
         return None  # a host tensor's descriptor: the general path says why not
     names.update({f"_kind{i}": kind, f"_block_shape{i}": block_shape, f"_dtype{i}": dtype, f"_layout{i}": layout})
-    lines = [f"v = {source}",
-             f"if type(v) is not _kind{i} or not v.is_cuda: return False",
-             f"if v.block_shape != _block_shape{i} or v.dtype != _dtype{i}: return False",
-             f"if v.layout is not _layout{i} and v.layout != _layout{i}: return False",
-             f"r{i} = v.kernel_arg_bytes(); shape{i} = v.shape; strides{i} = v.strides",
-             f"if len(shape{i}) != {rank}: return False"]
-    return lines, [f"r{i}"] + [f"shape{i}[{d}]" for d in range(rank)] + [f"strides{i}[{d}]" for d in range(rank)]
+    lines = [f"_v = {source}",
+             f"if type(_v) is not _kind{i} or not _v.is_cuda: raise _Decline",
+             f"if _v.block_shape != _block_shape{i} or _v.dtype != _dtype{i}: raise _Decline",
+             f"if _v.layout is not _layout{i} and _v.layout != _layout{i}: raise _Decline",
+             f"_r{i} = _v.kernel_arg_bytes(); _shape{i} = _v.shape; _strides{i} = _v.strides",
+             f"if len(_shape{i}) != {rank}: raise _Decline"]
+    return lines, [f"_r{i}"] + [f"_shape{i}[{d}]" for d in range(rank)] + [f"_strides{i}[{d}]" for d in range(rank)]
 
 
 def _thread_block(packer) -> tuple:
