@@ -20,7 +20,8 @@ from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.lang.jit import fast_launches
 from gluonkit.lower.compiler import CompiledKernel
-from gluonkit.runtime import ctlaunch, gpu, launch
+from gluonkit import ir
+from gluonkit.runtime import ctlaunch, fastlaunch, gpu, launch
 from gluonkit.runtime.args import ArgPacker
 from gluonkit.runtime.precompiled import PrecompiledKernel
 
@@ -40,7 +41,8 @@ class RecordingKernel:
     def __init__(self, packer, shared_bytes=0):
         self.packer = packer
         self.launches = []
-        self.configs = []  # the generated path's (block, dynamic shared memory, config address) of each launch
+        # the generated path's (block, dynamic shared memory, config address, (attrs, numAttrs, extra)) of each launch
+        self.configs = []
         self.handle = id(self)  # what the generated path passes as the CUfunction
         self._dynamic_checked = shared_bytes
         RECORDERS[self.handle] = self
@@ -63,13 +65,12 @@ def _fake_launch_ex(config, function, params, extra):
     """libcuda's ``cuLaunchKernelEx`` as the generated launch calls it through ctypes: reads the
     ``CUlaunchConfig`` and every parameter through its own address in the ``void*[]``."""
     grid_and_block = struct.unpack_from("<7I4xQQI", ctypes.string_at(config, 56))
-    assert grid_and_block[-2:] == (0, 0) and extra is None  # no attributes, no extra
     kernel = RECORDERS[function]
     codes = _parameter_codes(kernel.packer)
     addresses = (ctypes.c_void_p * len(codes)).from_address(params) if codes else []
     values = tuple(v for code, address in zip(codes, addresses)
                    for v in struct.unpack("<" + code, ctypes.string_at(address, struct.calcsize("<" + code))))
-    kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config))
+    kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config, grid_and_block[8:] + (extra,)))
     kernel.launches.append((grid_and_block[:3], grid_and_block[7], values))
     return 0
 
@@ -281,7 +282,7 @@ def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu
     assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 8, 1.0)),
                                        ((2, 3, 1), (0x30000, 0x20000, 40, -2.5)),
                                        ((5, 1, 1), (0x10000, 0x30000, 1608, 0.25))]
-    block, shared, _ = next(iter(gpu._launches[scale_kernel].values())).kernel.configs[0]
+    block, shared, _, _ = next(iter(gpu._launches[scale_kernel].values())).kernel.configs[0]
     assert block == (128, 1, 1) and shared == 0
 
 
@@ -417,7 +418,7 @@ def test_each_thread_packs_its_own_argument_block(fake_gpu):
     thread.join()
     configs = next(iter(gpu._launches[scale_kernel].values())).kernel.configs
     assert len(configs) == 2 and configs[0][2] != configs[1][2]  # two blocks
-    assert all(address % 64 == 0 for _, _, address in configs)
+    assert all(config[2] % 64 == 0 for config in configs)
     assert [values for _, values in _recorded(scale_kernel)[1:]] == [(0x10000, 0x20000, 24, 2.0),
                                                                      (0x10000, 0x20000, 40, 3.0)]
 
@@ -436,3 +437,68 @@ def test_cuda_array_interface_and_dlpack_arguments_specialize_on_their_alignment
     with pytest.raises(ArgumentError, match="'x_ptr'"):
         handle[(2,)](wrap(unaligned), out, 8, 2.0)
     assert _launches_of(handle)[-1] == ((2, 1, 1), 0, (aligned.ctypes.data, 0x20000, 8, 2.0))
+
+
+@gluonkit.jit
+def kinds_kernel(desc, x_ptr, n, big, alpha, flag, BLOCK: gl.constexpr, out_ptr):
+    gl.store(out_ptr + gl.arange(0, BLOCK, gl.BlockedLayout([1], [32], [4], [0])), alpha)
+
+
+def _descriptor(address, block=(64, 64)):
+    from gluonkit.layouts import NVMMASharedLayout
+    from gluonkit.nvidia.hopper import TensorDescriptor
+
+    base = FakeTorch(address, shape=(256, 512), strides=(512, 1), dtype="float16")
+    return TensorDescriptor(base, (256, 300), (512, 1), block, NVMMASharedLayout(128, 16))
+
+
+def test_every_parameter_kind_reaches_the_driver_as_its_bytes(fake_gpu, fake_torch, monkeypatch):
+    """A tensor map by value (128 bytes, 64-byte aligned), its int32 shape and int64 strides, a
+    pointer, int32, int64, float32 and bool scalars; the constexpr leaves no parameter."""
+    from gluonkit.runtime import tma
+
+    maps = iter([bytes(range(128)), bytes(range(128, 256)), bytes(range(7, 135))])
+    monkeypatch.setattr(tma, "encode_tiled", lambda desc: next(maps))
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    kinds_kernel[(1,)](_descriptor(0x30000), x, 16, -2**40, 0.5, True, 128, out)  # general path: compiles
+    fake_torch["stream"] = 0x5550
+    kinds_kernel[(3, 2)](_descriptor(0x40000), x, 48, 2**62 + 16, -1.25, False, 128, out)
+    kinds_kernel[(1, 1, 4)](_descriptor(0x50000), out, 32, -7 * 2**33, 3.0, True, 128, x)
+    entry = next(iter(gpu._launches[kinds_kernel].values()))
+    assert _parameter_codes(entry.packer) == ["128s", "i", "i", "q", "q", "Q", "i", "q", "f", "b", "Q"]
+    assert _recorded(kinds_kernel) == [
+        ((1, 1, 1), (bytes(range(128)), 256, 300, 512, 1, 0x10000, 16, -2**40, 0.5, 1, 0x20000)),
+        ((3, 2, 1), (bytes(range(128, 256)), 256, 300, 512, 1, 0x10000, 48, 2**62 + 16, -1.25, 0, 0x20000)),
+        ((1, 1, 4), (bytes(range(7, 135)), 256, 300, 512, 1, 0x20000, 32, -7 * 2**33, 3.0, 1, 0x10000))]
+    assert [stream for _, stream, _ in entry.kernel.launches] == [0xABC0, 0x5550, 0x5550]
+    assert len(entry.kernel.configs) == 2
+    assert all(config[:2] == ((128, 1, 1), 0) and config[3] == (0, 0, None) for config in entry.kernel.configs)
+
+
+def test_the_tensor_map_is_64_byte_aligned_in_the_launch_block():
+    from gluonkit.runtime.args import ArgPacker
+
+    packer = ArgPacker([ir.PointerType(ir.float32), ir.TensorDescType((64, 64), ir.float16, None)], ["p", "d"])
+    block = ctlaunch.LaunchBlock(packer._format.size, packer._offsets)
+    addresses = (ctypes.c_void_p * 5).from_address(block.params.value)
+    assert block.config.value % 64 == 0 and addresses[0] == block.config.value + 64
+    assert addresses[1] % 64 == 0 and addresses[1] == block.config.value + 128
+    assert [a - addresses[1] for a in addresses[2:]] == [128, 132, 136]
+
+
+def test_a_cluster_launch_asks_num_ctas_times_the_programs_and_the_config_carries_the_shared_memory(fake_gpu):
+    packer = ArgPacker([ir.int32], ["n"])
+    kernel = RecordingKernel(packer, shared_bytes=65536)
+    entry = gpu.CompiledLaunch(CompiledKernel("k", "sm_90a"), kernel, packer, (256, 1, 1), 65536, 0, num_ctas=2)
+    fast = fastlaunch.build(entry, [(int, 32, True)], [0], lambda *a: pytest.fail("declined"), kind=fastlaunch.HANDLE,
+                            stream_of=lambda device: 0x77)
+    fast((5, 3), 64)
+    assert kernel.launches == [((10, 3, 1), 0x77, (64,))] and kernel.configs[0][:2] == ((256, 1, 1), 65536)
+
+
+def test_without_libcuda_there_is_no_generated_launch(fake_gpu, monkeypatch):
+    monkeypatch.setattr(ctlaunch, "entry_point", lambda: None)
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    scale_kernel[(2,)](x, out, 8, 1.0, BLOCK=32)
+    assert id(scale_kernel) not in fast_launches and len(_recorded(scale_kernel)) == 2

@@ -105,12 +105,15 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         rest = f"({', '.join(params)}{',' if len(params) == 1 else ''}), _extra"
         fallback = f"    _general(_grid, _declined({rest}), stream)"
     values: List[str] = []
+    divisible: List[Tuple[str, bool]] = []
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
         check = _check(i, signature, params[slot], names)
         if check is None:
             return None
         lines += ["        " + line for line in check[0]]
         values += check[1]
+        divisible += check[2]
+    lines += ["        " + line for line in _divisibility(divisible)]
     stream = f"_stream_of({entry.device})"
     if kind == HANDLE:
         stream = f"({stream} if stream is None else stream if type(stream) is int else _stream_handle(stream))"
@@ -149,7 +152,7 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
 
 # Local names of the generated code (all start with "_": a kernel parameter passed by keyword
 # with one of these names, or a global's, gets no generated launch rather than a wrong one).
-_LOCALS = {"_grid", "_extra", "_extra_kw", "_v", "_d", "_n", "_gx", "_gy", "_gz", "_stream", "_buffer", "_offset",
+_LOCALS = {"_grid", "_extra", "_extra_kw", "_v", "_n", "_gx", "_gy", "_gz", "_stream", "_buffer", "_offset",
            "_config", "_params", "_function"}
 
 
@@ -167,35 +170,45 @@ def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
     return tuple(a for a in positional if a is not _MISSING) + extra
 
 
-def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str]]]:
-    """``(lines, values)``: lines binding the block values of the argument ``source`` (a
-    parameter of the generated function) when it has ``signature`` and raising ``_Decline``
-    otherwise, and the expressions of those values; None for kinds with no cheap check."""
+def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str], list]]:
+    """``(lines, values, divisible)``: lines binding the block values of the argument ``source``
+    (a parameter of the generated function) when it has ``signature`` and raising ``_Decline``
+    otherwise, the expressions of those values, and ``(expression, divisible by 16)`` of the
+    values the kernel is specialized on (checked together, :func:`_divisibility`); None for
+    kinds with no cheap check."""
     kind = signature[0] if signature else None
     if kind is float or kind is bool:
         names[f"_type{i}"] = kind
-        return [f"_r{i} = {source}", f"if type(_r{i}) is not _type{i}: raise _Decline"], [f"_r{i}"]
+        return [f"_r{i} = {source}", f"if type(_r{i}) is not _type{i}: raise _Decline"], [f"_r{i}"], []
     if kind is int and signature[1] in (32, 64):
         bound = 2 ** (signature[1] - 1)
         low = "" if signature[1] == 32 else f"not -2**31 <= _r{i} < 2**31 and "  # 64: outside int32's range
-        divisible = "" if signature[2] else "not "
         return [f"_r{i} = {source}",
-                f"if type(_r{i}) is not int or not ({low}-{bound} <= _r{i} < {bound}) or "
-                f"{divisible}(_r{i} & 15): raise _Decline"], [f"_r{i}"]
+                f"if type(_r{i}) is not int or not ({low}-{bound} <= _r{i} < {bound}): raise _Decline"], \
+            [f"_r{i}"], [(f"_r{i}", signature[2])]
     if kind is TensorDescriptor or kind is TensorDescriptorIm2Col:
         return _descriptor_check(i, signature, source, names)
     if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
         dtype, device, aligned = signature
         names[f"_dtype{i}"] = dtype
-        return [f"_v = {source}", "_d = _v.dtype",
-                f"if _d is not _dtype{i} and _d != _dtype{i}: raise _Decline",  # torch's dtypes are singletons
-                f"if _v.get_device() != {device}: raise _Decline",
-                f"_r{i} = _v.data_ptr()",
-                f"if {'' if aligned else 'not '}(_r{i} & 15): raise _Decline"], [f"_r{i}"]
+        return [f"if {source}.dtype is not _dtype{i} and {source}.dtype != _dtype{i} or "  # torch's dtypes: singletons
+                f"{source}.get_device() != {device}: raise _Decline",
+                f"_r{i} = {source}.data_ptr()"], [f"_r{i}"], [(f"_r{i}", aligned)]
     return None
 
 
-def _descriptor_check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str]]]:
+def _divisibility(values: Sequence[Tuple[str, bool]]) -> List[str]:
+    """The line declining a call whose addresses and integers are not divisible by 16 as the
+    kernel was specialized (one test for all that must be, one each for those that must not)."""
+    tests = []
+    divisible = [expr for expr, yes in values if yes]
+    if divisible:
+        tests.append(f"({' | '.join(divisible)}) & 15")
+    tests += [f"not {expr} & 15" for expr, yes in values if not yes]
+    return [f"if {' or '.join(tests)}: raise _Decline"] if tests else []
+
+
+def _descriptor_check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str], list]]:
     """:func:`_check` of a host TMA descriptor over a CUDA tensor: the kernel takes its
     128-byte tensor map by value, then its shape (int32 each) and strides (int64 each).
 
@@ -212,7 +225,8 @@ def _descriptor_check(i: int, signature, source: str, names: dict) -> Optional[T
              f"if _v.layout is not _layout{i} and _v.layout != _layout{i}: raise _Decline",
              f"_r{i} = _v.kernel_arg_bytes(); _shape{i} = _v.shape; _strides{i} = _v.strides",
              f"if len(_shape{i}) != {rank}: raise _Decline"]
-    return lines, [f"_r{i}"] + [f"_shape{i}[{d}]" for d in range(rank)] + [f"_strides{i}[{d}]" for d in range(rank)]
+    return lines, [f"_r{i}"] + [f"_shape{i}[{d}]" for d in range(rank)] + \
+        [f"_strides{i}[{d}]" for d in range(rank)], []
 
 
 def _thread_block(packer) -> tuple:
