@@ -16,6 +16,11 @@ so the host is the bottleneck).  Rows:
 - ``triton kernel[grid]``: the same kernel in Triton;
 - ``torch.add(out=)``: a torch op of the same size, for scale.
 
+A second table times calls that launch nothing in the same rounds (the generated launch with
+a no-op C function in place of libcuda, ctypes' own call cost, the torch reads the checks
+make, the stream query), so the host's speed on the day splits gluonkit's time into the
+driver, ctypes and Python.
+
 Run on the GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_launch.py``.
 """
 
@@ -146,16 +151,55 @@ def main() -> None:
         fn()
         torch.cuda.synchronize()
         assert torch.equal(out, expected)
-    times = {name: [] for name in rows}
+    parts = _breakdown(entry, layout)
+    times = {name: [] for name in [*rows, *parts]}
     for _ in range(ROUNDS):  # interleaved rounds: drifts of the host hit every row alike
-        for name, fn in rows.items():
+        for name, fn in [*rows.items(), *parts.items()]:
             times[name].append(per_launch_us(fn))
     triton_us = statistics.median(times["triton kernel[grid]"])
     print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches")
-    print(f"{'path':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
+    print(f"{'path':44s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
     for name, values in times.items():
+        if name == next(iter(parts)):
+            print("where gluonkit's time goes (µs per call, same rounds; nothing launched):")
         median = statistics.median(values)
-        print(f"{name:40s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {median / triton_us:9.2f}x")
+        ratio = f"{median / triton_us:9.2f}x" if name in rows else ""
+        print(f"{name:44s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {ratio}")
+
+
+def _breakdown(entry, layout) -> dict:
+    """Calls that launch nothing, timed with the launches, so that the host's speed on the day
+    splits gluonkit's time into the driver, ctypes and the Python around them:
+    ``kernel[grid]`` whose generated launch calls a no-op C function instead of libcuda
+    (everything but the driver), the foreign call of that no-op (ctypes' own cost), the
+    torch attribute reads the checks make, torch's stream query and ``kernel[(1,)]`` alone."""
+    import functools
+
+    from gluonkit.runtime import ctlaunch, launch
+
+    noop = ctypes.CDLL("libm.so.6").feclearexcept  # int feclearexcept(int): returns 0, touches nothing
+    noop.restype = ctypes.c_int
+    pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
+    key, real = next(iter(pattern.fast.items()))
+    entry_point, ctlaunch.entry_point = ctlaunch.entry_point, lambda: noop
+    try:
+        del pattern.fast[key]
+        stubbed = pattern.fast_launch(key, entry)  # the same generated code, calling the no-op
+    finally:
+        ctlaunch.entry_point, pattern.fast[key] = entry_point, real
+    config, function, params = (ctypes.c_void_p(v) for v in (1 << 40, 2 << 40, 3 << 40))
+    stream = torch._C._cuda_getCurrentRawStream
+    return {
+        "kernel[grid], driver call stubbed": lambda: functools.partial(stubbed, (1,))(
+            x, y, out, N, BLOCK=N, layout=layout, num_warps=4),
+        "ctypes call of a no-op (4 pointers)": lambda: noop(config, function, params, None),
+        "3 tensors' dtype, get_device(), data_ptr()": lambda: (
+            x.dtype, x.get_device(), x.data_ptr(), y.dtype, y.get_device(), y.data_ptr(), out.dtype,
+            out.get_device(), out.data_ptr()),
+        "torch current stream": lambda: stream(0),
+        "kernel[(1,)] alone": lambda: add_kernel[(1,)],
+        "an empty lambda": lambda: None,
+    }
 
 
 if __name__ == "__main__":
