@@ -8,11 +8,18 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
-  through cuda-python (the stream as an int, as gluonkit passes it, or as a prebuilt
-  ``CUstream``) and through ctypes (with ``argtypes``, or with the handles prebuilt as
-  ``c_void_p``) — the floor of any Python launch path;
+  through cuda-python (the stream as an int, or as a prebuilt ``CUstream``) and through
+  ctypes (with ``argtypes``, or with the handles prebuilt as ``c_void_p``);
+- ``cuLaunchKernelEx (ctypes, launch block)``: the bare call gluonkit's generated launch
+  makes (:mod:`gluonkit.runtime.ctlaunch`: four prebuilt pointers, the config and the
+  arguments in one block packed once) — the floor of gluonkit's launch path;
 - ``triton kernel[grid]``: the same kernel in Triton;
 - ``torch.add(out=)``: a torch op of the same size, for scale.
+
+A second table times calls that launch nothing in the same rounds (the generated launch with
+a no-op C function in place of libcuda, ctypes' own call cost, the torch reads the checks
+make, the stream query), so the host's speed on the day splits gluonkit's time into the
+driver, ctypes and Python.
 
 Run on the GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_launch.py``.
 """
@@ -32,12 +39,13 @@ import triton.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
+from gluonkit.lang.jit import fast_launches  # noqa: E402
 from gluonkit.runtime import driver, gpu  # noqa: E402
 from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
 N = 4096
 LAUNCHES = 2000
-ROUNDS = 7
+ROUNDS = 9
 
 
 @triton.jit
@@ -85,6 +93,19 @@ def _ctypes_prebuilt_launch(entry):
     return lambda: fn(handle, 1, 1, 1, threads, 1, 1, 0, stream, params, None)
 
 
+def _ctypes_ex_launch(entry):
+    """libcuda's ``cuLaunchKernelEx`` on a launch block packed once, as the generated launch calls it."""
+    from gluonkit.runtime import ctlaunch
+
+    block = ctlaunch.LaunchBlock(entry.packer._format.size, entry.packer._offsets)
+    ctlaunch.block_format(entry.packer._format.format).pack_into(
+        block.buffer, block.offset, 1, 1, 1, *entry.block, entry.shared_bytes, torch.cuda.current_stream().cuda_stream,
+        x.data_ptr(), y.data_ptr(), out.data_ptr(), N)
+    fn, function = ctlaunch.entry_point(), ctypes.c_void_p(int(entry.kernel.handle))
+    config, params = block.config, block.params
+    return lambda kept=block: fn(config, function, params, None)  # (kept: the block stays alive)
+
+
 def _cuda_python_launch(entry, stream_object=False):
     """cuda-python's ``cuLaunchKernel`` with the stream as an int (what gluonkit passes) or,
     with ``stream_object``, as a prebuilt ``CUstream``."""
@@ -111,6 +132,8 @@ def main() -> None:
     }
     rows["gluonkit kernel[grid]"]()
     torch.cuda.synchronize()
+    fast = fast_launches.get(id(add_kernel))
+    print("gluonkit kernel[grid] takes the generated ctypes launch:", fast is not None and "_launch_ex" in fast.source)
     entry = next(iter(gpu._launches[add_kernel].values()))
     if hasattr(add_kernel, "warmup"):
         handle = add_kernel.warmup(x, y, out, N, BLOCK=N, layout=layout, num_warps=4, grid=(1,))
@@ -121,22 +144,62 @@ def main() -> None:
     rows["cuLaunchKernel (cuda-python, CUstream)"] = _cuda_python_launch(entry, stream_object=True)
     rows["cuLaunchKernel (ctypes)"] = _ctypes_launch(entry)
     rows["cuLaunchKernel (ctypes, prebuilt)"] = _ctypes_prebuilt_launch(entry)
+    rows["cuLaunchKernelEx (ctypes, launch block)"] = _ctypes_ex_launch(entry)
     expected = x + y
     for fn in rows.values():  # every path computes the sum
         out.zero_()
         fn()
         torch.cuda.synchronize()
         assert torch.equal(out, expected)
-    times = {name: [] for name in rows}
+    parts = _breakdown(entry, layout)
+    times = {name: [] for name in [*rows, *parts]}
     for _ in range(ROUNDS):  # interleaved rounds: drifts of the host hit every row alike
-        for name, fn in rows.items():
+        for name, fn in [*rows.items(), *parts.items()]:
             times[name].append(per_launch_us(fn))
     triton_us = statistics.median(times["triton kernel[grid]"])
     print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches")
-    print(f"{'path':40s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
+    print(f"{'path':44s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
     for name, values in times.items():
+        if name == next(iter(parts)):
+            print("where gluonkit's time goes (µs per call, same rounds; nothing launched):")
         median = statistics.median(values)
-        print(f"{name:40s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {median / triton_us:9.2f}x")
+        ratio = f"{median / triton_us:9.2f}x" if name in rows else ""
+        print(f"{name:44s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {ratio}")
+
+
+def _breakdown(entry, layout) -> dict:
+    """Calls that launch nothing, timed with the launches, so that the host's speed on the day
+    splits gluonkit's time into the driver, ctypes and the Python around them:
+    ``kernel[grid]`` whose generated launch calls a no-op C function instead of libcuda
+    (everything but the driver), the foreign call of that no-op (ctypes' own cost), the
+    torch attribute reads the checks make, torch's stream query and ``kernel[(1,)]`` alone."""
+    import functools
+
+    from gluonkit.runtime import ctlaunch, launch
+
+    noop = ctypes.CDLL("libm.so.6").feclearexcept  # int feclearexcept(int): returns 0, touches nothing
+    noop.restype = ctypes.c_int
+    pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
+    key, real = next(iter(pattern.fast.items()))
+    entry_point, ctlaunch.entry_point = ctlaunch.entry_point, lambda: noop
+    try:
+        del pattern.fast[key]
+        stubbed = pattern.fast_launch(key, entry)  # the same generated code, calling the no-op
+    finally:
+        ctlaunch.entry_point, pattern.fast[key] = entry_point, real
+    config, function, params = (ctypes.c_void_p(v) for v in (1 << 40, 2 << 40, 3 << 40))
+    stream = torch._C._cuda_getCurrentRawStream
+    return {
+        "kernel[grid], driver call stubbed": lambda: functools.partial(stubbed, (1,))(
+            x, y, out, N, BLOCK=N, layout=layout, num_warps=4),
+        "ctypes call of a no-op (4 pointers)": lambda: noop(config, function, params, None),
+        "3 tensors' dtype, get_device(), data_ptr()": lambda: (
+            x.dtype, x.get_device(), x.data_ptr(), y.dtype, y.get_device(), y.data_ptr(), out.dtype,
+            out.get_device(), out.data_ptr()),
+        "torch current stream": lambda: stream(0),
+        "kernel[(1,)] alone": lambda: add_kernel[(1,)],
+        "an empty lambda": lambda: None,
+    }
 
 
 if __name__ == "__main__":

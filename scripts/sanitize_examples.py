@@ -29,8 +29,21 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) haza
 # cuda-python's driver bindings ask the driver for every entry point they know at import; the
 # ones this driver lacks return CUDA_ERROR_INVALID_VALUE, which memcheck reports as API errors
 # (34 of them with driver 580 and cuda-python 13, the same in every example).  They are not
-# the examples' errors: counted apart and shown in the cell, never as findings.
-_PROBE = re.compile(r"^========= Program hit CUDA_ERROR_\w+ .* on CUDA API call to cuGetProcAddress", re.M)
+# the examples' errors: a cuGetProcAddress error whose caller (the first host frame of its
+# backtrace) is cuda-python's binding module is counted apart and shown in the cell, never as a
+# finding; a failed lookup from anywhere else is a finding.
+_LOOKUP = re.compile(r"^={9} Program hit CUDA_ERROR_\w+ .* on CUDA API call to cuGetProcAddress")
+_CUDA_PYTHON_FRAME = re.compile(r"Host Frame:.*\bin (cy)?driver\.cpython|cuda/bindings/")
+
+
+def is_cuda_python_lookup(block: str) -> bool:
+    """Whether one memcheck report (a headline and its indented lines) is a failed entry-point
+    lookup made by cuda-python itself: a ``cuGetProcAddress`` error called from its bindings
+    (or with no backtrace, as older compute-sanitizers print)."""
+    if not _LOOKUP.match(block):
+        return False
+    frames = [line for line in block.splitlines() if "Host Frame:" in line]
+    return not frames or bool(_CUDA_PYTHON_FRAME.search(frames[0]))
 
 
 def find_sanitizer() -> str:
@@ -58,19 +71,20 @@ def run_one(sanitizer: str, tool: str, example: str, timeout: float) -> tuple[st
         return "timeout", time.perf_counter() - start, f"no result within {timeout:.0f} s"
     seconds = time.perf_counter() - start
     out = proc.stdout + proc.stderr
-    probes = len(_PROBE.findall(out))
-    errors = sum(int(a or b) for a, b in _SUMMARY.findall(out)) - probes
-    # One finding is a headline "========= X" and its indented "=========     ..." lines.
+    # One report is a headline "========= X" and its indented "=========     ..." lines.
     marked = "\n".join(line for line in out.splitlines() if line.startswith("=" * 9))
-    blocks = re.split(r"\n(?=={9} \S)", marked)
-    findings = [b for b in blocks
-                if b and not _PROBE.match(b) and not re.match(r"=+ (\w+ SUMMARY|COMPUTE-SANITIZER)", b)]
+    blocks = [b for b in re.split(r"\n(?=={9} \S)", marked)
+              if b and not re.match(r"=+ (\w+ SUMMARY|COMPUTE-SANITIZER)", b)]
+    lookups = sum(map(is_cuda_python_lookup, blocks))
+    findings = [b for b in blocks if not is_cuda_python_lookup(b)]
+    errors = sum(int(a or b) for a, b in _SUMMARY.findall(out)) - lookups
+    noise = f" (+{lookups} cuda-python lookups)" if lookups else ""
     if "Traceback (most recent call last)" in out or proc.returncode not in (0, 86):
         tail = [line for line in out.splitlines() if line.strip() and not line.startswith("=========")][-4:]
         return f"failed (exit {proc.returncode})", seconds, "\n".join(tail)
     if errors > 0:
-        return f"{errors} error(s)", seconds, "\n".join("\n".join(findings).splitlines()[:6])
-    return "clean" + (f" ({probes} probes)" if probes else ""), seconds, ""
+        return f"{errors} error(s){noise}", seconds, "\n".join("\n".join(findings).splitlines()[:6])
+    return "clean" + noise, seconds, ""
 
 
 def main() -> int:

@@ -5,6 +5,9 @@ The interpreter's warmed-up handle runs for real on numpy arrays."""
 
 from __future__ import annotations
 
+import ctypes
+import re
+import struct
 import sys
 import types
 
@@ -17,7 +20,8 @@ from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
 from gluonkit.lang.jit import fast_launches
 from gluonkit.lower.compiler import CompiledKernel
-from gluonkit.runtime import gpu, launch
+from gluonkit import ir
+from gluonkit.runtime import ctlaunch, fastlaunch, gpu, launch
 from gluonkit.runtime.args import ArgPacker
 from gluonkit.runtime.precompiled import PrecompiledKernel
 
@@ -31,15 +35,48 @@ def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: gl.constexpr):
 
 class RecordingKernel:
     """Stands for a loaded ``driver.Kernel``: records each launch's grid, stream and the
-    argument block's values (unpacked with the packer's own format)."""
+    argument block's values, from the general path's ``launch`` (unpacked with the packer's
+    own format) and from the generated path's ``cuLaunchKernelEx`` (:func:`_fake_launch_ex`)."""
 
-    def __init__(self, packer):
+    def __init__(self, packer, shared_bytes=0):
         self.packer = packer
         self.launches = []
+        # the generated path's (block, dynamic shared memory, config address, (attrs, numAttrs, extra)) of each launch
+        self.configs = []
+        self.handle = id(self)  # what the generated path passes as the CUfunction
+        self._dynamic_checked = shared_bytes
+        RECORDERS[self.handle] = self
 
     def launch(self, grid, block, shared_bytes, stream, packed):
         values = self.packer._format.unpack_from(packed.buffer, packed.offset)
         self.launches.append((tuple(grid), stream, values))
+
+
+RECORDERS = {}  # CUfunction handle -> RecordingKernel
+_CODES = re.compile(r"(\d*)([a-zA-Z?])")
+
+
+def _parameter_codes(packer):
+    """The struct code of each kernel parameter of ``packer``'s format (padding left out)."""
+    return [count + code for count, code in _CODES.findall(packer._format.format) if code != "x"]
+
+
+def _fake_launch_ex(config, function, params, extra):
+    """libcuda's ``cuLaunchKernelEx`` as the generated launch calls it through ctypes: reads the
+    ``CUlaunchConfig`` and every parameter through its own address in the ``void*[]``."""
+    grid_and_block = struct.unpack_from("<7I4xQQI", ctypes.string_at(config, 56))
+    kernel = RECORDERS[function]
+    codes = _parameter_codes(kernel.packer)
+    addresses = (ctypes.c_void_p * len(codes)).from_address(params) if codes else []
+    values = tuple(v for code, address in zip(codes, addresses)
+                   for v in struct.unpack("<" + code, ctypes.string_at(address, struct.calcsize("<" + code))))
+    kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config, grid_and_block[8:] + (extra,)))
+    kernel.launches.append((grid_and_block[:3], grid_and_block[7], values))
+    return 0
+
+
+LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p)(_fake_launch_ex)
 
 
 @pytest.fixture
@@ -47,6 +84,8 @@ def fake_gpu(monkeypatch):
     """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
+    monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
+    RECORDERS.clear()
     compiled = []
 
     def compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize, maxnreg, num_ctas=1, instrument=0):
@@ -225,45 +264,105 @@ def _recorded(kernel):
     return [(grid, values) for entry in gpu._launches[kernel].values() for grid, _, values in entry.kernel.launches]
 
 
+def _fast_launched(kernel):
+    """How many launches of ``kernel`` went through the generated launch (the fake ``cuLaunchKernelEx``)."""
+    return sum(len(entry.kernel.configs) for entry in gpu._launches[kernel].values())
+
+
 def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = fast_launches[id(scale_kernel)]
-    assert "data_ptr()" in fast.source and "kwargs['BLOCK']" in fast.source
+    assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
+    assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
-    assert fast((2, 3), (y, out, 40, -2.5), {"BLOCK": 32})  # it launched, nothing else ran
+    fast((2, 3), y, out, 40, -2.5, BLOCK=32)
     scale_kernel[(5,)](x, y, 1608, 0.25, BLOCK=32)
-    assert len(fake_gpu.compiled) == 1
+    assert len(fake_gpu.compiled) == 1 and _fast_launched(scale_kernel) == 2
     assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 8, 1.0)),
                                        ((2, 3, 1), (0x30000, 0x20000, 40, -2.5)),
                                        ((5, 1, 1), (0x10000, 0x30000, 1608, 0.25))]
+    block, shared, _, _ = next(iter(gpu._launches[scale_kernel].values())).kernel.configs[0]
+    assert block == (128, 1, 1) and shared == 0
 
 
-@pytest.mark.parametrize("change", [
-    dict(x=FakeTorch(0x10000, dtype="float16")),  # another dtype
-    dict(x=FakeTorch(0x10008, dtype="float32")),  # not 16-byte aligned
-    dict(x=FakeTorch(0x10000, dtype="float32", index=1)),  # another device
-    dict(n=7),  # not divisible by 16
-    dict(n=2**40),  # int64
-    dict(factor=2),  # an int where a float was
-    dict(BLOCK=64),  # another compile-time value
-    dict(BLOCK=32.0),  # an equal value of another type
+@pytest.mark.parametrize("change, compiles", [
+    (dict(x=FakeTorch(0x10000, dtype="float16")), True),  # another dtype
+    (dict(x=FakeTorch(0x10008, dtype="float32")), True),  # not 16-byte aligned
+    (dict(n=7), True),  # not divisible by 16
+    (dict(n=2**40), True),  # int64
+    (dict(factor=2), True),  # an int where a float was
+    (dict(BLOCK=64), True),  # another compile-time value
+    (dict(BLOCK=32.0), False),  # an equal value of another type: the same kernel, through the general path
 ])
-def test_the_generated_launch_declines_every_other_specialization(fake_gpu, change):
+def test_the_generated_launch_hands_every_other_specialization_to_the_general_path(fake_gpu, change, compiles):
     call = dict(x=FakeTorch(0x10000, dtype="float32"), out=FakeTorch(0x20000, dtype="float32"), n=16, factor=1.0,
                 BLOCK=32)
     scale_kernel[(1,)](call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
     fast = fast_launches[id(scale_kernel)]
     call.update(change)
-    assert not fast((1,), (call["x"], call["out"], call["n"], call["factor"]), {"BLOCK": call["BLOCK"]})
-    assert len(_recorded(scale_kernel)) == 1  # it launched nothing
+    fast((1,), call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
+    assert len(fake_gpu.compiled) == 1 + compiles
+    assert _fast_launched(scale_kernel) == 0 and len(_recorded(scale_kernel)) == 2
+    assert _recorded(scale_kernel)[-1][1][2] == call["n"]
 
 
-@pytest.mark.parametrize("grid", [(0,), (2, 0), (-1,), (1, 1, 1, 1), lambda meta: (1,)])
-def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fake_gpu, grid):
+def test_a_tensor_on_another_device_gets_the_general_paths_error(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'x_ptr'"):
+        scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", index=1), out, 16, 1.0, BLOCK=32)
+    assert len(_recorded(scale_kernel)) == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda k, x, out: k(x, out, 16, 1.0, 32),  # BLOCK positionally
+    lambda k, x, out: k(x, out, n=16, factor=1.0, BLOCK=32),  # other keywords
+    lambda k, x, out: k(x, out, 16, 1.0, BLOCK=32, num_warps=4),  # one more keyword
+    lambda k, x, out: k(x, out, 16, factor=1.0, BLOCK=32),
+])
+def test_other_call_patterns_go_to_the_general_path_with_their_arguments(fake_gpu, call):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    call(scale_kernel[(2,)], x, out)
+    assert len(fake_gpu.compiled) == 1 and _fast_launched(scale_kernel) == 0
+    assert _recorded(scale_kernel)[-1] == ((2, 1, 1), (0x10000, 0x20000, 16, 1.0))
+
+
+def test_a_missing_or_unknown_argument_gets_the_general_paths_error(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="missing a required argument: 'factor'"):
+        scale_kernel[(1,)](x, out, 16, BLOCK=32)
+    with pytest.raises(ArgumentError, match="unexpected keyword argument '_p0'"):
+        scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32, _p0=3)  # never taken for a positional argument
+    assert len(_recorded(scale_kernel)) == 1
+
+
+def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_launch(fake_gpu):
+    @gluonkit.jit
+    def underscored(x_ptr, _stream, BLOCK: gl.constexpr):
+        gl.store(x_ptr + gl.arange(0, BLOCK, gl.BlockedLayout([1], [32], [4], [0])), _stream.to(gl.float32))
+
+    x = FakeTorch(0x10000, dtype="float32")
+    underscored[(1,)](x, _stream=5, BLOCK=128)
+    assert id(underscored) not in fast_launches
+    underscored[(1,)](x, 5, BLOCK=128)  # passed positionally: no clash
+    assert id(underscored) in fast_launches
+
+
+@pytest.mark.parametrize("grid, error", [((0,), None), ((2, 0), None), ((-1,), "grid"), ((1, 1, 1, 1), "grid"),
+                                         (lambda meta: (3,), None)])
+def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fake_gpu, grid, error):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    assert not fast_launches[id(scale_kernel)](grid, (x, out, 8, 1.0), {"BLOCK": 32})
+    if error:
+        with pytest.raises(ArgumentError, match=error):
+            fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+    else:
+        fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+    assert _fast_launched(scale_kernel) == 0
+    assert [grid for grid, _ in _recorded(scale_kernel)] == [(1, 1, 1)] + ([(3, 1, 1)] if callable(grid) else [])
 
 
 def test_mistakes_after_a_fast_launch_get_the_general_paths_errors(fake_gpu):
@@ -285,30 +384,41 @@ def test_the_interpreter_or_a_measured_timeline_bypass_the_generated_launch(fake
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = fast_launches[id(scale_kernel)]
+    general = []
+    monkeypatch.setattr(launch, "launch", lambda kernel, grid, args, kwargs: general.append((kernel, args, kwargs)))
     monkeypatch.setattr(timeline, "_active", object())
-    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert general == [(scale_kernel, (x, out, 8, 1.0), {"BLOCK": 32})]
     monkeypatch.setattr(timeline, "_active", None)
     monkeypatch.setenv("GLUONKIT_INTERPRET", "0")  # set but off: still the GPU
-    assert fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert len(general) == 1 and _fast_launched(scale_kernel) == 1
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
-    assert not fast((1,), (x, out, 8, 1.0), {"BLOCK": 32})
+    fast((1,), x, out, 8, 1.0, BLOCK=32)
+    assert len(general) == 2 and _fast_launched(scale_kernel) == 1
 
 
 def test_each_thread_packs_its_own_argument_block(fake_gpu):
     import threading
 
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
-    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    blocks = []
-    entry = next(iter(gpu._launches[scale_kernel].values()))
-    record = entry.kernel.launch
-    entry.kernel.launch = lambda grid, block, shared, stream, packed: (blocks.append(packed),
-                                                                      record(grid, block, shared, stream, packed))
-    thread = threading.Thread(target=lambda: scale_kernel[(1,)](x, out, 24, 2.0, BLOCK=32))
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)  # the general path
+    launched, done = threading.Event(), threading.Event()
+
+    def other_thread():  # alive (and so its block) until this thread has launched too
+        scale_kernel[(1,)](x, out, 24, 2.0, BLOCK=32)
+        launched.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=other_thread)
     thread.start()
-    thread.join()
+    launched.wait(10)
     scale_kernel[(1,)](x, out, 40, 3.0, BLOCK=32)
-    assert len(blocks) == 2 and blocks[0] is not blocks[1]
+    done.set()
+    thread.join()
+    configs = next(iter(gpu._launches[scale_kernel].values())).kernel.configs
+    assert len(configs) == 2 and configs[0][2] != configs[1][2]  # two blocks
+    assert all(config[2] % 64 == 0 for config in configs)
     assert [values for _, values in _recorded(scale_kernel)[1:]] == [(0x10000, 0x20000, 24, 2.0),
                                                                      (0x10000, 0x20000, 40, 3.0)]
 
@@ -327,3 +437,68 @@ def test_cuda_array_interface_and_dlpack_arguments_specialize_on_their_alignment
     with pytest.raises(ArgumentError, match="'x_ptr'"):
         handle[(2,)](wrap(unaligned), out, 8, 2.0)
     assert _launches_of(handle)[-1] == ((2, 1, 1), 0, (aligned.ctypes.data, 0x20000, 8, 2.0))
+
+
+@gluonkit.jit
+def kinds_kernel(desc, x_ptr, n, big, alpha, flag, BLOCK: gl.constexpr, out_ptr):
+    gl.store(out_ptr + gl.arange(0, BLOCK, gl.BlockedLayout([1], [32], [4], [0])), alpha)
+
+
+def _descriptor(address, block=(64, 64)):
+    from gluonkit.layouts import NVMMASharedLayout
+    from gluonkit.nvidia.hopper import TensorDescriptor
+
+    base = FakeTorch(address, shape=(256, 512), strides=(512, 1), dtype="float16")
+    return TensorDescriptor(base, (256, 300), (512, 1), block, NVMMASharedLayout(128, 16))
+
+
+def test_every_parameter_kind_reaches_the_driver_as_its_bytes(fake_gpu, fake_torch, monkeypatch):
+    """A tensor map by value (128 bytes, 64-byte aligned), its int32 shape and int64 strides, a
+    pointer, int32, int64, float32 and bool scalars; the constexpr leaves no parameter."""
+    from gluonkit.runtime import tma
+
+    maps = iter([bytes(range(128)), bytes(range(128, 256)), bytes(range(7, 135))])
+    monkeypatch.setattr(tma, "encode_tiled", lambda desc: next(maps))
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    kinds_kernel[(1,)](_descriptor(0x30000), x, 16, -2**40, 0.5, True, 128, out)  # general path: compiles
+    fake_torch["stream"] = 0x5550
+    kinds_kernel[(3, 2)](_descriptor(0x40000), x, 48, 2**62 + 16, -1.25, False, 128, out)
+    kinds_kernel[(1, 1, 4)](_descriptor(0x50000), out, 32, -7 * 2**33, 3.0, True, 128, x)
+    entry = next(iter(gpu._launches[kinds_kernel].values()))
+    assert _parameter_codes(entry.packer) == ["128s", "i", "i", "q", "q", "Q", "i", "q", "f", "b", "Q"]
+    assert _recorded(kinds_kernel) == [
+        ((1, 1, 1), (bytes(range(128)), 256, 300, 512, 1, 0x10000, 16, -2**40, 0.5, 1, 0x20000)),
+        ((3, 2, 1), (bytes(range(128, 256)), 256, 300, 512, 1, 0x10000, 48, 2**62 + 16, -1.25, 0, 0x20000)),
+        ((1, 1, 4), (bytes(range(7, 135)), 256, 300, 512, 1, 0x20000, 32, -7 * 2**33, 3.0, 1, 0x10000))]
+    assert [stream for _, stream, _ in entry.kernel.launches] == [0xABC0, 0x5550, 0x5550]
+    assert len(entry.kernel.configs) == 2
+    assert all(config[:2] == ((128, 1, 1), 0) and config[3] == (0, 0, None) for config in entry.kernel.configs)
+
+
+def test_the_tensor_map_is_64_byte_aligned_in_the_launch_block():
+    from gluonkit.runtime.args import ArgPacker
+
+    packer = ArgPacker([ir.PointerType(ir.float32), ir.TensorDescType((64, 64), ir.float16, None)], ["p", "d"])
+    block = ctlaunch.LaunchBlock(packer._format.size, packer._offsets)
+    addresses = (ctypes.c_void_p * 5).from_address(block.params.value)
+    assert block.config.value % 64 == 0 and addresses[0] == block.config.value + 64
+    assert addresses[1] % 64 == 0 and addresses[1] == block.config.value + 128
+    assert [a - addresses[1] for a in addresses[2:]] == [128, 132, 136]
+
+
+def test_a_cluster_launch_asks_num_ctas_times_the_programs_and_the_config_carries_the_shared_memory(fake_gpu):
+    packer = ArgPacker([ir.int32], ["n"])
+    kernel = RecordingKernel(packer, shared_bytes=65536)
+    entry = gpu.CompiledLaunch(CompiledKernel("k", "sm_90a"), kernel, packer, (256, 1, 1), 65536, 0, num_ctas=2)
+    fast = fastlaunch.build(entry, [(int, 32, True)], [0], lambda *a: pytest.fail("declined"), kind=fastlaunch.HANDLE,
+                            stream_of=lambda device: 0x77)
+    fast((5, 3), 64)
+    assert kernel.launches == [((10, 3, 1), 0x77, (64,))] and kernel.configs[0][:2] == ((256, 1, 1), 65536)
+
+
+def test_without_libcuda_there_is_no_generated_launch(fake_gpu, monkeypatch):
+    monkeypatch.setattr(ctlaunch, "entry_point", lambda: None)
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    scale_kernel[(2,)](x, out, 8, 1.0, BLOCK=32)
+    assert id(scale_kernel) not in fast_launches and len(_recorded(scale_kernel)) == 2

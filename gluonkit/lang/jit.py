@@ -5,8 +5,8 @@ A :class:`JITFunction` keeps the Python function, its source and where it sits i
 specialization (runtime argument types, constexpr values, launch options, divisibility facts)
 and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
 launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
-``runtime/``), called as ``launcher(kernel, grid, args, kwargs)``, after the kernel's entry in
-:data:`fast_launches` (if any) declined the call; ``kernel.warmup(*args, grid=...)`` forwards
+``runtime/``), called as ``launcher(kernel, grid, args, kwargs)`` — or, where the kernel has an
+entry in :data:`fast_launches`, is that entry with the grid bound; ``kernel.warmup(*args, grid=...)`` forwards
 to the function registered with :func:`set_warmer` the same way.  A ``@jit`` function
 called from another one is inlined by the frontend; called from plain Python it raises.
 """
@@ -32,9 +32,9 @@ from .semantic import Semantic
 __all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler", "fast_launches"]
 
 _launcher: Optional[Callable] = None
-# id(kernel) -> a function (grid, args, kwargs) -> bool that launches the kernel's latest call
-# pattern with the least work, or returns False (nothing launched) when the call is not one it
-# takes; filled and emptied by the runtime's launcher (gluonkit.runtime.launch), asked before it.
+# id(kernel) -> a function (grid, *args, **kwargs) that launches the kernel's latest call pattern
+# with the least work and hands any other call to the launcher itself; filled and emptied by the
+# runtime's launcher (gluonkit.runtime.launch).  kernel[grid] is that function with the grid bound.
 fast_launches: Dict[int, Callable] = {}
 _warmer: Optional[Callable] = None
 _compiler: Optional[Callable] = None
@@ -192,10 +192,11 @@ class JITFunction:
 
     # ---------------------------------------------------------------- launch
     def __getitem__(self, grid):
+        fast = fast_launches.get(id(self))
+        if fast is not None:  # it takes the call's arguments directly, and the general path where it must
+            return functools.partial(fast, grid)
+
         def launch(*args, **kwargs):
-            fast = fast_launches.get(id(self))
-            if fast is not None and fast(grid, args, kwargs):
-                return None
             if _launcher is None:
                 raise RuntimeError("no kernel launcher is registered; import gluonkit (which registers "
                                    "gluonkit.runtime.launch) before launching kernels")

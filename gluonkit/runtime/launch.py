@@ -243,17 +243,21 @@ class _CallPattern:
     """One way of calling a kernel (how many positional arguments, which keywords): where
     its runtime and compile-time arguments sit among ``args + tuple(kwargs.values())``, the
     loaded kernels seen with it, keyed by the runtime arguments' signatures and the
-    compile-time values, and each one's generated launch function (:mod:`.fastlaunch`)."""
+    compile-time values, and each one's generated launch function (:mod:`.fastlaunch`).
+    ``general`` is what a generated launch calls with a call it does not take: :func:`launch`
+    of the kernel (held weakly: the generated launches must not keep the kernel alive)."""
 
-    __slots__ = ("names", "positional", "runtime_slots", "constexpr_slots", "launches", "fast")
+    __slots__ = ("names", "positional", "runtime_slots", "constexpr_slots", "launches", "fast", "general")
 
-    def __init__(self, names, positional, runtime_slots, constexpr_slots):
+    def __init__(self, names, positional, runtime_slots, constexpr_slots, kernel: JITFunction):
         self.names = names  # the parameter name of each slot
         self.positional = positional  # how many slots are positional arguments
         self.runtime_slots = runtime_slots
         self.constexpr_slots = constexpr_slots
         self.launches: Dict[tuple, Any] = {}
         self.fast: Dict[tuple, Optional[Callable]] = {}
+        ref = weakref.ref(kernel)
+        self.general = lambda grid, args, kwargs: launch(ref(), grid, args, kwargs)
 
     def key(self, values) -> Tuple[Optional[tuple], list]:
         """``(key, raw runtime values)``; the key is None when a runtime slot holds a
@@ -275,16 +279,10 @@ class _CallPattern:
             return self.fast[key]
         except KeyError:
             pass
-        source = self._source
         fn = self.fast[key] = fastlaunch.build(
-            entry, key[0], [source(i) for i in self.runtime_slots],
-            [(source(i), value) for i, value in zip(self.constexpr_slots, key[1])],
-            (self.positional, len(self.names) - self.positional), fastlaunch.CALL, _fast_guard(), stream_reader())
+            entry, key[0], self.runtime_slots, self.general, list(zip(self.constexpr_slots, key[1])),
+            (self.positional, self.names[self.positional:]), fastlaunch.CALL, _fast_guard(), stream_reader())
         return fn
-
-    def _source(self, slot: int) -> str:
-        """Where a call of this pattern holds slot ``slot``: ``args[i]`` or ``kwargs['name']``."""
-        return f"args[{slot}]" if slot < self.positional else f"kwargs[{self.names[slot]!r}]"
 
 
 # id(kernel) -> {call key: _CallPattern}; an entry is dropped when its kernel is collected
@@ -294,8 +292,9 @@ _PATTERNS: Dict[int, Dict[tuple, _CallPattern]] = {}
 
 
 def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
-    """Launch a kernel already loaded for this way of calling it and these argument types;
-    False if there is none.  Its generated launch function becomes the kernel's first try."""
+    """Launch a kernel already loaded for this way of calling it and these argument types
+    (through cuda-python: the checked path); False if there is none.  Its generated launch
+    function becomes what ``kernel[grid]`` calls next."""
     patterns = _PATTERNS.get(id(kernel))
     pattern = patterns.get((len(args), tuple(kwargs))) if patterns is not None else None
     if pattern is None:
@@ -308,12 +307,9 @@ def _launch_fast(kernel: JITFunction, grid, args, kwargs) -> bool:
         return False
     if entry is None:
         return False
-    fast = pattern.fast_launch(key, entry)
-    _set_fast(kernel, fast)
-    if fast is not None and fast(grid, args, kwargs):
-        return True
+    _set_fast(kernel, pattern.fast_launch(key, entry))
     runtime = [values[i] for i in pattern.runtime_slots]
-    grid = _evaluate_grid(kernel, grid, {})  # (the generated launch leaves bad grids to this)
+    grid = _evaluate_grid(kernel, grid, {})
     try:
         entry.run(grid, runtime, None if None in raw else raw)
     except (TypeError, ValueError) as e:  # a number out of its type's range: as the general path says it
@@ -334,7 +330,8 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
     pattern = patterns.get(call_key)
     if pattern is None:
         pattern = patterns[call_key] = _CallPattern(
-            names, call_key[0], [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime])
+            names, call_key[0], [slot[n] for n in runtime], [i for i, n in enumerate(names) if n not in runtime],
+            kernel)
     try:
         key, _ = pattern.key(all_values)
         if key is not None:

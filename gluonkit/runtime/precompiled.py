@@ -21,6 +21,7 @@ interpreter with the compile-time values it was warmed up with.
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 from ..lang.errors import ArgumentError
@@ -48,7 +49,7 @@ class PrecompiledKernel:
         self._interpret = interpret  # (grid, runtime values) -> None, under GLUONKIT_INTERPRET
         self._launchers: dict = {}  # grid -> its launch function
         self._fast = None if entry is None else fastlaunch.build(  # see _launcher
-            entry, signatures, [f"args[{i}]" for i in range(len(signatures))], kind=fastlaunch.HANDLE,
+            entry, signatures, range(len(signatures)), self._launch_slowly, kind=fastlaunch.HANDLE,
             stream_of=stream_reader(), stream_handle=stream_handle)
         self.asm = entry.compiled.asm if entry is not None else None
         self.metadata = entry.compiled.metadata if entry is not None else None
@@ -72,18 +73,14 @@ class PrecompiledKernel:
             return lambda *args, stream=None: interpret(grid, prepare(args)[0])
         if 0 in grid:  # nothing to run; the arguments are still checked
             return lambda *args, stream=None: prepare(args) and None
-        fast, launch_slowly = self._fast, self._launch_slowly
-        if fast is None:  # runtime arguments with no generated check (descriptors, CuPy arrays, tuples)
-            return lambda *args, stream=None: launch_slowly(grid, args, stream)
-
-        def launcher(*args, stream=None):
-            if not fast(grid, args, stream):
-                launch_slowly(grid, args, stream)
-        return launcher
+        if self._fast is not None:  # it launches, or hands the call to _launch_slowly
+            return partial(self._fast, grid)
+        launch_slowly = self._launch_slowly  # runtime arguments with no generated check (CuPy arrays, tuples)
+        return lambda *args, stream=None: launch_slowly(grid, args, stream)
 
     def _launch_slowly(self, grid, args, stream) -> None:
         """Launch with every parameter given, or arguments the generated launch did not take
-        (CuPy or DLPack arrays, descriptors, tuples, an empty grid), or a mismatch to report."""
+        (CuPy or DLPack arrays, tuples, an empty grid, a driver error), or a mismatch to report."""
         values, raw = self._prepare(args)
         self._entry.run(grid, values, raw, None if stream is None else stream_handle(stream))
 
