@@ -50,6 +50,9 @@ from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, w
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 LOG2E = 1.4426950408889634
+# LAZY rescaling: how far (log2 units) a row's block max may pass the max it is shifted by before it
+# moves; P stays below 2^8 = 256, well inside bf16 and fp16.
+LAZY_SLACK = gl.constexpr(8.0)
 
 
 @gluonkit.jit
@@ -125,10 +128,15 @@ def _release(j, empty, STAGES: gl.constexpr):
 
 
 @gluonkit.jit
-def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr,
+def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, LAZY: gl.constexpr,
              s_layout: gl.constexpr, o_layout: gl.constexpr):
     """The online-softmax step for block ``j``'s scores: P (fp32), the new running max and sum, and
-    ``alpha``, the factor that rescales O to the new max."""
+    ``alpha``, the factor that rescales O to the new max.
+
+    ``LAZY``: a row's max (the value its scores are shifted by) moves only when the block's
+    max exceeds it by more than ``LAZY_SLACK`` (in log2 units), so P stays below
+    ``2^LAZY_SLACK`` and ``alpha`` is exactly 1 for most blocks; :func:`_rescale` then skips O.
+    The result is the same: O and the sum are shifted by the same stale max."""
     BLOCK_N: gl.constexpr = s.shape[1]
     if MASK:
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -136,11 +144,28 @@ def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl
         if CAUSAL:
             keep = keep & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
         s = gl.where(keep, s, -float("inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+    m_block = gl.max(s, 1) * qk_scale
+    if LAZY:
+        m_new = gl.where(m_block > m_i + LAZY_SLACK, m_block, m_i)
+    else:
+        m_new = gl.maximum(m_i, m_block)
+    # One FFMA and one MUFU.EX2 per score (a separate multiply and subtract would be two FMA-pipe ops).
+    p = gl.exp2(gl.fma(s, qk_scale, gl.expand_dims(-m_new, 1)))
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, m_new, l_i, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))
+
+
+@gluonkit.jit
+def _rescale(acc, alpha, LAZY: gl.constexpr):
+    """O times ``alpha`` row by row; with ``LAZY`` only when some row of the warpgroup moved its max
+    (a warpgroup-uniform branch: one reduction across its 4 warps instead of 64 multiplies a thread)."""
+    if LAZY:
+        if gl.min(alpha, 0) < 1.0:
+            acc = acc * gl.expand_dims(alpha, 1)
+    else:
+        acc = acc * gl.expand_dims(alpha, 1)
+    return acc
 
 
 @gluonkit.jit
@@ -152,7 +177,7 @@ def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
 @gluonkit.jit
 def _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
                   MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                  s_layout: gl.constexpr, o_layout: gl.constexpr):
+                  LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
     """Key block ``j ≥ 1`` for one warpgroup, overlapped with the tail of block ``j - 1``: start
     ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``, run block ``j``'s softmax while the second
     product is in flight, then rescale O."""
@@ -160,25 +185,24 @@ def _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m
     acc = _issue_pv(j - 1, p, v_smem, v_ready, acc, STAGES)
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
-    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(j - 1, empty, STAGES)
     # P_{j-1}'s registers are free only now: converting P_j here keeps one P live, not two.
-    return acc * gl.expand_dims(alpha, 1), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
+    return _rescale(acc, alpha, LAZY), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
 
 
 @gluonkit.jit
 def _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
                          MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                         s_layout: gl.constexpr, o_layout: gl.constexpr):
+                         LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
     """Key block ``j`` for one warpgroup without intra-warpgroup overlap (``OVERLAP=False``):
     ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
     s = _issue_scores(j, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
-    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
-    acc = _issue_pv(j, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, acc * gl.expand_dims(alpha, 1),
-                    STAGES)
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
+    acc = _issue_pv(j, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, _rescale(acc, alpha, LAZY), STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(j, empty, STAGES)
     return acc, m_i, l_i
@@ -187,7 +211,7 @@ def _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, ac
 @gluonkit.jit
 def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
               qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr):
+              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr, LAZY: gl.constexpr):
     """One consumer warpgroup: query rows ``q_start + WHICH·BLOCK_M …`` against every key block."""
     BLOCK_M: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
@@ -200,17 +224,19 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_
     mbarrier.wait(q_ready, 0)
     if OVERLAP:
         acc, m_i, l_i = _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ,
-                                             n_blocks, n_full, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+                                             n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
     else:
         m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
         l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
         for j in range(n_full):
             acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                                 qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+                                                 qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                                 o_layout)
         for j in range(n_full, n_blocks):
             acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                                 qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+                                                 qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                                 o_layout)
     # Epilogue: O / l through our Q tile's buffer (its last reader, the last S product, is done)
     # and a TMA store, which clips rows past S; the LSE in nats.
     acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
@@ -224,8 +250,8 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_
 
 @gluonkit.jit
 def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, n_blocks, n_full,
-                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, s_layout: gl.constexpr,
-                         o_layout: gl.constexpr):
+                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+                         s_layout: gl.constexpr, o_layout: gl.constexpr):
     """All key blocks with intra-warpgroup overlap (``OVERLAP=True``); returns O (unnormalised), the
     running max and the running sum."""
     BLOCK_M: gl.constexpr = q.shape[0]
@@ -236,15 +262,15 @@ def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_sc
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
-    p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, s_layout, o_layout)
+    p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, LAZY, s_layout, o_layout)
     p = _p_operand(p, v_smem.dtype, o_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     for j in range(1, n_full):
         acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                         qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+                                         qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):
         acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                         qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, s_layout, o_layout)
+                                         qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
     acc = _issue_pv(n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(n_blocks - 1, empty, STAGES)
@@ -254,7 +280,8 @@ def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_sc
 @gluonkit.jit
 def attention_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False):
+                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False,
+                         LAZY: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -277,9 +304,9 @@ def attention_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale,
     fence_async_shared()
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP)),
+                     qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP, LAZY)),
         (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP)),
+                     qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP, LAZY)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, SEQ, CAUSAL,
                      STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -321,15 +348,15 @@ def _flat(array, shape):
 def default_config(head_dim: int, causal: bool) -> dict:
     """Tile sizes per head dimension (64 query rows per warpgroup; see docs/attention.rst)."""
     if head_dim == 128 and not causal:  # measured: overlap with 3 stages, 1.02-1.10x the serial loop
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=3, OVERLAP=True)
+        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=3, OVERLAP=True, LAZY=False)
     if head_dim <= 128:
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2, OVERLAP=False)
-    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, OVERLAP=False)
+        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2, OVERLAP=False, LAZY=False)
+    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, OVERLAP=False, LAZY=False)
 
 
 def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK_M: int = None,
             BLOCK_N: int = None, STAGES: int = None, producer_regs: int = 24, consumer_regs: int = 240,
-            OVERLAP: bool = None):
+            OVERLAP: bool = None, LAZY: bool = None):
     """A function of no arguments that writes ``o = attention(q, k, v)`` and ``lse``.
 
     ``q, k, v, o``: contiguous ``[B, H, S, D]`` fp16/bf16 (numpy arrays in the interpreter,
@@ -346,6 +373,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
     BLOCK_N = BLOCK_N or config["BLOCK_N"]
     STAGES = STAGES or config["STAGES"]
     OVERLAP = config["OVERLAP"] if OVERLAP is None else OVERLAP
+    LAZY = config["LAZY"] if LAZY is None else LAZY
     dtype = element_dtype(q)
     qo_layout, kv_layout, s_layout, o_layout = attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     q_desc = TensorDescriptor.from_tensor(_flat(q, (B * H, S, D)), [1, BLOCK_M, D], qo_layout)
@@ -357,7 +385,8 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
 
     def run():
         launch(q_desc, k_desc, v_desc, o_desc, lse, S, qk_scale, CAUSAL=causal, STAGES=STAGES, s_layout=s_layout,
-               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP, num_warps=4)
+               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP, LAZY=LAZY,
+               num_warps=4)
         return o, lse
     return run
 
