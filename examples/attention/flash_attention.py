@@ -57,10 +57,10 @@ LAZY_SLACK = gl.constexpr(8.0)
 
 @gluonkit.jit
 def _kv_range(SEQ, q_start, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """The program's key blocks ``[0, n_blocks)``, of which ``[0, n_full)`` need no mask.
+    """The tile's key blocks ``[0, n_blocks)``, of which ``[0, n_full)`` need no mask.
 
     A block needs a mask when it reaches past the sequence end or, causally, past the
-    program's first query row; causally, blocks that start after its last row are skipped.
+    tile's first query row; causally, blocks that start after its last row are skipped.
     """
     if CAUSAL:
         n_blocks = gl.cdiv(gl.minimum(SEQ, q_start + 2 * BLOCK_M), BLOCK_N)
@@ -72,66 +72,101 @@ def _kv_range(SEQ, q_start, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL
 
 
 @gluonkit.jit
-def _q_start(SEQ, BLOCK_M: gl.constexpr, CAUSAL: gl.constexpr):
-    """The program's first query row; causal programs are numbered from the longest rows down."""
+def _tile_count(SEQ, BH, BLOCK_M: gl.constexpr, CAUSAL: gl.constexpr):
+    """How many tiles (``2·BLOCK_M`` query rows of one head) this program runs.
+
+    Tiles are handed out in *units* (one tile, or causally a pair of tiles) round robin:
+    program ``p`` runs units ``p, p + G, p + 2G, …`` (``G`` programs).  Causally a unit pairs a
+    long tile with a short one of the same head (:func:`_tile`), so every unit holds the same
+    work and the round robin balances the programs.
+    """
+    UNIT: gl.constexpr = 2 if CAUSAL else 1
+    n_tiles = BH * gl.cdiv(SEQ, 2 * BLOCK_M)
+    n_units = gl.cdiv(n_tiles, UNIT)
     pid = gl.program_id(0)
-    if CAUSAL:
-        pid = gl.cdiv(SEQ, 2 * BLOCK_M) - 1 - pid
-    return pid * 2 * BLOCK_M
+    G = gl.num_programs(0)
+    mine = gl.cdiv(n_units - pid, G) * UNIT
+    # The last unit is short (one tile) when the tile count is odd.
+    if (n_units - 1 - pid) % G == 0:
+        mine -= UNIT * n_units - n_tiles
+    return mine
 
 
 @gluonkit.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, SEQ,
+def _tile(i, SEQ, BLOCK_M: gl.constexpr, CAUSAL: gl.constexpr):
+    """The (head, first query row) of this program's ``i``-th tile (see :func:`_tile_count`).
+
+    Tiles of a head are consecutive, so the programs running at one time share a few heads'
+    K and V in L2.  Causally the tiles of a head go longest, shortest, second longest,
+    second shortest, …: each unit (pair) of tiles holds the same number of key blocks.
+    """
+    UNIT: gl.constexpr = 2 if CAUSAL else 1
+    n_q = gl.cdiv(SEQ, 2 * BLOCK_M)
+    u = (gl.program_id(0) + (i // UNIT) * gl.num_programs(0)) * UNIT + i % UNIT
+    bh = u // n_q
+    k = u % n_q
+    if CAUSAL:
+        k = gl.where(k % 2 == 0, n_q - 1 - k // 2, k // 2)
+    return bh, k * 2 * BLOCK_M
+
+
+@gluonkit.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, SEQ, BH,
               CAUSAL: gl.constexpr, STAGES: gl.constexpr):
-    """The TMA warp: both Q tiles once, then K and V block after block through the ring."""
+    """The TMA warp: for each tile, both Q tiles (once the consumers have released the previous
+    ones), then K and V block after block through the ring, whose position runs on across tiles."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
-    q_start = _q_start(SEQ, BLOCK_M, CAUSAL)
-    row0 = gl.program_id(1) * SEQ
-    mbarrier.expect(q_ready, 2 * q_desc.block_type.nbytes)
-    tma.async_load(q_desc, [gl.program_id(1), q_start, 0], q_ready, q_smem.index(0))
-    tma.async_load(q_desc, [gl.program_id(1), q_start + BLOCK_M, 0], q_ready, q_smem.index(1))
-    n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
-    for j in range(n_blocks):
-        stage = j % STAGES
-        mbarrier.wait(empty.index(stage), ((j // STAGES) & 1) ^ 1)
-        mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
-        tma.async_load(k_desc, [row0 + j * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
-        mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
-        tma.async_load(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+    c = 0  # ring position: key blocks loaded so far, over all tiles
+    for i in range(_tile_count(SEQ, BH, BLOCK_M, CAUSAL)):
+        bh, q_start = _tile(i, SEQ, BLOCK_M, CAUSAL)
+        for w in gl.static_range(2):
+            mbarrier.wait(q_empty.index(w), (i & 1) ^ 1)
+            mbarrier.expect(q_ready.index(w), q_desc.block_type.nbytes)
+            tma.async_load(q_desc, [bh, q_start + w * BLOCK_M, 0], q_ready.index(w), q_smem.index(w))
+        n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
+        row0 = bh * SEQ
+        for j in range(n_blocks):
+            stage = (c + j) % STAGES
+            mbarrier.wait(empty.index(stage), (((c + j) // STAGES) & 1) ^ 1)
+            mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
+            tma.async_load(k_desc, [row0 + j * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
+            mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
+            tma.async_load(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+        c += n_blocks
 
 
 @gluonkit.jit
-def _issue_scores(j, q, k_smem, k_ready, turn, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                  s_layout: gl.constexpr):
-    """Wait for K of block ``j`` and for our turn on the tensor cores; start ``S = Q Kᵀ``."""
-    stage = j % STAGES
-    mbarrier.wait(k_ready.index(stage), (j // STAGES) & 1)
-    mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
+def _issue_scores(c, q, k_smem, k_ready, turn, STAGES: gl.constexpr, WHICH: gl.constexpr, s_layout: gl.constexpr):
+    """Wait for K at ring position ``c`` and for our turn on the tensor cores; start ``S = Q Kᵀ``."""
+    stage = c % STAGES
+    mbarrier.wait(k_ready.index(stage), (c // STAGES) & 1)
+    mbarrier.wait(turn.index(WHICH), (c & 1) ^ (1 - WHICH))
     zeros = gl.zeros([q.shape[0], k_smem.shape[1]], gl.float32, s_layout)
     return warpgroup_mma(q, k_smem.index(stage).permute((1, 0)), zeros, use_acc=False, is_async=True)
 
 
 @gluonkit.jit
-def _issue_pv(j, p, v_smem, v_ready, acc, STAGES: gl.constexpr):
-    """Wait for V of block ``j``; start ``O += P V`` with P in registers."""
-    stage = j % STAGES
-    mbarrier.wait(v_ready.index(stage), (j // STAGES) & 1)
+def _issue_pv(c, p, v_smem, v_ready, acc, STAGES: gl.constexpr):
+    """Wait for V at ring position ``c``; start ``O += P V`` with P in registers."""
+    stage = c % STAGES
+    mbarrier.wait(v_ready.index(stage), (c // STAGES) & 1)
     return warpgroup_mma(p, v_smem.index(stage), acc, is_async=True)
 
 
 @gluonkit.jit
-def _release(j, empty, STAGES: gl.constexpr):
-    """Both products of block ``j`` are done in this warpgroup: thread 0 hands its stage back."""
+def _release(bar):
+    """This warpgroup is done with what ``bar`` guards (its MMAs have completed): thread 0 arrives,
+    after a barrier so that no warp of the warpgroup is still before its wait."""
     gl.thread_barrier()
-    mbarrier.arrive(empty.index(j % STAGES))
+    mbarrier.arrive(bar)
 
 
 @gluonkit.jit
 def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, LAZY: gl.constexpr,
              s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """The online-softmax step for block ``j``'s scores: P (fp32), the new running max and sum, and
-    ``alpha``, the factor that rescales O to the new max.
+    """The online-softmax step for key block ``j``'s scores: P (fp32), the new running max and sum,
+    and ``alpha``, the factor that rescales O to the new max.
 
     ``LAZY``: a row's max (the value its scores are shifted by) moves only when the block's
     max exceeds it by more than ``LAZY_SLACK`` (in log2 units), so P stays below
@@ -175,89 +210,71 @@ def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
 
 
 @gluonkit.jit
-def _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
+def _attend_block(j, c, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
                   MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
                   LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """Key block ``j ≥ 1`` for one warpgroup, overlapped with the tail of block ``j - 1``: start
-    ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``, run block ``j``'s softmax while the second
-    product is in flight, then rescale O."""
-    s = _issue_scores(j, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
-    acc = _issue_pv(j - 1, p, v_smem, v_ready, acc, STAGES)
+    """Key block ``j ≥ 1`` (ring position ``c``) for one warpgroup, overlapped with the tail of block
+    ``j - 1``: start ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``, run block ``j``'s softmax while
+    the second product is in flight, then rescale O."""
+    s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    acc = _issue_pv(c - 1, p, v_smem, v_ready, acc, STAGES)
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    _release(j - 1, empty, STAGES)
+    _release(empty.index((c - 1) % STAGES))
     # P_{j-1}'s registers are free only now: converting P_j here keeps one P live, not two.
     return _rescale(acc, alpha, LAZY), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
 
 
 @gluonkit.jit
-def _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
-                         MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
+def _attend_block_serial(j, c, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows,
+                         SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
                          LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """Key block ``j`` for one warpgroup without intra-warpgroup overlap (``OVERLAP=False``):
-    ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
-    s = _issue_scores(j, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    """Key block ``j`` (ring position ``c``) for one warpgroup without intra-warpgroup overlap
+    (``OVERLAP=False``): ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
+    s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
-    acc = _issue_pv(j, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, _rescale(acc, alpha, LAZY), STAGES)
+    acc = _issue_pv(c, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, _rescale(acc, alpha, LAZY), STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    _release(j, empty, STAGES)
+    _release(empty.index(c % STAGES))
     return acc, m_i, l_i
 
 
 @gluonkit.jit
-def _consumer(q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-              qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr, LAZY: gl.constexpr):
-    """One consumer warpgroup: query rows ``q_start + WHICH·BLOCK_M …`` against every key block."""
-    BLOCK_M: gl.constexpr = q_smem.shape[2]
-    HEAD_DIM: gl.constexpr = q_smem.shape[3]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    q_start = _q_start(SEQ, BLOCK_M, CAUSAL)
-    my_start = q_start + WHICH * BLOCK_M
-    rows = my_start + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-    n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
-    q = q_smem.index(WHICH).reshape([BLOCK_M, HEAD_DIM])
-    mbarrier.wait(q_ready, 0)
-    if OVERLAP:
-        acc, m_i, l_i = _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ,
-                                             n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
-    else:
-        m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
-        acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-        for j in range(n_full):
-            acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                                 qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                                 o_layout)
-        for j in range(n_full, n_blocks):
-            acc, m_i, l_i = _attend_block_serial(j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                                 qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                                 o_layout)
-    # Epilogue: O / l through our Q tile's buffer (its last reader, the last S product, is done)
-    # and a TMA store, which clips rows past S; the LSE in nats.
-    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
-    q.store(acc.to(o_desc.dtype))
-    fence_async_shared()
-    tma.async_store(o_desc, [gl.program_id(1), my_start, 0], q_smem.index(WHICH))
-    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
-    gl.store(lse_ptr + gl.program_id(1) * SEQ + rows, lse, mask=rows < SEQ)
-    tma.store_wait(0)
-
-
-@gluonkit.jit
-def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, n_blocks, n_full,
-                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
-                         s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """All key blocks with intra-warpgroup overlap (``OVERLAP=True``); returns O (unnormalised), the
+def _key_loop_serial(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks, n_full,
+                     CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+                     s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """All key blocks of a tile without intra-warpgroup overlap; returns O (unnormalised), the
     running max and the running sum."""
     BLOCK_M: gl.constexpr = q.shape[0]
     HEAD_DIM: gl.constexpr = q.shape[1]
+    m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    for j in range(n_full):
+        acc, m_i, l_i = _attend_block_serial(j, c + j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
+                                             l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                             o_layout)
+    for j in range(n_full, n_blocks):
+        acc, m_i, l_i = _attend_block_serial(j, c + j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
+                                             l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                             o_layout)
+    return acc, m_i, l_i
+
+
+@gluonkit.jit
+def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks, n_full,
+                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+                         s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """All key blocks of a tile with intra-warpgroup overlap (``OVERLAP=True``); returns O
+    (unnormalised), the running max and the running sum."""
+    BLOCK_M: gl.constexpr = q.shape[0]
+    HEAD_DIM: gl.constexpr = q.shape[1]
     # Block 0 alone (always with the mask: exact, and it keeps the loops below uniform).
-    s = _issue_scores(0, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
+    s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     mbarrier.arrive(turn.index(1 - WHICH))
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
@@ -266,57 +283,100 @@ def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_sc
     p = _p_operand(p, v_smem.dtype, o_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     for j in range(1, n_full):
-        acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                         qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
+        acc, p, m_i, l_i = _attend_block(j, c + j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
+                                         l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                         o_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):
-        acc, p, m_i, l_i = _attend_block(j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
-                                         qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
-    acc = _issue_pv(n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
+        acc, p, m_i, l_i = _attend_block(j, c + j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
+                                         l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                         o_layout)
+    acc = _issue_pv(c + n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    _release(n_blocks - 1, empty, STAGES)
+    _release(empty.index((c + n_blocks - 1) % STAGES))
     return acc, m_i, l_i
 
 
 @gluonkit.jit
-def attention_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, SEQ, qk_scale, CAUSAL: gl.constexpr,
+def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ, BH,
+              qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
+              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr, LAZY: gl.constexpr):
+    """One consumer warpgroup: for each of the program's tiles, query rows ``q_start + WHICH·BLOCK_M …``
+    against every key block, then the epilogue."""
+    BLOCK_M: gl.constexpr = q_smem.shape[2]
+    HEAD_DIM: gl.constexpr = q_smem.shape[3]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    q = q_smem.index(WHICH).reshape([BLOCK_M, HEAD_DIM])
+    local_rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    cols = gl.expand_dims(gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout)), 0)
+    c = 0  # ring position, as the producer's
+    for i in range(_tile_count(SEQ, BH, BLOCK_M, CAUSAL)):
+        bh, q_start = _tile(i, SEQ, BLOCK_M, CAUSAL)
+        my_start = q_start + WHICH * BLOCK_M
+        rows = my_start + local_rows
+        n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
+        mbarrier.wait(q_ready.index(WHICH), i & 1)
+        if OVERLAP:
+            acc, m_i, l_i = _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows,
+                                                 SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout,
+                                                 o_layout)
+        else:
+            acc, m_i, l_i = _key_loop_serial(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ,
+                                             c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
+        c += n_blocks
+        # Every product of the tile has completed: the producer may load the next tile's Q now,
+        # under this epilogue.  O leaves straight from registers (rows past S are not stored),
+        # so no shared buffer ties the next Q to this store; the LSE in nats.
+        _release(q_empty.index(WHICH))
+        acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+        o_rows = gl.expand_dims(gl.convert_layout(rows, gl.SliceLayout(1, o_layout)), 1)
+        o_head = o_ptr + bh.to(gl.int64) * SEQ * HEAD_DIM
+        gl.store(o_head + o_rows * HEAD_DIM + cols, acc.to(o_ptr.dtype.element_ty), mask=o_rows < SEQ)
+        lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+        gl.store(lse_ptr + bh.to(gl.int64) * SEQ + rows, lse, mask=rows < SEQ)
+
+
+@gluonkit.jit
+def attention_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, SEQ, BH, qk_scale, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
                          PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False,
                          LAZY: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
-    gl.static_assert(o_desc.block_type.shape == q_desc.block_type.shape, "O's block must be Q's: O reuses Q's buffer")
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
-    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_ready, count=1)
+    for w in gl.static_range(2):
+        mbarrier.init(q_ready.index(w), count=1)
+        mbarrier.init(q_empty.index(w), count=1)
+        mbarrier.init(turn.index(w), count=1)
     for s in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(s), count=1)
         mbarrier.init(v_ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=2)
-    mbarrier.init(turn.index(0), count=1)
-    mbarrier.init(turn.index(1), count=1)
     fence_async_shared()
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP, LAZY)),
-        (_consumer, (q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, turn, o_desc, lse_ptr, SEQ,
-                     qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP, LAZY)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, empty, SEQ, CAUSAL,
-                     STAGES)),
+        (_consumer, (q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ,
+                     BH, qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP, LAZY)),
+        (_consumer, (q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ,
+                     BH, qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP, LAZY)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, SEQ,
+                     BH, CAUSAL, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
-    mbarrier.invalidate(q_ready)
+    for w in gl.static_range(2):
+        mbarrier.invalidate(q_ready.index(w))
+        mbarrier.invalidate(q_empty.index(w))
+        mbarrier.invalidate(turn.index(w))
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(k_ready.index(s))
         mbarrier.invalidate(v_ready.index(s))
         mbarrier.invalidate(empty.index(s))
-    mbarrier.invalidate(turn.index(0))
-    mbarrier.invalidate(turn.index(1))
 
 
 _GL_DTYPES = {"float16": gl.float16, "bfloat16": gl.bfloat16}
@@ -345,6 +405,16 @@ def _flat(array, shape):
     return array.reshape(shape) if isinstance(array, np.ndarray) else array.view(shape)
 
 
+@functools.lru_cache(maxsize=None)
+def default_programs() -> int:
+    """Programs of the persistent grid: the GPU's SM count (one program of 12 warps per SM), or 4 in
+    the interpreter (so that its programs run several tiles each)."""
+    from gluonkit.runtime.driver import device_properties, has_gpu
+    if os.environ.get("GLUONKIT_INTERPRET") == "1" or not has_gpu():
+        return 4
+    return device_properties().sm_count
+
+
 def default_config(head_dim: int, causal: bool) -> dict:
     """Tile sizes per head dimension (64 query rows per warpgroup; see docs/attention.rst)."""
     if head_dim == 128 and not causal:  # measured: overlap with 3 stages, 1.02-1.10x the serial loop
@@ -356,12 +426,14 @@ def default_config(head_dim: int, causal: bool) -> dict:
 
 def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK_M: int = None,
             BLOCK_N: int = None, STAGES: int = None, producer_regs: int = 24, consumer_regs: int = 240,
-            OVERLAP: bool = None, LAZY: bool = None):
+            OVERLAP: bool = None, LAZY: bool = None, programs: int = None):
     """A function of no arguments that writes ``o = attention(q, k, v)`` and ``lse``.
 
     ``q, k, v, o``: contiguous ``[B, H, S, D]`` fp16/bf16 (numpy arrays in the interpreter,
     CUDA tensors on the GPU); ``lse``: contiguous fp32 ``[B, H, S]``.  ``sm_scale`` defaults to
-    ``1/√D``.  Descriptors, layouts and grid are built once here.
+    ``1/√D``.  ``programs``: the persistent grid's size (default :func:`default_programs`; at most
+    one per unit of work, so a large value gives one unit, a tile or causally a pair, per program).
+    Descriptors, layouts and grid are built once here.
     """
     B, H, S, D = q.shape
     if D not in (64, 128, 256):
@@ -379,12 +451,12 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
     q_desc = TensorDescriptor.from_tensor(_flat(q, (B * H, S, D)), [1, BLOCK_M, D], qo_layout)
     k_desc = TensorDescriptor.from_tensor(_flat(k, (B * H * S, D)), [BLOCK_N, D], kv_layout)
     v_desc = TensorDescriptor.from_tensor(_flat(v, (B * H * S, D)), [BLOCK_N, D], kv_layout)
-    o_desc = TensorDescriptor.from_tensor(_flat(o, (B * H, S, D)), [1, BLOCK_M, D], qo_layout)
     qk_scale = (sm_scale if sm_scale is not None else 1.0 / math.sqrt(D)) * LOG2E
-    launch = attention_fwd_kernel[(gluonkit.cdiv(S, 2 * BLOCK_M), B * H)]
+    units = gluonkit.cdiv(B * H * gluonkit.cdiv(S, 2 * BLOCK_M), 2 if causal else 1)
+    launch = attention_fwd_kernel[(min(units, programs or default_programs()),)]
 
     def run():
-        launch(q_desc, k_desc, v_desc, o_desc, lse, S, qk_scale, CAUSAL=causal, STAGES=STAGES, s_layout=s_layout,
+        launch(q_desc, k_desc, v_desc, o, lse, S, B * H, qk_scale, CAUSAL=causal, STAGES=STAGES, s_layout=s_layout,
                o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP, LAZY=LAZY,
                num_warps=4)
         return o, lse
