@@ -5,33 +5,41 @@ consumer warpgroups.
 (fp16 or bf16, contiguous), and the log-sum-exp ``LSE[b, h, i] = log Σ_j exp(s_ij)`` of every
 row (fp32, natural log) that a backward pass needs.
 
-A program takes ``2 · BLOCK_M`` query rows of one (batch, head); ``gl.warp_specialize`` splits it:
+The work is cut into *tiles* of ``2 · BLOCK_M`` query rows of one (batch, head).  The grid is
+**persistent**: one program per SM, each running tiles round robin (head after head, so the
+programs running together share a few heads' K and V in L2; causally in pairs of a long and a
+short tile of one head, so that every program gets the same work).  ``gl.warp_specialize``
+splits a program:
 
-* the **producer** (one worker warp with few registers) loads the program's two Q tiles once,
-  then streams the K and V blocks of ``BLOCK_N`` keys through a ring of ``STAGES`` buffers:
-  K and V of a block have separate ``ready`` barriers, so the first product starts before V
-  has landed; a stage is refilled once both consumers have handed it back (``empty``, count 2);
+* the **producer** (one worker warp with few registers) loads each tile's two Q blocks, as
+  soon as the consumers have released the previous ones, then streams the K and V blocks of
+  ``BLOCK_N`` keys through a ring of ``STAGES`` buffers whose position runs on from tile to
+  tile (so the next tile's first blocks load under the current tile's last products and
+  epilogue): K and V of a block have separate ``ready`` barriers, so the first product
+  starts before V has landed; a stage is refilled once both consumers have handed it back
+  (``empty``, count 2);
 * the two **consumers** (the kernel's 4 warps, and a 4-warp worker), one warpgroup each, own
-  ``BLOCK_M`` query rows.  For each key block: ``S = Q Kᵀ`` by wgmma from shared memory, the
-  online softmax in fp32 in registers (base 2: ``sm_scale · log2 e`` is folded into one
-  multiply, so each element costs one ``exp2``), then ``O += P V`` by wgmma with **P taken
-  from registers** (``DotOperandLayout`` operand A: P never goes through shared memory);
+  ``BLOCK_M`` query rows of a tile.  For each key block: ``S = Q Kᵀ`` by wgmma from shared
+  memory, the online softmax in fp32 in registers (base 2: ``sm_scale · log2 e`` and the row
+  max are folded into one FFMA, then one ``ex2.approx.ftz``), then ``O += P V`` by wgmma with
+  **P taken from registers** (``DotOperandLayout`` operand A: P never goes through shared memory);
 * **intra-warpgroup overlap** (``OVERLAP=True``; the default only for non-causal ``D = 128``,
   where it was faster on the H100, see docs/attention.rst): block ``j``'s ``Q K_jᵀ`` and block ``j - 1``'s ``P V`` are
   issued together; ``warpgroup_mma_wait(1)`` waits for the first only, so block ``j``'s
   softmax runs while the tensor cores do ``P_{j-1} V_{j-1}``; then O is rescaled;
+* **lazy rescaling** (``LAZY=True``, optional): a row's max moves only when it grows by more
+  than ``2^8``, so O's rescale is skipped (a warpgroup-uniform branch) in most blocks;
 * **ping-pong**: two ``turn`` mbarriers make the consumers issue their products in
   alternation, so one warpgroup's softmax also runs under the other's products.
 
 Causal attention (``CAUSAL``; query ``i`` sees keys ``j ≤ i``) skips the key blocks right of
-the program's last row altogether and masks only the blocks that cross the diagonal.  Any
+the tile's last row altogether and masks only the blocks that cross the diagonal.  Any
 sequence length works: the key loop masks keys ``≥ S`` in the last block; K and V are read
 through 2-D descriptors over ``[B·H·S, D]`` (rows past a head's end belong to the next head,
-or are zero-filled by TMA at the end of the tensor, and only ever meet the mask); Q and O go
-through 3-D descriptors over ``[B·H, S, D]``, whose loads zero-fill and whose stores clip the
-rows past ``S`` of each head.  O leaves through the warpgroup's Q buffer (Q is dead by then)
-and a TMA store.  The grid is ``(cdiv(S, 2·BLOCK_M), B·H)``; causal programs start with the
-longest rows.
+or are zero-filled by TMA at the end of the tensor, and only ever meet the mask); Q goes
+through a 3-D descriptor over ``[B·H, S, D]``, whose loads zero-fill the rows past ``S`` of
+each head.  O is stored straight from registers with a row mask (no shared buffer, so the
+next tile's Q can load while O is written), and the LSE beside it.
 
 Run: ``python examples/attention/flash_attention.py`` (the GPU if it is a Hopper, else the
 CPU interpreter at a small ragged size).
