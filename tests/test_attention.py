@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "at
 import flash_attention  # noqa: E402
 
 _NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+_SHORT = {"float16": "fp16", "bfloat16": "bf16"}  # pointer type names in signatures
 
 
 @pytest.mark.parametrize("overlap", [False, True])
@@ -92,7 +93,7 @@ def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2, overla
     qo, kv, s_layout, o_layout = flash_attention.attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     return flash_attention.attention_fwd_kernel.compile(
         TensorDescType((1, BLOCK_M, D), dtype, qo), TensorDescType((BLOCK_N, D), dtype, kv),
-        TensorDescType((BLOCK_N, D), dtype, kv), ir.PointerType(dtype), "*fp32", "i32", "i32", "fp32",
+        TensorDescType((BLOCK_N, D), dtype, kv), f"*{_SHORT[dtype.name]}:16", "*fp32:16", "i32", "i32", "fp32",
         CAUSAL=causal, STAGES=stages, s_layout=s_layout, o_layout=o_layout, PRODUCER_REGS=24, CONSUMER_REGS=240,
         OVERLAP=overlap, LAZY=lazy, num_warps=4, target="sm_90a")
 
