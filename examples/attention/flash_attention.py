@@ -335,7 +335,8 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty,
         # under this epilogue.  O leaves straight from registers (rows past S are not stored),
         # so no shared buffer ties the next Q to this store; the LSE in nats.
         _release(q_empty.index(WHICH))
-        acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+        # One reciprocal per row and a multiply per element (a division per element costs ~8 instructions).
+        acc = acc * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout)), 1)
         o_rows = gl.expand_dims(gl.convert_layout(rows, gl.SliceLayout(1, o_layout)), 1)
         o_head = o_ptr + bh.to(gl.int64) * SEQ * HEAD_DIM
         gl.store(o_head + o_rows * HEAD_DIM + cols, acc.to(o_ptr.dtype.element_ty), mask=o_rows < SEQ)
