@@ -183,9 +183,11 @@ def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl
     BLOCK_N: gl.constexpr = s.shape[1]
     if MASK:
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        keep = gl.expand_dims(cols < SEQ, 0)
         if CAUSAL:
-            keep = keep & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
+            # cols ≤ row < S for every row that is stored: the causal test alone masks the keys past S.
+            keep = gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1)
+        else:
+            keep = gl.expand_dims(cols < SEQ, 0)
         s = gl.where(keep, s, -float("inf"))
     m_block = gl.max(s, 1) * qk_scale
     if LAZY:
