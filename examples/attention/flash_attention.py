@@ -119,28 +119,37 @@ def _tile(i, SEQ, BLOCK_M: gl.constexpr, CAUSAL: gl.constexpr):
 
 
 @gluonkit.jit
+def _load_kv(c, row, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, empty, STAGES: gl.constexpr):
+    """K and V rows ``row …`` into the ring at position ``c``, once both consumers have released it."""
+    stage = c % STAGES
+    mbarrier.wait(empty.index(stage), ((c // STAGES) & 1) ^ 1)
+    mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
+    tma.async_load(k_desc, [row, 0], k_ready.index(stage), k_smem.index(stage))
+    mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
+    tma.async_load(v_desc, [row, 0], v_ready.index(stage), v_smem.index(stage))
+
+
+@gluonkit.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, SEQ, BH,
               CAUSAL: gl.constexpr, STAGES: gl.constexpr):
-    """The TMA warp: for each tile, both Q tiles (once the consumers have released the previous
-    ones), then K and V block after block through the ring, whose position runs on across tiles."""
+    """The TMA warp: for each tile, K and V block after block through the ring, whose position runs
+    on across tiles, and the two Q blocks once the consumers have released the previous ones.  The
+    first K/V block goes before the Q blocks: its ring slot frees before the previous tile ends,
+    while Q's buffers free only at its end."""
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     c = 0  # ring position: key blocks loaded so far, over all tiles
     for i in range(_tile_count(SEQ, BH, BLOCK_M, CAUSAL)):
         bh, q_start = _tile(i, SEQ, BLOCK_M, CAUSAL)
+        n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
+        row0 = bh * SEQ
+        _load_kv(c, row0, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, empty, STAGES)
         for w in gl.static_range(2):
             mbarrier.wait(q_empty.index(w), (i & 1) ^ 1)
             mbarrier.expect(q_ready.index(w), q_desc.block_type.nbytes)
             tma.async_load(q_desc, [bh, q_start + w * BLOCK_M, 0], q_ready.index(w), q_smem.index(w))
-        n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
-        row0 = bh * SEQ
-        for j in range(n_blocks):
-            stage = (c + j) % STAGES
-            mbarrier.wait(empty.index(stage), (((c + j) // STAGES) & 1) ^ 1)
-            mbarrier.expect(k_ready.index(stage), k_desc.block_type.nbytes)
-            tma.async_load(k_desc, [row0 + j * BLOCK_N, 0], k_ready.index(stage), k_smem.index(stage))
-            mbarrier.expect(v_ready.index(stage), v_desc.block_type.nbytes)
-            tma.async_load(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(stage), v_smem.index(stage))
+        for j in range(1, n_blocks):
+            _load_kv(c + j, row0 + j * BLOCK_N, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, empty, STAGES)
         c += n_blocks
 
 
