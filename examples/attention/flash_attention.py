@@ -180,6 +180,15 @@ def _release(bar):
 
 
 @gluonkit.jit
+def _release_q(c, last, q_free):
+    """After the S product at ring position ``c`` has completed: if it was the tile's last one
+    (``last``), Q is dead, and the producer may load the next tile's Q under this tile's last
+    softmax, ``P V`` product and epilogue."""
+    if c == last:
+        _release(q_free)
+
+
+@gluonkit.jit
 def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, LAZY: gl.constexpr,
              s_layout: gl.constexpr, o_layout: gl.constexpr):
     """The online-softmax step for key block ``j``'s scores: P (fp32), the new running max and sum,
@@ -229,16 +238,17 @@ def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
 
 
 @gluonkit.jit
-def _attend_block(j, c, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows, SEQ,
-                  MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
+def _attend_block(j, c, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale,
+                  rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
                   LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """Key block ``j ≥ 1`` (ring position ``c``) for one warpgroup, overlapped with the tail of block
-    ``j - 1``: start ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``, run block ``j``'s softmax while
-    the second product is in flight, then rescale O."""
+    """Key block ``j ≥ 1`` (ring position ``c``; the tile's last is ``last``) for one warpgroup,
+    overlapped with the tail of block ``j - 1``: start ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``,
+    run block ``j``'s softmax while the second product is in flight, then rescale O."""
     s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     acc = _issue_pv(c - 1, p, v_smem, v_ready, acc, STAGES)
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
+    _release_q(c, last, q_free)
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(empty.index((c - 1) % STAGES))
@@ -247,14 +257,15 @@ def _attend_block(j, c, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc
 
 
 @gluonkit.jit
-def _attend_block_serial(j, c, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale, rows,
-                         SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                         LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
-    """Key block ``j`` (ring position ``c``) for one warpgroup without intra-warpgroup overlap
+def _attend_block_serial(j, c, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
+                         qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                         WHICH: gl.constexpr, LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+    """Key block ``j`` (ring position ``c``; the tile's last is ``last``) for one warpgroup without intra-warpgroup overlap
     (``OVERLAP=False``): ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
     s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
+    _release_q(c, last, q_free)
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
     acc = _issue_pv(c, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, _rescale(acc, alpha, LAZY), STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
@@ -263,8 +274,8 @@ def _attend_block_serial(j, c, q, k_smem, v_smem, k_ready, v_ready, empty, turn,
 
 
 @gluonkit.jit
-def _key_loop_serial(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks, n_full,
-                     CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+def _key_loop_serial(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks,
+                     n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
                      s_layout: gl.constexpr, o_layout: gl.constexpr):
     """All key blocks of a tile without intra-warpgroup overlap; returns O (unnormalised), the
     running max and the running sum."""
@@ -273,42 +284,45 @@ def _key_loop_serial(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale,
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    last = c + n_blocks - 1  # the tile's last ring position
     for j in range(n_full):
-        acc, m_i, l_i = _attend_block_serial(j, c + j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
-                                             l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                             o_layout)
+        acc, m_i, l_i = _attend_block_serial(j, c + j, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                             acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY,
+                                             s_layout, o_layout)
     for j in range(n_full, n_blocks):
-        acc, m_i, l_i = _attend_block_serial(j, c + j, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
-                                             l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                             o_layout)
+        acc, m_i, l_i = _attend_block_serial(j, c + j, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                             acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY,
+                                             s_layout, o_layout)
     return acc, m_i, l_i
 
 
 @gluonkit.jit
-def _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks, n_full,
-                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+def _key_loop_overlapped(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks,
+                         n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
                          s_layout: gl.constexpr, o_layout: gl.constexpr):
     """All key blocks of a tile with intra-warpgroup overlap (``OVERLAP=True``); returns O
     (unnormalised), the running max and the running sum."""
     BLOCK_M: gl.constexpr = q.shape[0]
     HEAD_DIM: gl.constexpr = q.shape[1]
+    last = c + n_blocks - 1  # the tile's last ring position
     # Block 0 alone (always with the mask: exact, and it keeps the loops below uniform).
     s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     mbarrier.arrive(turn.index(1 - WHICH))
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
+    _release_q(c, last, q_free)
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, LAZY, s_layout, o_layout)
     p = _p_operand(p, v_smem.dtype, o_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     for j in range(1, n_full):
-        acc, p, m_i, l_i = _attend_block(j, c + j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
-                                         l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                         o_layout)
+        acc, p, m_i, l_i = _attend_block(j, c + j, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                         acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY,
+                                         s_layout, o_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):
-        acc, p, m_i, l_i = _attend_block(j, c + j, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i,
-                                         l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                         o_layout)
+        acc, p, m_i, l_i = _attend_block(j, c + j, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                         acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY,
+                                         s_layout, o_layout)
     acc = _issue_pv(c + n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(empty.index((c + n_blocks - 1) % STAGES))
@@ -335,17 +349,17 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty,
         n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M, BLOCK_N, CAUSAL)
         mbarrier.wait(q_ready.index(WHICH), i & 1)
         if OVERLAP:
-            acc, m_i, l_i = _key_loop_overlapped(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows,
-                                                 SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout,
-                                                 o_layout)
+            acc, m_i, l_i = _key_loop_overlapped(q, q_empty.index(WHICH), k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                                 qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY,
+                                                 s_layout, o_layout)
         else:
-            acc, m_i, l_i = _key_loop_serial(q, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ,
-                                             c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY, s_layout, o_layout)
+            acc, m_i, l_i = _key_loop_serial(q, q_empty.index(WHICH), k_smem, v_smem, k_ready, v_ready, empty, turn,
+                                             qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY,
+                                             s_layout, o_layout)
         c += n_blocks
-        # Every product of the tile has completed: the producer may load the next tile's Q now,
-        # under this epilogue.  O leaves straight from registers (rows past S are not stored),
-        # so no shared buffer ties the next Q to this store; the LSE in nats.
-        _release(q_empty.index(WHICH))
+        # The key loop has released Q after the tile's last S product.  O leaves straight from
+        # registers (rows past S are not stored), so no shared buffer ties the next Q to this
+        # store; the LSE in nats.
         # One reciprocal per row and a multiply per element (a division per element costs ~8 instructions).
         acc = acc * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, o_layout)), 1)
         o_rows = gl.expand_dims(gl.convert_layout(rows, gl.SliceLayout(1, o_layout)), 1)
