@@ -4,6 +4,7 @@ the interpreter tries), through ptxas for sm_90a without spills, and on the GPU 
 float32 torch reference (marked ``gpu``)."""
 
 import os
+import re
 import sys
 
 import ml_dtypes
@@ -110,6 +111,10 @@ def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal, overla
     assert f"wgmma.mma_async.sync.aligned.m64n{BLOCK_N}k16.f32.bf16.bf16" in ptx  # S = Q Kᵀ from shared memory
     assert f"wgmma.mma_async.sync.aligned.m64n{D}k16.f32.bf16.bf16" in ptx        # O += P V, P from registers
     assert "ex2.approx.ftz.f32" in ptx and "fma.rn.f32" in ptx  # one FFMA and one MUFU.EX2 per score
+    # P's conversions come before each product's wgmma.fence, not between its MMAs (where ptxas
+    # would inject a warpgroup.arrive before every MMA reading a register written after the fence).
+    products = re.findall(r"wgmma\.fence\.sync\.aligned;(.*?)wgmma\.commit_group", ptx, re.S)
+    assert products and not any("cvt." in body for body in products)
     assert [(p["num_warps"], p["registers"]) for p in meta["partitions"]] == [(4, 240), (4, 240), (1, 24)]
     # Lazy rescaling in the overlapped loop spills 12 bytes of per-tile scalars (loads at the tile's
     # start and end, none in the key loop; measured with cuobjdump -sass): allowed that much, no more.
