@@ -138,7 +138,7 @@ def _softmax_block(j, s_tmem, p_smem, alpha_smem, s_ready, s_free, p_ready, pv_d
     if not P_TMEM:
         gl.thread_barrier()                                    # every warp has read S_j: the buffer is free
         mbarrier.arrive(s_free.index(buf))
-    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, False, s_layout, s_layout)
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, s_layout)
     mbarrier.wait(pv_done, (j - 1) & 1, pred=j > 0)            # P_{j-1} V_{j-1} has read P's and alpha's buffers
     if P_TMEM:
         p_tmem = _p_view(s_tmem, buf, dtype)

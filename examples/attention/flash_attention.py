@@ -27,8 +27,6 @@ splits a program:
   where it was faster on the H100, see docs/attention.rst): block ``j``'s ``Q K_jᵀ`` and block ``j - 1``'s ``P V`` are
   issued together; ``warpgroup_mma_wait(1)`` waits for the first only, so block ``j``'s
   softmax runs while the tensor cores do ``P_{j-1} V_{j-1}``; then O is rescaled;
-* **lazy rescaling** (``LAZY=True``, optional): a row's max moves only when it grows by more
-  than ``2^8``, so O's rescale is skipped (a warpgroup-uniform branch) in most blocks;
 * **ping-pong**: two ``turn`` mbarriers make the consumers issue their products in
   alternation, so one warpgroup's softmax also runs under the other's products.
 
@@ -58,9 +56,6 @@ from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, w
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 LOG2E = 1.4426950408889634
-# LAZY rescaling: how far (log2 units) a row's block max may pass the max it is shifted by before it
-# moves; P stays below 2^8 = 256, well inside bf16 and fp16.
-LAZY_SLACK = gl.constexpr(8.0)
 
 
 @gluonkit.jit
@@ -189,15 +184,10 @@ def _release_q(c, last, q_free):
 
 
 @gluonkit.jit
-def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, LAZY: gl.constexpr,
+def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr,
              s_layout: gl.constexpr, o_layout: gl.constexpr):
     """The online-softmax step for key block ``j``'s scores: P (fp32), the new running max and sum,
-    and ``alpha``, the factor that rescales O to the new max.
-
-    ``LAZY``: a row's max (the value its scores are shifted by) moves only when the block's
-    max exceeds it by more than ``LAZY_SLACK`` (in log2 units), so P stays below
-    ``2^LAZY_SLACK`` and ``alpha`` is exactly 1 for most blocks; :func:`_rescale` then skips O.
-    The result is the same: O and the sum are shifted by the same stale max."""
+    and ``alpha``, the factor that rescales O to the new max."""
     BLOCK_N: gl.constexpr = s.shape[1]
     if MASK:
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -207,28 +197,12 @@ def _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl
         else:
             keep = gl.expand_dims(cols < SEQ, 0)
         s = gl.where(keep, s, -float("inf"))
-    m_block = gl.max(s, 1) * qk_scale
-    if LAZY:
-        m_new = gl.where(m_block > m_i + LAZY_SLACK, m_block, m_i)
-    else:
-        m_new = gl.maximum(m_i, m_block)
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
     # One FFMA and one MUFU.EX2 per score (a separate multiply and subtract would be two FMA-pipe ops).
     p = gl.exp2(gl.fma(s, qk_scale, gl.expand_dims(-m_new, 1)))
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, m_new, l_i, gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))
-
-
-@gluonkit.jit
-def _rescale(acc, alpha, LAZY: gl.constexpr):
-    """O times ``alpha`` row by row; with ``LAZY`` only when some row of the warpgroup moved its max
-    (a warpgroup-uniform branch: one reduction across its 4 warps instead of 64 multiplies a thread)."""
-    if LAZY:
-        if gl.min(alpha, 0) < 1.0:
-            acc = acc * gl.expand_dims(alpha, 1)
-    else:
-        acc = acc * gl.expand_dims(alpha, 1)
-    return acc
 
 
 @gluonkit.jit
@@ -240,7 +214,7 @@ def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
 @gluonkit.jit
 def _attend_block(j, c, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i, qk_scale,
                   rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-                  LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+                  s_layout: gl.constexpr, o_layout: gl.constexpr):
     """Key block ``j ≥ 1`` (ring position ``c``; the tile's last is ``last``) for one warpgroup,
     overlapped with the tail of block ``j - 1``: start ``S_j = Q K_jᵀ`` and ``O += P_{j-1} V_{j-1}``,
     run block ``j``'s softmax while the second product is in flight, then rescale O."""
@@ -249,25 +223,26 @@ def _attend_block(j, c, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, em
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
     _release_q(c, last, q_free)
-    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(empty.index((c - 1) % STAGES))
     # P_{j-1}'s registers are free only now: converting P_j here keeps one P live, not two.
-    return _rescale(acc, alpha, LAZY), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
+    return acc * gl.expand_dims(alpha, 1), _p_operand(p, v_smem.dtype, o_layout), m_i, l_i
 
 
 @gluonkit.jit
 def _attend_block_serial(j, c, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn, acc, m_i, l_i,
                          qk_scale, rows, SEQ, MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                         WHICH: gl.constexpr, LAZY: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
+                         WHICH: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr):
     """Key block ``j`` (ring position ``c``; the tile's last is ``last``) for one warpgroup without intra-warpgroup overlap
     (``OVERLAP=False``): ``S = Q Kᵀ``, the softmax (under the other warpgroup's products), then ``O += P V``."""
     s = _issue_scores(c, q, k_smem, k_ready, turn, STAGES, WHICH, s_layout)
     s = warpgroup_mma_wait(num_outstanding=0, deps=[s])
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     _release_q(c, last, q_free)
-    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, LAZY, s_layout, o_layout)
-    acc = _issue_pv(c, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, _rescale(acc, alpha, LAZY), STAGES)
+    p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
+    acc = _issue_pv(c, _p_operand(p, v_smem.dtype, o_layout), v_smem, v_ready, acc * gl.expand_dims(alpha, 1),
+                    STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(empty.index(c % STAGES))
     return acc, m_i, l_i
@@ -275,7 +250,7 @@ def _attend_block_serial(j, c, last, q_free, q, k_smem, v_smem, k_ready, v_ready
 
 @gluonkit.jit
 def _key_loop_serial(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks,
-                     n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+                     n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
                      s_layout: gl.constexpr, o_layout: gl.constexpr):
     """All key blocks of a tile without intra-warpgroup overlap; returns O (unnormalised), the
     running max and the running sum."""
@@ -287,18 +262,18 @@ def _key_loop_serial(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, turn, q
     last = c + n_blocks - 1  # the tile's last ring position
     for j in range(n_full):
         acc, m_i, l_i = _attend_block_serial(j, c + j, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                             acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY,
+                                             acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH,
                                              s_layout, o_layout)
     for j in range(n_full, n_blocks):
         acc, m_i, l_i = _attend_block_serial(j, c + j, last, q_free, q, k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                             acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY,
+                                             acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH,
                                              s_layout, o_layout)
     return acc, m_i, l_i
 
 
 @gluonkit.jit
 def _key_loop_overlapped(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, turn, qk_scale, rows, SEQ, c, n_blocks,
-                         n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr, LAZY: gl.constexpr,
+                         n_full, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
                          s_layout: gl.constexpr, o_layout: gl.constexpr):
     """All key blocks of a tile with intra-warpgroup overlap (``OVERLAP=True``); returns O
     (unnormalised), the running max and the running sum."""
@@ -312,16 +287,16 @@ def _key_loop_overlapped(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, tur
     _release_q(c, last, q_free)
     m_i = gl.full([BLOCK_M], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
-    p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, LAZY, s_layout, o_layout)
+    p, m_i, l_i, _ = _softmax(0, s, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, s_layout, o_layout)
     p = _p_operand(p, v_smem.dtype, o_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     for j in range(1, n_full):
         acc, p, m_i, l_i = _attend_block(j, c + j, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                         acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH, LAZY,
+                                         acc, m_i, l_i, qk_scale, rows, SEQ, False, CAUSAL, STAGES, WHICH,
                                          s_layout, o_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):
         acc, p, m_i, l_i = _attend_block(j, c + j, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                         acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH, LAZY,
+                                         acc, m_i, l_i, qk_scale, rows, SEQ, True, CAUSAL, STAGES, WHICH,
                                          s_layout, o_layout)
     acc = _issue_pv(c + n_blocks - 1, p, v_smem, v_ready, acc, STAGES)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
@@ -332,7 +307,7 @@ def _key_loop_overlapped(q, q_free, k_smem, v_smem, k_ready, v_ready, empty, tur
 @gluonkit.jit
 def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ, BH,
               qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, WHICH: gl.constexpr,
-              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr, LAZY: gl.constexpr):
+              s_layout: gl.constexpr, o_layout: gl.constexpr, OVERLAP: gl.constexpr):
     """One consumer warpgroup: for each of the program's tiles, query rows ``q_start + WHICH·BLOCK_M …``
     against every key block, then the epilogue."""
     BLOCK_M: gl.constexpr = q_smem.shape[2]
@@ -350,11 +325,11 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty,
         mbarrier.wait(q_ready.index(WHICH), i & 1)
         if OVERLAP:
             acc, m_i, l_i = _key_loop_overlapped(q, q_empty.index(WHICH), k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                                 qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY,
+                                                 qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH,
                                                  s_layout, o_layout)
         else:
             acc, m_i, l_i = _key_loop_serial(q, q_empty.index(WHICH), k_smem, v_smem, k_ready, v_ready, empty, turn,
-                                             qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH, LAZY,
+                                             qk_scale, rows, SEQ, c, n_blocks, n_full, CAUSAL, STAGES, WHICH,
                                              s_layout, o_layout)
         c += n_blocks
         # The key loop has released Q after the tile's last S product.  O leaves straight from
@@ -372,8 +347,7 @@ def _consumer(q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty,
 @gluonkit.jit
 def attention_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, SEQ, BH, qk_scale, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False,
-                         LAZY: gl.constexpr = False):
+                         PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, OVERLAP: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -397,9 +371,9 @@ def attention_fwd_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, SEQ, BH, qk_sca
     fence_async_shared()
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ,
-                     BH, qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP, LAZY)),
+                     BH, qk_scale, CAUSAL, STAGES, 0, s_layout, o_layout, OVERLAP)),
         (_consumer, (q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, turn, o_ptr, lse_ptr, SEQ,
-                     BH, qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP, LAZY)),
+                     BH, qk_scale, CAUSAL, STAGES, 1, s_layout, o_layout, OVERLAP)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, empty, SEQ,
                      BH, CAUSAL, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -451,16 +425,16 @@ def default_programs() -> int:
 
 def default_config(head_dim: int, causal: bool) -> dict:
     """Tile sizes per head dimension (64 query rows per warpgroup; see docs/attention.rst)."""
-    if head_dim == 128 and not causal:  # measured: overlap with 3 stages, 1.02-1.10x the serial loop
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=3, OVERLAP=True, LAZY=False)
-    if head_dim <= 128:
-        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2, OVERLAP=False, LAZY=False)
-    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, OVERLAP=False, LAZY=False)
+    if head_dim == 128:  # measured on the H100: overlap (non-causal) and 3 stages, see docs/attention.rst
+        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=3, OVERLAP=not causal)
+    if head_dim < 128:
+        return dict(BLOCK_M=64, BLOCK_N=128, STAGES=2, OVERLAP=False)
+    return dict(BLOCK_M=64, BLOCK_N=64, STAGES=2, OVERLAP=False)
 
 
 def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK_M: int = None,
             BLOCK_N: int = None, STAGES: int = None, producer_regs: int = 24, consumer_regs: int = 240,
-            OVERLAP: bool = None, LAZY: bool = None, programs: int = None):
+            OVERLAP: bool = None, programs: int = None):
     """A function of no arguments that writes ``o = attention(q, k, v)`` and ``lse``.
 
     ``q, k, v, o``: contiguous ``[B, H, S, D]`` fp16/bf16 (numpy arrays in the interpreter,
@@ -479,7 +453,6 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
     BLOCK_N = BLOCK_N or config["BLOCK_N"]
     STAGES = STAGES or config["STAGES"]
     OVERLAP = config["OVERLAP"] if OVERLAP is None else OVERLAP
-    LAZY = config["LAZY"] if LAZY is None else LAZY
     dtype = element_dtype(q)
     qo_layout, kv_layout, s_layout, o_layout = attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     q_desc = TensorDescriptor.from_tensor(_flat(q, (B * H, S, D)), [1, BLOCK_M, D], qo_layout)
@@ -491,7 +464,7 @@ def prepare(q, k, v, o, lse, causal: bool = False, sm_scale: float = None, BLOCK
 
     def run():
         launch(q_desc, k_desc, v_desc, o, lse, S, B * H, qk_scale, CAUSAL=causal, STAGES=STAGES, s_layout=s_layout,
-               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP, LAZY=LAZY,
+               o_layout=o_layout, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, OVERLAP=OVERLAP,
                num_warps=4)
         return o, lse
     return run
