@@ -414,13 +414,18 @@ def _flat(array, shape):
 
 
 @functools.lru_cache(maxsize=None)
+def _sm_count() -> int:
+    from gluonkit.runtime.driver import device_properties
+    return device_properties().sm_count
+
+
 def default_programs() -> int:
     """Programs of the persistent grid: the GPU's SM count (one program of 12 warps per SM), or 4 in
     the interpreter (so that its programs run several tiles each)."""
-    from gluonkit.runtime.driver import device_properties, has_gpu
+    from gluonkit.runtime.driver import has_gpu
     if os.environ.get("GLUONKIT_INTERPRET") == "1" or not has_gpu():
         return 4
-    return device_properties().sm_count
+    return _sm_count()
 
 
 def default_config(head_dim: int, causal: bool) -> dict:
