@@ -78,7 +78,8 @@ UNARY = {
 APPROX = {  # float32 only, at the end of a chain
     "div": ("{a} / {b}", np.divide),
     "exp": ("gl.exp({a})", np.exp),
-    "exp2": ("gl.exp2({a})", np.exp2),
+    # ex2.approx.ftz: results below float32's smallest normal are 0
+    "exp2": ("gl.exp2({a})", lambda a: np.where(np.exp2(a) < np.finfo(np.float32).tiny, np.float32(0), np.exp2(a))),
     "log": ("gl.log(gl.abs({a}) + 1.0)", lambda a: np.log(np.abs(a) + np.float32(1))),
     "log2": ("gl.log2(gl.abs({a}) + 1.0)", lambda a: np.log2(np.abs(a) + np.float32(1))),
     "sqrt": ("gl.sqrt(gl.abs({a}))", lambda a: np.sqrt(np.abs(a))),

@@ -4,6 +4,7 @@ the interpreter tries), through ptxas for sm_90a without spills, and on the GPU 
 float32 torch reference (marked ``gpu``)."""
 
 import os
+import re
 import sys
 
 import ml_dtypes
@@ -20,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "at
 import flash_attention  # noqa: E402
 
 _NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+_SHORT = {"float16": "fp16", "bfloat16": "bf16"}  # pointer type names in signatures
 
 
 @pytest.mark.parametrize("overlap", [False, True])
@@ -41,11 +43,29 @@ def test_attention_in_the_interpreter(monkeypatch, B, H, S, D, dtype, causal, bl
     assert np.abs(lse - ref_lse).max() < 1e-4
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("causal, programs", [(False, 2), (True, 2), (True, 3)])
+def test_persistent_programs_run_every_tile_in_the_interpreter(monkeypatch, causal, programs, overlap):
+    """Few programs for many tiles: 3 heads of 3 tiles each (the last one ragged), so programs run
+    several tiles, causal pairs straddle heads and the last pair has one tile; every row of O and the
+    LSE is written once and right (they start as NaN)."""
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    B, H, S, D = 1, 3, 300, 64
+    rng = np.random.default_rng()
+    q, k, v = (rng.standard_normal((B, H, S, D)).astype(np.float16) for _ in range(3))
+    o = np.full((B, H, S, D), np.nan, np.float16)
+    lse = np.full((B, H, S), np.nan, np.float32)
+    flash_attention.attention(q, k, v, o, lse, causal=causal, BLOCK_N=64, OVERLAP=overlap, programs=programs)
+    ref_o, ref_lse = flash_attention.reference(q, k, v, causal)
+    assert np.abs(o.astype(np.float64) - ref_o).max() < 3e-3
+    assert np.abs(lse - ref_lse).max() < 1e-4
+
+
 def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2, overlap=False):
     qo, kv, s_layout, o_layout = flash_attention.attention_layouts(BLOCK_M, BLOCK_N, D, dtype)
     return flash_attention.attention_fwd_kernel.compile(
         TensorDescType((1, BLOCK_M, D), dtype, qo), TensorDescType((BLOCK_N, D), dtype, kv),
-        TensorDescType((BLOCK_N, D), dtype, kv), TensorDescType((1, BLOCK_M, D), dtype, qo), "*fp32", "i32", "fp32",
+        TensorDescType((BLOCK_N, D), dtype, kv), f"*{_SHORT[dtype.name]}:16", "*fp32:16", "i32", "i32", "fp32",
         CAUSAL=causal, STAGES=stages, s_layout=s_layout, o_layout=o_layout, PRODUCER_REGS=24, CONSUMER_REGS=240,
         OVERLAP=overlap, num_warps=4, target="sm_90a")
 
@@ -53,14 +73,19 @@ def _compile(D, BLOCK_N, causal, dtype=ir.bfloat16, BLOCK_M=64, stages=2, overla
 @needs_ptxas
 # D=128 and D=256 need more than the 168 registers of .maxnreg: they spilled until each workers'
 # warpgroup got a dispatch chain of its own (ptxas then allocates by the setmaxnreg budgets).
-@pytest.mark.parametrize("D, BLOCK_N, causal, overlap", [(64, 128, False, False), (128, 128, True, False),
-                                                       (128, 128, True, True), (256, 64, False, False)])
-def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal, overlap):
-    compiled = _compile(D, BLOCK_N, causal, overlap=overlap)
+@pytest.mark.parametrize("D, BLOCK_N, causal, overlap, stages", [
+    (64, 128, False, False, 2), (128, 128, True, False, 3), (128, 128, True, True, 3), (128, 128, False, True, 3),
+    (256, 64, False, False, 2)])
+def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal, overlap, stages):
+    compiled = _compile(D, BLOCK_N, causal, overlap=overlap, stages=stages)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
     assert f"wgmma.mma_async.sync.aligned.m64n{BLOCK_N}k16.f32.bf16.bf16" in ptx  # S = Q Kᵀ from shared memory
     assert f"wgmma.mma_async.sync.aligned.m64n{D}k16.f32.bf16.bf16" in ptx        # O += P V, P from registers
-    assert "ex2.approx" in ptx
+    assert "ex2.approx.ftz.f32" in ptx and "fma.rn.f32" in ptx  # one FFMA and one MUFU.EX2 per score
+    # P's conversions come before each product's wgmma.fence, not between its MMAs (where ptxas
+    # would inject a warpgroup.arrive before every MMA reading a register written after the fence).
+    products = re.findall(r"wgmma\.fence\.sync\.aligned;(.*?)wgmma\.commit_group", ptx, re.S)
+    assert products and not any("cvt." in body for body in products)
     assert [(p["num_warps"], p["registers"]) for p in meta["partitions"]] == [(4, 240), (4, 240), (1, 24)]
     assert meta["spill_stores"] == 0 and meta["stack_frame"] == 0 and meta["shared"] <= 232448
 
@@ -85,3 +110,24 @@ def test_attention_on_the_gpu_matches_torch(B, H, S, D, causal, dtype, overlap):
     ref_o = torch.softmax(s, -1) @ v.float()
     assert (o.float() - ref_o).abs().max().item() < (2e-2 if dtype == "bfloat16" else 4e-3)
     assert (lse - ref_lse).abs().max().item() < 1e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("overlap", [False, True])
+def test_persistent_programs_on_the_gpu_match_torch(causal, overlap):
+    """5 programs for 3·2·8 = 48 tiles of a ragged length: each program runs about ten tiles, the
+    K/V ring and the ping-pong parity run on across them."""
+    torch = pytest.importorskip("torch")
+    B, H, S, D = 3, 2, 1000, 128
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, S), float("nan"), device="cuda", dtype=torch.float32)
+    flash_attention.attention(q, k, v, o, lse, causal=causal, OVERLAP=overlap, programs=5)
+    torch.cuda.synchronize()
+    s = q.float() @ k.float().transpose(-1, -2) / D ** 0.5
+    if causal:
+        s = s.masked_fill(~torch.ones(S, S, dtype=torch.bool, device="cuda").tril(), float("-inf"))
+    assert (o.float() - torch.softmax(s, -1) @ v.float()).abs().max().item() < 2e-2
+    assert (lse - torch.logsumexp(s, -1)).abs().max().item() < 1e-3

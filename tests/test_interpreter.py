@@ -196,11 +196,12 @@ def test_row_and_column_reductions_match_numpy(axis, fn, np_fn, layout):
 
 def test_reduction_tree_order_is_registers_then_lane_butterfly():
     # One warp, 4 registers x 32 lanes over 128 elements (registers minor). Floats that do
-    # not associate expose the order: per thread ((r0+r1)+r2)+r3, then lanes xor 16, 8, …, 1.
+    # not associate expose the order: per thread a pairwise tree (r0+r1)+(r2+r3), then lanes
+    # xor 16, 8, …, 1.
     layout = blocked([4], [32], [1], [0])
     x = np.random.default_rng(2).standard_normal(128).astype(np.float32) * 1e4
     expected = x.reshape(32, 4)  # [lane, register]
-    partial = ((expected[:, 0] + expected[:, 1]) + expected[:, 2]) + expected[:, 3]
+    partial = (expected[:, 0] + expected[:, 1]) + (expected[:, 2] + expected[:, 3])
     for bit in (16, 8, 4, 2, 1):
         partial = partial + partial[np.arange(32) ^ bit]
     P = ir.PointerType(F32)

@@ -42,16 +42,20 @@ from gluonkit.nvidia.blackwell import TensorDescriptor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from flash_attention import LOG2E, _flat, _kv_range, _q_start, _softmax, element_dtype, reference  # noqa: E402,F401
+from flash_attention import LOG2E, _flat, _kv_range, _softmax, element_dtype, reference  # noqa: E402,F401
 
-# The Hopper kernel's helpers count a program as two tiles of ``BLOCK_M`` rows; a program here is
+# The Hopper kernel's helpers count a tile as two warpgroups' ``BLOCK_M`` rows; a program here is
 # one tile of ``BLOCK_M`` rows, so they are called with ``BLOCK_M // 2``.
 
 
 @gluonkit.jit
 def _blocks(SEQ, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """The program's first query row, its number of key blocks and how many of them need no mask."""
-    q_start = _q_start(SEQ, BLOCK_M // 2, CAUSAL)
+    """The program's first query row, its number of key blocks and how many of them need no mask.
+    Causal programs are numbered from the longest rows down."""
+    pid = gl.program_id(0)
+    if CAUSAL:
+        pid = gl.cdiv(SEQ, BLOCK_M) - 1 - pid
+    q_start = pid * BLOCK_M
     n_blocks, n_full = _kv_range(SEQ, q_start, BLOCK_M // 2, BLOCK_N, CAUSAL)
     return q_start, n_blocks, n_full
 

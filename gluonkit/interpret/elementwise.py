@@ -11,7 +11,8 @@ the sign for arithmetic right shifts); ``shr`` is arithmetic for signed types.  
 narrower than 32 bits compute in float32 and round to their type after every op; ``fma``
 computes ``a*b + c`` in float64 (the product of float32 inputs is exact there) and rounds
 to the type, which can differ from a truly fused result only by double rounding in rare
-ties (and float64 ``fma`` is not fused).
+ties (and float64 ``fma`` is not fused).  ``exp2`` of a 32-bit (or narrower) float flushes a
+subnormal result to 0, as the GPU's ``ex2.approx.ftz.f32`` does.
 """
 
 from __future__ import annotations
@@ -118,8 +119,17 @@ def _round(result, ty) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ unary
+def _exp2_ftz(x):
+    """``2**x`` with results below float32's smallest normal flushed to 0 (``ex2.approx.ftz``);
+    float64 is not flushed."""
+    result = np.exp2(x)
+    if x.dtype == np.float64:
+        return result
+    return np.where(result < np.finfo(np.float32).tiny, np.zeros_like(result), result)
+
+
 _MATH = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt, "sqrt_rn": np.sqrt,
+    "exp": np.exp, "exp2": _exp2_ftz, "log": np.log, "log2": np.log2, "sqrt": np.sqrt, "sqrt_rn": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "floor": np.floor,
     "ceil": np.ceil, "erf": lambda x: _erf(x).astype(x.dtype),
 }

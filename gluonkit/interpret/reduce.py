@@ -3,9 +3,10 @@
 The operand's linear layout says which hardware index bits move along the reduced axis.
 The reduction runs on the register files in three stages, like Triton's lowering:
 
-1. **within each thread**: the registers holding one output element are combined in
-   increasing register order (``acc = r0; acc = f(acc, r1); …``); registers that are
-   copies of another (zero register bases) are skipped;
+1. **within each thread**: the registers holding one output element are combined as a
+   balanced tree in increasing register order (``f(f(r0, r1), f(r2, r3))``…,
+   :func:`~gluonkit.ir.reduce_order.combine_pairwise`); registers that are copies of
+   another (zero register bases) are skipped;
 2. **across lanes**: a butterfly — for each lane bit along the axis, from the highest to
    the lowest, every thread combines its partial with the partial of the lane that differs
    in that bit (``acc = f(acc, shuffle_xor(acc, bit))``);
@@ -25,6 +26,7 @@ from typing import List
 
 import numpy as np
 
+from ..ir.reduce_order import combine_pairwise
 from ..ir.types import TensorType
 from .engine import rule
 from .errors import InterpreterError
@@ -74,9 +76,8 @@ def _reduce(program, op, operands):
         return [np.broadcast_to(np.asarray(o), acc[0].shape).copy() for o in out]
 
     groups = _register_groups(_classify(op, "register", bases.get("register", []), axis))
-    acc = [t.regs[:, groups[:, 0]] for t in operands]
-    for step in range(1, groups.shape[1]):
-        acc = combine_all(acc, [t.regs[:, groups[:, step]] for t in operands])
+    acc = combine_pairwise([[t.regs[:, groups[:, step]] for t in operands] for step in range(groups.shape[1])],
+                           combine_all)
     thread = np.arange(p.num_threads)
     for dim in ("lane", "warp"):
         kinds = _classify(op, dim, bases.get(dim, []), axis)

@@ -14,7 +14,12 @@ block of N and per K step (32 bytes: 8 elements for tf32, 16 for 16-bit inputs, 
   computes its own rows (or columns).
 * An A operand in registers (``DotOperandLayout``) is packed ``32 // bits`` elements per
   ``.b32`` register in the fragment order of the PTX ISA, found the same way (one float32
-  per register for tf32, whose low 13 mantissa bits the tensor cores ignore).
+  per register for tf32, whose low 13 mantissa bits the tensor cores ignore).  The packed
+  registers and the accumulator are then tied through the ``wgmma.fence`` asm (outputs
+  that the MMAs read), as CUTLASS's ``warpgroup_fence_operand`` does: otherwise LLVM sinks
+  the conversions that produce them (attention's fp32 → bf16 P) between the MMAs, and
+  ptxas injects a ``warpgroup.arrive`` before every MMA that reads a register written
+  after the fence (7 more per ``P V`` product at ``K = 128``).
 * float32 inputs are ``.tf32`` operands and, like fp8, K-major only: those instructions take
   no transpose immediates (the verifier has refused MN-major views).
 * Shared operands are read through descriptors (:mod:`.wgmma_descriptor`): fixed fields from
@@ -62,6 +67,18 @@ def _asm(ctx: KernelLowering, text: str, outputs: int, constraints: Sequence[str
     fn_type = lir.FunctionType(ret, [v.type for v in inputs])
     result = b.asm(fn_type, text, ",".join(all_constraints), list(inputs), side_effect=True)
     return [b.extract_value(result, i) for i in range(outputs)]
+
+
+def _fence_with(ctx: KernelLowering, values: List[lir.Value]) -> List[lir.Value]:
+    """``wgmma.fence`` with ``values`` (``.b32`` and float32 registers) tied through it: each comes
+    back as an output, so whatever computes them is ordered before the fence."""
+    b = ctx.builder
+    ret = lir.LiteralStructType([v.type for v in values])
+    constraints = ["=r" if v.type == I32 else "=f" for v in values] + [str(i) for i in range(len(values))]
+    fn_type = lir.FunctionType(ret, [v.type for v in values])
+    result = b.asm(fn_type, "wgmma.fence.sync.aligned;", ",".join(constraints + ["~{memory}"]), values,
+                   side_effect=True)
+    return [b.extract_value(result, i) for i in range(len(values))]
 
 
 def _register_map(ll: LinearLayout) -> Dict[Tuple[int, int], int]:
@@ -183,17 +200,27 @@ def _warpgroup_mma(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.builder
     scale_first = b.zext(ctx.get(use_acc), I32)
     values = list(ctx.get(acc))
-    _asm(ctx, "wgmma.fence.sync.aligned;", 0, [], [])
+    steps = range(a.type.shape[1] // k_inst)
+    if a_smem is None:  # pack every A fragment, then tie them and the accumulator through the fence
+        rows = sorted({m0 for m0, _ in origins})
+        packed = {(m0, step): _pack(ctx, [a_regs[r] for r in _fragment(a_coords, (m0, step * k_inst), k_inst // 2,
+                                                                        k_width, "a", op)], k_width)
+                  for m0 in rows for step in steps}
+        keys = list(packed)
+        fenced = iter(_fence_with(ctx, [r for key in keys for r in packed[key]] + values))
+        packed = {key: [next(fenced) for _ in packed[key]] for key in keys}
+        values = list(fenced)
+    else:
+        _asm(ctx, "wgmma.fence.sync.aligned;", 0, [], [])
     for m0, n0 in origins:
         regs = _fragment(acc_coords, (m0, n0), n_acc, 2, "acc", op)
-        for step in range(a.type.shape[1] // k_inst):
+        for step in steps:
             k0 = step * k_inst
             slot = 2 * n_acc
             if a_smem is not None:
                 a_inputs, a_text, a_constraints = [a_smem.descriptor(ctx, m0, k0)], f"${slot}", ["l"]
             else:
-                fragment = _fragment(a_coords, (m0, k0), k_inst // 2, k_width, "a", op)
-                a_inputs = _pack(ctx, [a_regs[r] for r in fragment], k_width)
+                a_inputs = packed[(m0, step)]
                 a_text = "{" + ", ".join(f"${slot + i}" for i in range(len(a_inputs))) + "}"
                 a_constraints = ["r"] * len(a_inputs)
             slot += len(a_inputs)

@@ -3,7 +3,10 @@
 Math follows Triton's choice of PTX forms: ``exp``, ``exp2``, ``log``, ``log2``, ``sin``,
 ``cos``, ``sqrt`` and ``rsqrt`` of 32-bit (and narrower) floats use the hardware's
 approximate instructions (``ex2.approx``, ``lg2.approx``, ``sin.approx``, ``cos.approx``,
-``sqrt.approx``, ``rsqrt.approx``); 16-bit floats are computed in float32.  Float32 (and
+``sqrt.approx``, ``rsqrt.approx``); ``exp2`` is ``ex2.approx.ftz.f32`` as in Triton (a
+subnormal result is 0; without ``.ftz`` ptxas wraps each ``ex2`` in a range test and two
+multiplies, which tripled the FMA-pipe work of attention's softmax), ``exp`` keeps the
+non-flushing form.  16-bit floats are computed in float32.  Float32 (and
 narrower) division is Triton's default ``div.full.f32`` (within 2 ulp; the interpreter
 divides exactly), float64 division is IEEE-rounded.  Integer division and remainder follow
 C, as the IR says.
@@ -177,7 +180,7 @@ def _unary_fn(ctx: KernelLowering, fn: str, dtype) -> Callable:
                 return intrinsic("sqrt")
             raise CompilationError(f"{fn} of float64 has no GPU lowering yet; compute it in float32")
         approx = {
-            "exp2": lambda x: _approx(ctx, "ex2.approx.f32", x),
+            "exp2": lambda x: _approx(ctx, "ex2.approx.ftz.f32", x),
             "exp": lambda x: _approx(ctx, "ex2.approx.f32", b.fmul(x, F32(_LOG2E))),
             "log2": lambda x: _approx(ctx, "lg2.approx.f32", x),
             "log": lambda x: b.fmul(_approx(ctx, "lg2.approx.f32", x), F32(_LN2)),

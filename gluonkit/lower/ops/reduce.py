@@ -3,7 +3,8 @@
 From the operand's linear layout ``L`` and the axis:
 
 1. registers holding the same element are counted once, and registers that differ only
-   along the axis are combined in register order;
+   along the axis are combined as a balanced tree in register order
+   (:func:`~gluonkit.ir.reduce_order.combine_pairwise`);
 2. each lane bit whose basis moves only along the axis is combined with a butterfly
    shuffle (``shfl.sync.bfly``), highest bit first; broadcast lane bits are skipped;
 3. if warp bits move along the axis, every thread writes its partial results to scratch
@@ -25,6 +26,7 @@ from typing import Dict, List, Tuple
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, TensorType
+from ...ir.reduce_order import combine_pairwise
 from ..memplan import scratch as scratch
 from ..context import KernelLowering
 from ..llvm_types import I32, byte_size, llvm_type
@@ -58,16 +60,18 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
             "holds whole, or use a layout whose cga_layout does not split this axis", op.loc)
     operands = [ctx.get(v) for v in op.operands]
     # 1. Within the thread: one partial per kept (non-axis) register coordinate.
-    partials: Dict[Tuple[int, ...], List[lir.Value]] = {}
+    members: Dict[Tuple[int, ...], List[List[lir.Value]]] = {}
     seen = set()
     for r in range(ll.in_dim_size("register")):
         coord = tuple(ll.apply({"register": r}).values())
         if coord in seen:
             continue
         seen.add(coord)
-        kept = coord[:axis] + coord[axis + 1:]
-        values = [regs[r] for regs in operands]
-        partials[kept] = _combine(ctx, op, partials[kept], values) if kept in partials else values
+        members.setdefault(coord[:axis] + coord[axis + 1:], []).append([regs[r] for regs in operands])
+    def combine(lhs, rhs):
+        return _combine(ctx, op, lhs, rhs)
+    partials: Dict[Tuple[int, ...], List[lir.Value]] = {
+        kept: combine_pairwise(values, combine) for kept, values in members.items()}
     # 2. Across lanes.
     for bit, basis in reversed(list(enumerate(ll.bases.get("lane", [])))):  # highest bit first
         if moves_along_axis(op, basis, axis, "lane"):
