@@ -64,23 +64,6 @@ def pair_mma_source(gl, blackwell):
     return pair_mma
 
 
-def pair_mma_scaled_source(gl, blackwell):
-    """``c = (a * a_scale) @ (b * b_scale)ᵀ`` by one CTA pair with one ``tcgen05_mma_scaled`` (fp8, BM = 256).
-
-    ``a`` is ``[BM, BK]`` and ``b`` ``[BN, BK]`` (K-major, passed permuted), each loaded by TMA split between the
-    pair as in :func:`pair_mma_source`.  The UE8M0 scales ``a_scale`` ``[BM, BK/32]`` and ``b_scale`` ``[BN, BK/32]``
-    (row-major in global memory) are stored from registers: A's by rows, each CTA its own
-    (``cga_layout=[[1, 0]]``), B's whole in both CTAs (``[[0, 0]]``), the placement of Gluon 3.9's 2-CTA
-    block-scaled example.  With B_SCALE_SPLIT B's scales are split by rows too (wrong for the hardware: an error).
-    """
-
-    def pair_mma_scaled(a_desc, b_desc, sa_ptr, sb_ptr, c_ptr, B_SCALE_SPLIT: gl.constexpr):
-        BM: gl.constexpr = a_desc.block_type.shape[0]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        BN: gl.constexpr = b_desc.block_type.shape[0]
-        SK: gl.constexpr = BK // 32
-
-
 def multicast_mma_source(gl, blackwell):
     """``c = a @ b`` by a cluster of CTA pairs (``num_ctas`` 4 or 8) that share operands.
 
@@ -105,37 +88,6 @@ def multicast_mma_source(gl, blackwell):
         ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
         done = blackwell.mbarrier.allocate_mbarrier()
         blackwell.mbarrier.init(ready, count=1)
-        blackwell.mbarrier.init(done, count=1)
-        acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, BN), col_stride=1, cga_layout=[[1, 0]],
-                                                                two_ctas=True)
-        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], acc_layout)
-        a_scale_layout: gl.constexpr = blackwell.TensorMemoryScalesLayout(cga_layout=[[1, 0]])
-        b_scale_layout: gl.constexpr = blackwell.TensorMemoryScalesLayout(
-            cga_layout=[[1, 0]] if B_SCALE_SPLIT else [[0, 0]])
-        a_scale = blackwell.allocate_tensor_memory(gl.uint8, [BM, SK], a_scale_layout)
-        b_scale = blackwell.allocate_tensor_memory(gl.uint8, [BN, SK], b_scale_layout)
-        sa_reg: gl.constexpr = a_scale.get_reg_layout()
-        sa_offs = gl.arange(0, BM, gl.SliceLayout(1, sa_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sa_reg))[None, :]
-        a_scale.store(gl.load(sa_ptr + sa_offs))
-        sb_reg: gl.constexpr = b_scale.get_reg_layout()
-        sb_offs = gl.arange(0, BN, gl.SliceLayout(1, sb_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sb_reg))[None, :]
-        b_scale.store(gl.load(sb_ptr + sb_offs))
-        gl.barrier(cluster=True)  # both CTAs' barriers and scales are ready before the pair's MMA
-        blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
-        blackwell.tma.async_load(a_desc, [0, 0], ready, a_smem)
-        blackwell.tma.async_load(b_desc, [0, 0], ready, b_smem)
-        blackwell.mbarrier.wait(ready, 0)
-        blackwell.tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc, a_scale, b_scale, "e4m3", "e4m3",
-                                     use_acc=False, mbarriers=[done])
-        blackwell.mbarrier.wait(done, 0)
-        reg: gl.constexpr = acc.get_reg_layout()
-        rows = gl.arange(0, BM, gl.SliceLayout(1, reg))
-        cols = gl.arange(0, BN, gl.SliceLayout(0, reg))
-        gl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc.load(reg))
-
-    return pair_mma_scaled
-
-
         commits: gl.constexpr = blackwell.tcgen05_mma_barrier_count([a_smem, b_smem], MULTICAST, True)
         blackwell.mbarrier.init(done, count=commits)
         tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, TMEM_BN), col_stride=1, cga_layout=ACC_CGA,
@@ -204,3 +156,54 @@ def replicated_mma_source(gl, blackwell):
         gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
 
     return replicated_mma
+
+
+def pair_mma_scaled_source(gl, blackwell):
+    """``c = (a * a_scale) @ (b * b_scale)ᵀ`` by one CTA pair with one ``tcgen05_mma_scaled`` (fp8, BM = 256).
+
+    ``a`` is ``[BM, BK]`` and ``b`` ``[BN, BK]`` (K-major, passed permuted), each loaded by TMA split between the
+    pair as in :func:`pair_mma_source`.  The UE8M0 scales ``a_scale`` ``[BM, BK/32]`` and ``b_scale`` ``[BN, BK/32]``
+    (row-major in global memory) are stored from registers: A's by rows, each CTA its own
+    (``cga_layout=[[1, 0]]``), B's whole in both CTAs (``[[0, 0]]``), the placement of Gluon 3.9's 2-CTA
+    block-scaled example.  With B_SCALE_SPLIT B's scales are split by rows too (wrong for the hardware: an error).
+    """
+
+    def pair_mma_scaled(a_desc, b_desc, sa_ptr, sb_ptr, c_ptr, B_SCALE_SPLIT: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[0]
+        SK: gl.constexpr = BK // 32
+        a_smem = gl.allocate_shared_memory(a_desc.dtype, a_desc.block_type.shape, a_desc.layout)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+        ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
+        done = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.mbarrier.init(ready, count=1)
+        blackwell.mbarrier.init(done, count=1)
+        acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, BN), col_stride=1, cga_layout=[[1, 0]],
+                                                                two_ctas=True)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], acc_layout)
+        a_scale_layout: gl.constexpr = blackwell.TensorMemoryScalesLayout(cga_layout=[[1, 0]])
+        b_scale_layout: gl.constexpr = blackwell.TensorMemoryScalesLayout(
+            cga_layout=[[1, 0]] if B_SCALE_SPLIT else [[0, 0]])
+        a_scale = blackwell.allocate_tensor_memory(gl.uint8, [BM, SK], a_scale_layout)
+        b_scale = blackwell.allocate_tensor_memory(gl.uint8, [BN, SK], b_scale_layout)
+        sa_reg: gl.constexpr = a_scale.get_reg_layout()
+        sa_offs = gl.arange(0, BM, gl.SliceLayout(1, sa_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sa_reg))[None, :]
+        a_scale.store(gl.load(sa_ptr + sa_offs))
+        sb_reg: gl.constexpr = b_scale.get_reg_layout()
+        sb_offs = gl.arange(0, BN, gl.SliceLayout(1, sb_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sb_reg))[None, :]
+        b_scale.store(gl.load(sb_ptr + sb_offs))
+        gl.barrier(cluster=True)  # both CTAs' barriers and scales are ready before the pair's MMA
+        blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
+        blackwell.tma.async_load(a_desc, [0, 0], ready, a_smem)
+        blackwell.tma.async_load(b_desc, [0, 0], ready, b_smem)
+        blackwell.mbarrier.wait(ready, 0)
+        blackwell.tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc, a_scale, b_scale, "e4m3", "e4m3",
+                                     use_acc=False, mbarriers=[done])
+        blackwell.mbarrier.wait(done, 0)
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc.load(reg))
+
+    return pair_mma_scaled
