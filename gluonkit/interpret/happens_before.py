@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import InterpreterError
 
-__all__ = ["Clocks", "enter", "on_access", "release", "acquire"]
+__all__ = ["Clocks", "enter", "on_access", "release", "acquire", "acquire_phase"]
 
 _current = threading.local()
 
@@ -96,6 +96,18 @@ def acquire(barrier) -> None:
     for phase, released in clocks.phases.get(id(barrier), {}).items():
         if phase < barrier.completed:
             clocks._join(p, released)
+
+
+def acquire_phase(barrier, phase: int) -> None:
+    """The running partition passed ``phase`` of ``barrier`` (any object: a cluster barrier's
+    cluster), which every partition released: its clock takes in theirs."""
+    state = _state()
+    if state is None:
+        return
+    clocks, p = state
+    released = clocks.phases.get(id(barrier), {}).get(phase)
+    if released is not None:
+        clocks._join(p, released)
 
 
 def on_access(buffer, index: np.ndarray, op, write: bool) -> None:

@@ -19,6 +19,7 @@ from typing import Dict, List, Tuple
 
 from ..engine import Program, register_cluster_runner, rule
 from ..errors import InterpreterError
+from ..happens_before import acquire_phase, release
 from ..partitions import Scheduler, Task, before_op
 from ..schedules import Schedule
 from ..shared_memory import SharedBuffer, SharedRef
@@ -105,6 +106,8 @@ def _cluster_barrier(program, op, operands):
         return (f"cluster barrier number {count} (line {op.loc.line}), which CTA(s) {missing} have not reached; "
                 "every CTA of the cluster must reach each cluster barrier")
 
+    release(cluster, count)  # what each CTA did before the barrier happens before what all do after it
     if not ready():
         program.blocker(ready, describe)
+    acquire_phase(cluster, count)
     return []

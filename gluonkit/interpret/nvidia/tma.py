@@ -29,11 +29,12 @@ each copy in flight completes with probability 1/4, and a wait completes what it
   shared memory: their writes to global memory land later, at scheduler-chosen points (at
   the latest when the kernel ends), so a kernel that reads them back, or signals another
   program, without ``read_only=False`` can see the old values, as on the hardware.
-* A **multicast** load of a cluster kernel is run as each CTA's own load at its own program
-  point (the CTAs are replicas: the block, buffer offset and barrier are the same), which
-  gives every CTA the data and barrier bytes the multicast brings.  Not modelled: the GPU
-  issues it once, from CTA 0, so it may overwrite another CTA's buffer while that CTA still
-  reads the previous block; protect reuse with a cluster barrier (or routed arrivals).
+* A **multicast** load of a cluster kernel is issued, as on the GPU, by CTA 0 alone, at its
+  program point: one load per CTA of the cluster into the same buffer offset of that CTA's
+  shared memory, completing its bytes on the barrier at the same offset in that CTA (the
+  other CTAs issue nothing).  So a CTA that waits for a multicast block depends on CTA 0
+  having issued it, and a multicast into a buffer another CTA still reads asynchronously
+  (a wgmma in flight) is reported like any overwrite.
 * The kernel may not return with copies in flight: the CTA's shared memory would go away
   under them (a store needs ``store_wait(0)``, a load a wait on its barrier).
 """
@@ -198,8 +199,10 @@ def _at_exit(program, op) -> None:
         store = state.stores[0]
         raise InterpreterError(f"{ends} while {store.what} may still be reading shared memory; call "
                                f"tma.store_wait(0) before {end}", store.loc)
-    if state.loads:
-        load = state.loads[0]
+    # A multicast's loads into other CTAs are observed by those CTAs' waits (which land them).
+    mine = [load for load in state.loads if load.ref.buffer.cta == getattr(program, "cta_rank", 0)]
+    if mine:
+        load = mine[0]
         raise InterpreterError(f"{ends} while {load.what} is in flight (no mbarrier.wait observed its "
                                f"completion); wait on its mbarrier before {end}", load.loc)
     for store in state.writing:  # the grid's end makes every global write visible
@@ -225,8 +228,28 @@ def _global_to_shared(program, op, operands):
     else:
         coords = _coords(operands[4:])
         box = _box(tmap, ty.shape, coords)
+    if op.attrs.get("multicast") and program.cluster is not None:
+        _multicast(program, op, tmap, ref, bar, ty, box, coords)
+        return []
     start_load(program, op, tmap, ref, ty, box, barrier, coords)
     return []
+
+
+def _multicast(program, op, tmap: TensorMap, ref: SharedRef, bar: SharedRef, ty, box, coords) -> None:
+    """CTA 0's multicast: the block into ``ref`` of every CTA of the cluster, its bytes on ``bar``
+    of that CTA (the other CTAs issue nothing)."""
+    if program.cta_rank != 0:
+        return
+    for target in range(len(program.cluster.arrivals)):
+        peer = (lambda r: r) if target == 0 else (lambda r: program.cluster.peer(r, target, op))
+        try:
+            barrier = barrier_state(peer(bar), op, operand=2)
+        except InterpreterError as e:
+            e.notes.append((f"CTA 0 multicasts into CTA {target} here: every CTA must initialize the barrier, and "
+                            "a cluster.barrier() must follow, before CTA 0 multicasts", None))
+            e.args = (e._format(),)
+            raise
+        start_load(program, op, tmap, peer(ref), ty, box, barrier, coords)
 
 
 def start_load(program, op, tmap: TensorMap, ref: SharedRef, ty: SharedMemoryDescType, box, barrier, coords) -> None:
