@@ -10,7 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import gluonkit
 from gluonkit import ir
+from gluonkit.interpret.errors import InterpreterError
+from gluonkit.language.nvidia.hopper import mbarrier
 from gluonkit.interpret import partitions as interpret_partitions
 from gluonkit.lang import CompilationError
 from gluonkit.runtime.driver import has_gpu
@@ -86,6 +89,23 @@ def test_cluster_of_two_ctas_in_the_interpreter(monkeypatch, M, N, K, out, split
                  CLUSTER_M=2)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
+
+
+@gluonkit.jit
+def _release_own_stage_only(empty, released, stage, pred=True):
+    mbarrier.arrive(empty.index(stage), pred=pred)  # forgets CTA 0's pair barrier
+
+
+def test_cluster_consumers_that_do_not_release_cta_0s_stage_deadlock(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    monkeypatch.setattr(ws_gemm, "_release", _release_own_stage_only)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((256, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 64)).astype(np.float16)
+    c = np.zeros((256, 64), np.float32)
+    with pytest.raises(InterpreterError, match=r"deadlock: every CTA of the cluster .* CTA 0 waits here: .* its worker "
+                                               r"partition 0 waits at line \d+: mbarrier.wait .* 2 of its 2 arrival"):
+        ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, STAGES=2, num_programs=2, CLUSTER_M=2)()
 
 
 def test_cluster_refuses_ping_pong_and_split_k():
