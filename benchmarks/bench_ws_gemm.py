@@ -54,6 +54,8 @@ def _config_name(cfg: dict) -> str:
 def _describe(cfg: dict) -> str:
     """A short name of a configuration: variant, tile width and split-K."""
     name = ("pp" if cfg.get("PINGPONG") else "co") + f"{cfg.get('BM', 128)}x{cfg.get('BN', 256)}"
+    if cfg.get("CLUSTER_M", 1) > 1:  # a cluster of CTAs, each on a BM x BN tile: "mc2x128x256"
+        name = f"mc{cfg['CLUSTER_M']}x" + name[2:]
     if cfg.get("SPLIT_K", 1) > 1:
         name += f"/k{cfg['SPLIT_K']}" + (f"t{cfg['SPLIT_TILES']}" if cfg.get("SPLIT_TILES") else "")
     return name
