@@ -15,6 +15,7 @@ from gluonkit.language.nvidia.hopper import cluster, mbarrier, warpgroup_mma
 
 from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
                              routed_reference)
+from hopper_cluster_kernels import multicast_wgmma_layouts, multicast_wgmma_source
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -221,6 +222,23 @@ def test_a_multicast_into_a_buffer_another_cta_still_reads_is_a_race(rng):
     with interpreter_on(), pytest.raises(InterpreterError, match=f"copies into the shared buffer .* while the TMA "
                                                                  f"load issued at line {line} may still be writing it"):
         multicast_sum[(1,)](desc, np.zeros((128, 64), np.float32), layout, K_TILES=2, SYNC=False, num_ctas=2)
+
+
+def test_wgmma_on_rows_split_between_ctas_with_b_multicast(rng):
+    from gluonkit.language.nvidia import hopper
+    from gluonkit.nvidia.hopper import TensorDescriptor
+
+    kernel = gluonkit.jit(multicast_wgmma_source(gl, hopper))
+    a = rng.standard_normal((128, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    c = np.full((128, 64), np.nan, np.float16)
+    a_layout, b_layout, c_layout, acc = multicast_wgmma_layouts(gl, gl.float16, 128, 64, 32)
+    descs = [TensorDescriptor.from_tensor(x, list(x.shape), layout)
+             for x, layout in ((a, a_layout), (b, b_layout), (c, c_layout))]
+    with interpreter_on():
+        kernel[(1,)](*descs, acc, num_ctas=2)  # each CTA stores its 64 rows of C
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-3, atol=2e-2)
 
 
 @gluonkit.jit
