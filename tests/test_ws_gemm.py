@@ -73,11 +73,12 @@ def test_split_k_in_the_interpreter(monkeypatch, M, N, K, pingpong, split_k, spl
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-6
 
 
-@pytest.mark.parametrize("M, N, K, out, split, stages, programs", [
-    (300, 136, 96, "float32", 2, 3, 4),     # 2 x 3 cluster tiles on 2 clusters; CTA 1's rows ragged in the last
-    (200, 72, 200, "bfloat16", 1, 2, 2),    # M < 256: CTA 1 holds rows 128-199 only; ragged K
+@pytest.mark.parametrize("M, N, K, out, split, stages, programs, pingpong", [
+    (300, 136, 96, "float32", 2, 3, 4, False),    # 2 x 3 cluster tiles on 2 clusters; CTA 1's rows ragged in the last
+    (200, 72, 200, "bfloat16", 1, 2, 2, False),   # M < 256: CTA 1 holds rows 128-199 only; ragged K
+    (300, 136, 96, "float16", 2, 3, 2, True),     # ping-pong: 3 tiles per cluster, alternate consumer warpgroups
 ])
-def test_cluster_of_two_ctas_in_the_interpreter(monkeypatch, M, N, K, out, split, stages, programs):
+def test_cluster_of_two_ctas_in_the_interpreter(monkeypatch, M, N, K, out, split, stages, programs, pingpong):
     # CLUSTER_M=2: CTA 0 multicasts B into both CTAs; the interpreter issues it from CTA 0 alone,
     # so CTA 1's consumers depend on CTA 0's producer, which waits for both CTAs' releases.
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
@@ -85,8 +86,8 @@ def test_cluster_of_two_ctas_in_the_interpreter(monkeypatch, M, N, K, out, split
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
     c = np.full((M, N), np.nan, _OUT_DTYPES[out])
-    ws_gemm.gemm(a, b, c, BM=128, BN=64, BK=32, STAGES=stages, EPILOGUE_SPLIT=split, num_programs=programs,
-                 CLUSTER_M=2)
+    ws_gemm.gemm(a, b, c, BM=128 if not pingpong else 64, BN=64, BK=32, STAGES=stages, EPILOGUE_SPLIT=split,
+                 num_programs=programs, CLUSTER_M=2, PINGPONG=pingpong)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
 
@@ -108,10 +109,10 @@ def test_cluster_consumers_that_do_not_release_cta_0s_stage_deadlock(monkeypatch
         ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, STAGES=2, num_programs=2, CLUSTER_M=2)()
 
 
-def test_cluster_refuses_ping_pong_and_split_k():
+def test_cluster_refuses_split_k_and_other_sizes():
     a, b, c = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16), np.zeros((256, 256), np.float16)
-    for config in (dict(PINGPONG=True), dict(SPLIT_K=2), dict(CLUSTER_M=4)):
-        with pytest.raises(ValueError, match="clusters are built for CLUSTER_M=2, cooperative, without split-K"):
+    for config in (dict(SPLIT_K=2), dict(CLUSTER_M=4)):
+        with pytest.raises(ValueError, match="clusters are built for CLUSTER_M=2 without split-K"):
             ws_gemm.prepare(a, b, c, **dict(dict(CLUSTER_M=2), **config))
 
 
@@ -213,9 +214,9 @@ def test_ws_gemm_compiles_for_hopper_without_spills(BM, BN, stages, out, split_k
 
 
 @needs_ptxas
-@pytest.mark.parametrize("BN", [256, 128])
-def test_cluster_gemm_compiles_for_hopper_without_spills(BN):
-    compiled = ws_gemm.compile_ahead("sm_90a", BN=BN, CLUSTER_M=2)
+@pytest.mark.parametrize("BN, pingpong", [(256, False), (128, False), (128, True)])
+def test_cluster_gemm_compiles_for_hopper_without_spills(BN, pingpong):
+    compiled = ws_gemm.compile_ahead("sm_90a", BN=BN, CLUSTER_M=2, PINGPONG=pingpong, STAGES=6 if pingpong else 4)
     ptx, meta = compiled.asm["ptx"], compiled.metadata
     assert ".reqnctapercluster 2, 1, 1" in ptx
     loads = [line.strip() for line in ptx.splitlines() if "cp.async.bulk.tensor.2d.shared::cluster" in line]
@@ -225,7 +226,8 @@ def test_cluster_gemm_compiles_for_hopper_without_spills(BN):
     # Each CTA's wgmma covers its own 128 rows: 64 per consumer warpgroup.
     assert f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16" in ptx
     assert ptx.count("mapa.shared::cluster.u32") >= 1  # the consumers' arrivals on CTA 0's pair barrier
-    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in meta["partitions"]] == [(0, 8, 240), (8, 1, 24)]
+    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in meta["partitions"]] == (
+        [(0, 4, 240), (4, 4, 240), (8, 1, 24)] if pingpong else [(0, 8, 240), (8, 1, 24)])
     assert meta["spill_stores"] == 0 and meta["stack_frame"] == 0 and meta["shared"] <= 232448
 
 
@@ -305,6 +307,8 @@ def test_split_k_on_the_gpu_matches_torch(M, N, K, out, config):
     (3000, 5000, 2000, "bfloat16", dict()),                      # B rows of 10000 bytes (16 mod 32)
     (1000, 296, 776, "float32", dict(STAGES=3)),                  # ragged everything, fp32 C
     (4999, 4104, 3000, "float16", dict(BN=128, STAGES=6, GROUP_M=8)),
+    (2000, 1000, 3000, "bfloat16", dict(BN=128, STAGES=6, GROUP_M=8, PINGPONG=True)),
+    (8192, 256, 520, "float32", dict(BN=128, STAGES=4, PINGPONG=True)),
 ])
 def test_cluster_gemm_on_the_gpu_matches_torch(M, N, K, out, config):
     torch = pytest.importorskip("torch")

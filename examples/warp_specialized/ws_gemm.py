@@ -277,18 +277,14 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: 
         mbarrier.init(empty.index(s), count=1)
     released = _pair_barriers(STAGES)
     fence_async_shared()
-    if released is not None:
-        cluster.barrier()  # every CTA's barriers are initialized before the other's arrivals and multicasts
+    _cluster_start(released)
     gl.warp_specialize([
         (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M, STAGES,
                      EPILOGUE_SPLIT, acc_layout, SPLIT_K, B_KMAJOR, scale_a, scale_b, released)),
         (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
                      B_KMAJOR, released)),
     ], [1], [PRODUCER_REGS])
-    if released is not None:
-        cluster.barrier()  # the other CTA's last arrivals on our barriers have landed
-        for s in gl.static_range(STAGES):
-            mbarrier.invalidate(released.index(s))
+    _cluster_end(released, STAGES)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
@@ -308,10 +304,28 @@ def _pair_barriers(STAGES: gl.constexpr):
 
 
 @gluonkit.jit
+def _cluster_start(released):
+    """In a cluster: every CTA's barriers are initialized (and fenced) before the other CTA
+    arrives on them or CTA 0 multicasts onto them."""
+    if released is not None:
+        cluster.barrier()
+
+
+@gluonkit.jit
+def _cluster_end(released, STAGES: gl.constexpr):
+    """In a cluster: the other CTA's last arrivals on our barriers have landed; then the pair
+    barriers go."""
+    if released is not None:
+        cluster.barrier()
+        for s in gl.static_range(STAGES):
+            mbarrier.invalidate(released.index(s))
+
+
+@gluonkit.jit
 def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
                        GROUP_M: gl.constexpr, STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr,
                        acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr,
-                       scale_a, scale_b):
+                       scale_a, scale_b, released=None):
     """One ping-pong consumer warpgroup: the program's units ``WHICH, WHICH + 2, …``, MMAs in turns."""
     scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
@@ -325,11 +339,11 @@ def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_pt
                                                                      k_tiles, GROUP_M, SPLIT_K)
         # Our turn: the other warpgroup has issued all MMAs of its unit (the previous one).
         mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
-        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR, released)
         mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        _release(empty, released, (first_step + k_count - 1) % STAGES)
         finish_unit(_scaled(acc, scale), c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT,
                     SPLIT_K)
     tma.store_wait(0)
@@ -361,15 +375,20 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from,
         mbarrier.init(empty.index(s), count=1)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
+    released = _pair_barriers(STAGES)
     fence_async_shared()
+    _cluster_start(released)
     gl.warp_specialize([
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K, B_KMAJOR, scale_a, scale_b,
+                              released)),
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K, B_KMAJOR, scale_a, scale_b,
+                              released)),
         (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
-                     B_KMAJOR)),
+                     B_KMAJOR, released)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    _cluster_end(released, STAGES)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
@@ -511,11 +530,11 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
     shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
     TMA boxes).  ``PAD_B`` copies B on every call into a buffer whose row stride is a
-    multiple of 32 bytes (allocated here) and multiplies that copy.  ``CLUSTER_M=2`` (cooperative,
-    no split-K): each program is a cluster of 2 CTAs on a ``2 BM × BN`` tile, CTA ``r`` on rows
-    ``r BM …``; both multiply the same B block, which CTA 0 loads once and multicasts (half of
-    B's L2 reads).  ``b_kmajor``: B is given
-    as ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
+    multiple of 32 bytes (allocated here) and multiplies that copy.  ``CLUSTER_M=2`` (no split-K):
+    each program is a cluster of 2 CTAs on ``2 BM × BN`` tiles, CTA ``r`` on rows ``r BM …``
+    (with ping-pong: each consumer warpgroup's tiles); both multiply the same B block, which
+    CTA 0 loads once and multicasts (half of B's L2 reads).  ``b_kmajor``: B is given as
+    ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
     multiplies C (``ws_gemm_fp8.prepare`` checks them).
     """
     num_warps = 4 if PINGPONG else 8
@@ -527,9 +546,9 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps, b_kmajor)
     if CLUSTER_M != 1:
-        if CLUSTER_M != 2 or PINGPONG or SPLIT_K > 1:
-            raise ValueError(f"ws_gemm.prepare: CLUSTER_M={CLUSTER_M} with PINGPONG={PINGPONG}, SPLIT_K={SPLIT_K}: "
-                             "clusters are built for CLUSTER_M=2, cooperative, without split-K")
+        if CLUSTER_M != 2 or SPLIT_K > 1:
+            raise ValueError(f"ws_gemm.prepare: CLUSTER_M={CLUSTER_M} with SPLIT_K={SPLIT_K}: clusters are built "
+                             "for CLUSTER_M=2 without split-K")
         a_layout, c_layout, c_block, acc_layout = _cluster_layouts(BM, BK, element_dtype(a), element_dtype(c), c_block,
                                                                    acc_layout)
         BM *= 2  # the cluster's tile
