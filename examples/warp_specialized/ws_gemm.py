@@ -565,7 +565,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
                          f"of {k_tiles} K-slices (every split needs at least one slice)")
     split_from = tiles - split_tiles
     units = split_from + split_tiles * SPLIT_K
-    grid = (min(units, (num_programs or default_num_programs()) // CLUSTER_M),)
+    grid = (min(units, max(1, (num_programs or default_num_programs()) // CLUSTER_M)),)  # clusters
     ws = _workspace(c, split_tiles * SPLIT_K * BM, BN) if split_tiles else c
     kernel, extra = (ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=consumer_regs)) if PINGPONG else (ws_gemm_kernel, {})
     if split_tiles:
