@@ -533,7 +533,8 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     multiple of 32 bytes (allocated here) and multiplies that copy.  ``CLUSTER_M=2`` (no split-K):
     each program is a cluster of 2 CTAs on ``2 BM × BN`` tiles, CTA ``r`` on rows ``r BM …``
     (with ping-pong: each consumer warpgroup's tiles); both multiply the same B block, which
-    CTA 0 loads once and multicasts (half of B's L2 reads).  ``b_kmajor``: B is given as
+    CTA 0 loads once and multicasts (half of B's L2 reads); the grid is ``num_programs // 2``
+    clusters (``num_programs`` counts CTAs, default: the SMs).  ``b_kmajor``: B is given as
     ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
     multiplies C (``ws_gemm_fp8.prepare`` checks them).
     """
