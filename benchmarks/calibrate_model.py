@@ -67,14 +67,15 @@ def runner(example: str, a, b, c, config: dict):
         import persistent_gemm
         return persistent_gemm.prepare(a, b, c, **config)
     import pipelined_gemm
-    return lambda: pipelined_gemm.gemm(a, b, c, **config)
+    return pipelined_gemm.prepare(a, b, c, **config)
 
 
-def measure(shapes, samples: int, skip=(), done=()) -> None:
+def measure(shapes, samples: int, skip=(), done=(), only: str = "") -> None:
     """Time every configuration on every shape on the GPU; print one ``measured`` line each as
     soon as it is timed (CUDA events around each call, an L2 flush before each; the median).
 
-    Configurations named in ``skip`` and ``(shape, name)`` pairs in ``done`` are left out.  A
+    Configurations named in ``skip``, whose name does not contain ``only``, and ``(shape, name)``
+    pairs in ``done`` are left out.  A
     first call that has not finished after :data:`HANG_SECONDS` is reported (``hang: name``) and
     the process exits with status 3, so that a rerun can skip that configuration."""
     import statistics
@@ -90,7 +91,7 @@ def measure(shapes, samples: int, skip=(), done=()) -> None:
         ref = a.float() @ b.float()
         c = torch.empty(M, N, device="cuda", dtype=torch.float16)
         for name, (example, config) in CONFIGS.items():
-            if name in skip or ((M, N, K), name) in done:
+            if name in skip or only not in name or ((M, N, K), name) in done:
                 continue
             c.fill_(float("nan"))
             start = time.perf_counter()
@@ -323,6 +324,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--skip", help="configuration names not to measure (comma-separated)")
     parser.add_argument("--done", help="a file of measured lines: those pairs are not measured again")
+    parser.add_argument("--only", default="", help="measure only the configurations whose name contains this")
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
     parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
                         help="a --measure run's output (its measured lines)")
@@ -333,7 +335,7 @@ def main(argv=None) -> int:
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
         done = set(read_measured(args.done)) if args.done and os.path.exists(args.done) else set()
-        measure(shapes, args.samples, args.skip.split(",") if args.skip else (), done)
+        measure(shapes, args.samples, args.skip.split(",") if args.skip else (), done, args.only)
         return 0
     os.environ["GLUONKIT_INTERPRET"] = "1"
     from gluonkit.runtime.model import SM90A, SM100A
