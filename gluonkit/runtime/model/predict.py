@@ -111,9 +111,10 @@ class Prediction:
     def summary(self) -> str:
         busy = ", ".join(f"{k} {v / max(self.simulation.cycles, 1) * 100:.0f}% busy"
                          for k, v in self.simulation.busy.items())
+        serialized = "; wgmma serialized by ptxas" if self.recorder is not None and self.recorder.serialized_wgmma else ""
         return (f"{self.kernel}: predicted {self.time_us:.1f} us, {self.tflops:.0f} TFLOP/s "
-                f"({self.waves} wave(s) of {self.program_us:.1f} us, {self.ctas_per_sm} CTA(s) per SM; {busy}) "
-                f"[model output, {self.table.name}]")
+                f"({self.waves} wave(s) of {self.program_us:.1f} us, {self.ctas_per_sm} CTA(s) per SM; {busy}"
+                f"{serialized}) [model output, {self.table.name}]")
 
 
 def predict(kernel, grid, *args, target="sm_90a", flops: Optional[float] = None, ctas_per_sm: Optional[int] = None,
