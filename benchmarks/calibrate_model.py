@@ -270,7 +270,7 @@ def report(rows) -> None:
 #: The cost table's fields the fit moves, and the range each is kept in.
 FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.5, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
           "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0),
-          "max_mem_share": (1.0, 3.0), "wgmma_latency": (0.0, 600.0)}
+          "max_mem_share": (1.0, 3.0), "wgmma_latency": (0.0, 600.0), "cta_start_us": (0.0, 5.0)}
 
 
 def _with(table, name: str, value: float):

@@ -6,7 +6,7 @@ SM, the next ones — run in the interpreter (one schedule) under a :class:`~.re
 :func:`~.simulate.simulate` times their recorded steps with the target's
 :class:`~.tables.CostTable`.  The launch's time is then
 
-``launch_us + waves × (that SM's simulated time)``, ``waves = ceil(programs / (SMs × CTAs per SM))``,
+``launch_us + waves × (cta_start_us + that SM's simulated time)``, ``waves = ceil(programs / (SMs × CTAs per SM))``,
 
 floored by the DRAM time of the arguments' bytes (every array read or written once:
 ``bytes / hbm_bytes_per_second``).  A persistent kernel (grid ≤ SMs) is one wave whose program 0
@@ -185,8 +185,10 @@ def for_interpreter(value):
 
 
 def launch_time_us(table: CostTable, program_us: float, waves: int, dram_bytes: float) -> float:
-    """A launch's time from one SM's: ``launch_us + waves × program_us``, at least the DRAM time."""
-    return table.launch_us + max(waves * program_us, dram_bytes / table.hbm_bytes_per_second * 1e6)
+    """A launch's time from one SM's: ``launch_us + waves × (cta_start_us + program_us)``, at least the
+    DRAM time."""
+    return table.launch_us + max(waves * (table.cta_start_us + program_us),
+                                 dram_bytes / table.hbm_bytes_per_second * 1e6)
 
 
 _SERIALIZED = "wgmma.mma_async instructions are serialized"

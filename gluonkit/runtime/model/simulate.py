@@ -188,7 +188,8 @@ def simulate(recorder: Recorder, table: Optional[CostTable] = None, events: bool
             if st.agent.tid:
                 emit(st, "E", st.agent.name, "partition", st.t)
     ends = {f"{a.agent.run.pid} {a.agent.name}": a.t for a in states}
-    cycles = max([a.t for a in states] + [0.0])
+    # the SM is done when its agents are and its memory traffic is (a CTA's last stores drain after it ends)
+    cycles = max([a.t for a in states] + [mem.free])
     if out is not None:
         out.sort(key=lambda e: (e.get("ts", 0.0), 0 if e["ph"] == "M" else 1))
     return Simulation(cycles, ends, out or [], {"memory": mem.busy, "tensor cores": tc.busy})
