@@ -343,6 +343,7 @@ def main(argv=None) -> int:
     parser.add_argument("--blackwell", action="store_true",
                         help="predict the Blackwell GEMM variants (sm_100a table; model output only)")
     parser.add_argument("--fit", action="store_true", help="fit the sm_90a table's clock, rates and latencies first")
+    parser.add_argument("--hold-out", default="", help="MxNxK,… shapes the fit does not see (still reported)")
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
@@ -359,7 +360,8 @@ def main(argv=None) -> int:
     model = Model()
     table = SM90A
     if args.fit:
-        table = fit(model, measured, SM90A)
+        held = {tuple(int(x) for x in h.split("x")) for h in args.hold_out.split(",") if h}
+        table = fit(model, {key: us for key, us in measured.items() if key[0] not in held}, SM90A)
     report(compare(model, measured, table))
 
 
