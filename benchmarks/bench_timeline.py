@@ -11,7 +11,7 @@ instrumented run is checked against torch.  ``--out DIR`` writes each case's Chr
 (CTAs 0-1, the last level measured) and an SVG of CTA 0's first 8 µs.
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_timeline.py [--out DIR] [--repeats N]
-[--levels anchors,waits,all]``.
+[--levels anchors,waits,all] [--only NAME] [--capacity N]``.
 """
 
 import argparse
@@ -34,15 +34,15 @@ CASES = {  # name -> (M, N, K, prepare()'s configuration)
     "ws_gemm pingpong 8192x8192x1024": (8192, 8192, 1024, dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True,
                                                               GROUP_M=8)),
 }
-CAPACITY = 24576  # events per warp: the coop case at level "all" records about 16600
+CAPACITY = 24576  # entries per warp: enough for the coop case at level "all"
 
 
-def measured_span(run, c, ref, name, events, repeats):
+def measured_span(run, c, ref, name, events, repeats, capacity):
     """Median span (ms) of ``repeats`` instrumented runs at level ``events``, and the last timeline."""
     spans, timeline = [], None
     for _ in range(repeats):
         c.fill_(float("nan"))
-        with measuring(capacity=CAPACITY, events=events) as timelines:
+        with measuring(capacity=capacity, events=events) as timelines:
             run()
         timeline = timelines[-1]
         spans.append((max(w.times[-1] for w in timeline.warps) - min(w.times[0] for w in timeline.warps)) / 1e6)
@@ -51,24 +51,22 @@ def measured_span(run, c, ref, name, events, repeats):
     return statistics.median(spans), timeline
 
 
-def run_case(name, M, N, K, config, out_dir, repeats, levels):
+def run_case(name, M, N, K, config, out_dir, repeats, levels, capacity=CAPACITY):
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     ref = (a.float() @ b.float()).bfloat16()
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     run = ws_gemm.prepare(a, b, c, **config)
     plain_ms = alternating({"plain": run}, samples=30)[0]["plain"]
+    print(f"{name}: plain {plain_ms * 1e3:.1f} us (CUDA events)", flush=True)
     spans, timelines = {}, {}
-    for level in levels:
-        spans[level], timelines[level] = measured_span(run, c, ref, name, level, repeats)
-    base = spans["anchors"]
-    costs = "  ".join(f"{level} {spans[level] * 1e3:7.1f} us {100 * (spans[level] / base - 1):+5.1f}% "
-                      f"({100 * (spans[level] / plain_ms - 1):+5.1f}% vs plain, "
-                      f"{max(len(w.times) for w in timelines[level].warps)} ev/warp)"
-                      for level in levels if level != "anchors")
+    for level in levels:  # printed as measured, so that a run cut short keeps its first levels
+        spans[level], timelines[level] = measured_span(run, c, ref, name, level, repeats, capacity)
+        span, base, timeline = spans[level], spans[levels[0]], timelines[level]
+        print(f"    {level:8} {span * 1e3:7.1f} us  {100 * (span / base - 1):+5.1f}% vs {levels[0]}  "
+              f"{100 * (span / plain_ms - 1):+5.1f}% vs plain  {max(len(w.times) for w in timeline.warps)} ev/warp  "
+              f"{timeline.clock_ghz:.2f} GHz{'  DROPPED' if timeline.dropped else ''}", flush=True)
     full = timelines[levels[-1]]
-    print(f"{name:32} plain {plain_ms * 1e3:7.1f} us  anchors {base * 1e3:7.1f} us  {costs}  "
-          f"{full.clock_ghz:.2f} GHz{'  DROPPED' if any(t.dropped for t in timelines.values()) else ''}", flush=True)
     for part, kinds in sorted(full.summary().items()):
         text = ", ".join(f"{k} {v / 1e3:.0f} us" for k, v in sorted(kinds.items()))
         print(f"    {levels[-1]}: {part:10} {text}")
@@ -85,6 +83,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="instrumented runs per level (median span)")
     parser.add_argument("--only", default="", help="measure only the cases whose name contains this")
     parser.add_argument("--levels", default=",".join(LEVELS), help="levels to measure, 'anchors' first")
+    parser.add_argument("--capacity", type=int, default=CAPACITY,
+                        help="entries per warp (a smaller buffer decodes faster; DROPPED says when it was too small)")
     args = parser.parse_args()
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -92,7 +92,7 @@ def main():
     for name, (M, N, K, config) in CASES.items():
         if args.only not in name:
             continue
-        run_case(name, M, N, K, config, args.out, args.repeats, args.levels.split(","))
+        run_case(name, M, N, K, config, args.out, args.repeats, args.levels.split(","), args.capacity)
 
 
 if __name__ == "__main__":

@@ -67,14 +67,15 @@ def runner(example: str, a, b, c, config: dict):
         import persistent_gemm
         return persistent_gemm.prepare(a, b, c, **config)
     import pipelined_gemm
-    return lambda: pipelined_gemm.gemm(a, b, c, **config)
+    return pipelined_gemm.prepare(a, b, c, **config)
 
 
-def measure(shapes, samples: int, skip=(), done=()) -> None:
+def measure(shapes, samples: int, skip=(), done=(), only: str = "") -> None:
     """Time every configuration on every shape on the GPU; print one ``measured`` line each as
     soon as it is timed (CUDA events around each call, an L2 flush before each; the median).
 
-    Configurations named in ``skip`` and ``(shape, name)`` pairs in ``done`` are left out.  A
+    Configurations named in ``skip``, whose name does not contain ``only``, and ``(shape, name)``
+    pairs in ``done`` are left out.  A
     first call that has not finished after :data:`HANG_SECONDS` is reported (``hang: name``) and
     the process exits with status 3, so that a rerun can skip that configuration."""
     import statistics
@@ -90,7 +91,7 @@ def measure(shapes, samples: int, skip=(), done=()) -> None:
         ref = a.float() @ b.float()
         c = torch.empty(M, N, device="cuda", dtype=torch.float16)
         for name, (example, config) in CONFIGS.items():
-            if name in skip or ((M, N, K), name) in done:
+            if name in skip or only not in name or ((M, N, K), name) in done:
                 continue
             c.fill_(float("nan"))
             start = time.perf_counter()
@@ -131,14 +132,17 @@ def _tile(config: dict):
     return config.get("BM", 128), config.get("BN", 128 if config.get("PINGPONG") else 256)
 
 
-def record(example: str, config: dict, tiles: int, k_steps: int, target="sm_90a"):
+def record(example: str, config: dict, tiles: int, k_steps: int, target="sm_90a", aligned: bool = True):
     """The model's :class:`~gluonkit.runtime.model.Prediction` of one program doing ``tiles``
-    tiles of ``k_steps`` K-slices (zero inputs: the values do not change the schedule)."""
+    tiles of ``k_steps`` K-slices (zero inputs: the values do not change the schedule).
+    ``aligned=False``: B's and C's rows are 8 elements short of the tile, so that the kernel is
+    specialized (and compiled, which the model asks ptxas about) like one whose row strides are
+    not multiples of 16 elements."""
     import numpy as np
     from gluonkit.runtime.model import modelling
 
     BM, BN = _tile(config) if example != "pipe" else (config.get("BM", 128), config.get("BN", 128))
-    M, N, K = BM * tiles, BN, BK * k_steps
+    M, N, K = BM * tiles, BN if aligned else BN - 8, BK * k_steps
     a, b, c = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16), np.zeros((M, N), np.float16)
     extra = {} if example == "pipe" else dict(num_programs=1)
     with modelling(target, timeline=False) as found:
@@ -153,30 +157,35 @@ class Model:
         """Record every configuration of ``configs`` at the :data:`POINTS` problems on ``target``."""
         self.recorded = {}
         self.configs, self.target = configs, target
+        self._table, self._simulated = None, {}
         for name, (example, _) in configs.items():
             for t in sorted(set((1, 1) if example == "pipe" else POINTS[0])):
                 for k in POINTS[1]:
                     self.recording(name, t, k)
             log(f"  recorded {name}")
 
-    def recording(self, name: str, tiles: int, k_steps: int):
+    def recording(self, name: str, tiles: int, k_steps: int, aligned: bool = True):
         """The prediction of configuration ``name`` at ``tiles`` × ``k_steps``, recorded once."""
-        key = (name, tiles, k_steps)
+        key = (name, tiles, k_steps) + (() if aligned else ("unaligned",))
         if key not in self.recorded:
             example, config = self.configs[name]
-            self.recorded[key] = record(example, config, tiles, k_steps, self.target)
+            self.recorded[key] = record(example, config, tiles, k_steps, self.target, aligned)
         return self.recorded[key]
 
     def predict_us(self, name: str, shape, table) -> float:
         """Predicted time of configuration ``name`` on ``shape`` with cost table ``table``."""
         from gluonkit.runtime.model import extrapolate, launch_time_us
 
+        if table is not self._table:  # simulations are kept per table: shapes share recorded problems
+            self._table, self._simulated = table, {}
+
         example, config = self.configs[name]
         M, N, K = shape
         BM, BN = _tile(config) if example != "pipe" else (config.get("BM", 128), config.get("BN", 128))
         tiles = -(-M // BM) * -(-N // BN)
         k_steps = -(-K // BK)
-        sample = self.recording(name, 1 if example == "pipe" else POINTS[0][0], POINTS[1][0])
+        aligned = N % 16 == 0 and K % 16 == 0  # the row strides the launch specializes on
+        sample = self.recording(name, 1 if example == "pipe" else POINTS[0][0], POINTS[1][0], aligned)
         if example == "pipe":
             per_tile, points = 1, ((1, 1), POINTS[1])
             waves = -(-tiles // (table.sms * sample.ctas_per_sm))
@@ -186,7 +195,11 @@ class Model:
         active = min(-(-tiles // sample.ctas_per_sm), table.sms)  # SMs the launch keeps busy
 
         def program_us(t, k):
-            return self.recording(name, t, k).with_table(table, active_sms=max(1, active)).program_us
+            key = (name, t, k, active, aligned)
+            if key not in self._simulated:
+                self._simulated[key] = self.recording(name, t, k, aligned).with_table(
+                    table, active_sms=max(1, active)).program_us
+            return self._simulated[key]
 
         program = extrapolate(program_us, (per_tile, k_steps), points)
         return launch_time_us(table, program, waves, 2 * (M * K + K * N + M * N))
@@ -257,7 +270,7 @@ def report(rows) -> None:
 #: The cost table's fields the fit moves, and the range each is kept in.
 FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.5, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
           "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0),
-          "max_mem_share": (1.0, 3.0)}
+          "max_mem_share": (1.0, 3.0), "wgmma_latency": (0.0, 600.0), "cta_start_us": (0.0, 5.0)}
 
 
 def _with(table, name: str, value: float):
@@ -323,17 +336,19 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--skip", help="configuration names not to measure (comma-separated)")
     parser.add_argument("--done", help="a file of measured lines: those pairs are not measured again")
+    parser.add_argument("--only", default="", help="measure only the configurations whose name contains this")
     parser.add_argument("--shapes", help="MxNxK,… (default: SHAPES)")
     parser.add_argument("--measured", default=os.path.join(HERE, "calibration_h100.txt"),
                         help="a --measure run's output (its measured lines)")
     parser.add_argument("--blackwell", action="store_true",
                         help="predict the Blackwell GEMM variants (sm_100a table; model output only)")
     parser.add_argument("--fit", action="store_true", help="fit the sm_90a table's clock, rates and latencies first")
+    parser.add_argument("--hold-out", default="", help="MxNxK,… shapes the fit does not see (still reported)")
     args = parser.parse_args(argv)
     shapes = SHAPES if not args.shapes else [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     if args.measure:
         done = set(read_measured(args.done)) if args.done and os.path.exists(args.done) else set()
-        measure(shapes, args.samples, args.skip.split(",") if args.skip else (), done)
+        measure(shapes, args.samples, args.skip.split(",") if args.skip else (), done, args.only)
         return 0
     os.environ["GLUONKIT_INTERPRET"] = "1"
     from gluonkit.runtime.model import SM90A, SM100A
@@ -345,7 +360,8 @@ def main(argv=None) -> int:
     model = Model()
     table = SM90A
     if args.fit:
-        table = fit(model, measured, SM90A)
+        held = {tuple(int(x) for x in h.split("x")) for h in args.hold_out.split(",") if h}
+        table = fit(model, {key: us for key, us in measured.items() if key[0] not in held}, SM90A)
     report(compare(model, measured, table))
 
 

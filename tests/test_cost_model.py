@@ -31,7 +31,9 @@ sys.path[:0] = EXAMPLES
 import blackwell_gemm  # noqa: E402
 import blackwell_ws_gemm  # noqa: E402
 import persistent_gemm  # noqa: E402
+import pipelined_gemm  # noqa: E402
 import producer_consumer  # noqa: E402
+from kernel_checks import needs_ptxas  # noqa: E402
 
 
 def _gemm(tiles: int, k_steps: int, BN: int = 128, STAGES: int = 3, module=persistent_gemm, target="sm_90a", **extra):
@@ -229,3 +231,30 @@ def test_a_barrier_initialized_again_starts_its_phases_afresh():
     latency_us = SM90A.cycles_to_us(SM90A.load_latency)
     assert times[0] > 6 * latency_us
     assert abs(times[1] - times[0]) / times[0] < 0.05
+
+
+def _pipelined(n: int, k_steps: int = 8, table=SM90A):
+    """The model's prediction of one 128 x 128 tile of ``pipelined_gemm`` whose B and C rows are ``n`` long."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((128, 64 * k_steps)).astype(np.float16)
+    b = rng.standard_normal((64 * k_steps, n)).astype(np.float16)
+    c = np.zeros((128, n), np.float16)
+    with interpreter_on(), modelling(table) as found:
+        pipelined_gemm.prepare(a, b, c)()
+    return found[0]
+
+
+@needs_ptxas
+def test_wgmma_that_ptxas_serialized_are_synchronous_and_pay_their_latency():
+    # Rows of 120 elements: the launch does not specialize the strides on 16, and ptxas then serializes the
+    # kernel's wgmma (its note C7514); rows of 128: the same tile, wgmma pipelined.
+    aligned, odd = _pipelined(128), _pipelined(120)
+    assert not aligned.recorder.serialized_wgmma and odd.recorder.serialized_wgmma
+    assert "wgmma serialized by ptxas" in odd.summary() and "serialized" not in aligned.summary()
+    slow = odd.with_table(SM90A.with_(wgmma_latency=4 * SM90A.wgmma_latency))
+    # 8 K-steps x 4 instructions per warpgroup, each paying its latency: the time grows by about that
+    extra = 8 * 4 * 3 * SM90A.wgmma_latency / SM90A.clock_ghz / 1e3
+    assert 0.9 * extra < slow.program_us - odd.program_us < 1.1 * extra
+    assert odd.program_us > aligned.program_us
+    same = aligned.with_table(SM90A.with_(wgmma_latency=4 * SM90A.wgmma_latency))
+    assert same.program_us == aligned.program_us  # pipelined wgmma hide their latency

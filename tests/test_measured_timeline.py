@@ -57,14 +57,20 @@ def test_the_default_level_records_the_waits_and_reads_slow_registers_only_at_an
     timed = _ws_gemm("sm_90a", True)
     assert timed.metadata["timeline"]["level"] == "waits" and timed.metadata["spill_stores"] == 0
     kinds = {e["kind"] for e in timed.metadata["timeline"]["events"]}
-    assert {"mbarrier.wait", "thread_barrier", "kernel.start", "partition.start", "partition.end"} <= kinds
-    assert not kinds & {"wgmma", "wgmma.wait", "tma.load", "mbarrier.arrive", "mbarrier.expect"}
+    assert {"mbarrier.wait", "kernel.start", "partition.start", "partition.end"} <= kinds
+    assert not kinds & {"wgmma", "wgmma.wait", "tma.load", "mbarrier.arrive", "mbarrier.expect", "thread_barrier"}
     ptx = timed.asm["ptx"]
     anchors = ptx.count("%globaltimer;")
     # the kernel's start and end, and a start and an end for each of its two partitions
     assert anchors == 6 and ptx.count("%smid;") == anchors
-    assert ptx.count("st.global.cs.v2.u32") + anchors == ptx.count("st.global.cs.v2")
-    assert "st.global.v2" not in ptx  # every record streams past L2 (.cs)
+    # each wait is one store of its begin and end (no store before the wait), each anchor one store
+    waits = len([e for e in timed.metadata["timeline"]["events"] if e["phase"] == "end"])
+    assert ptx.count("st.global.cs.v4.u32") == waits and ptx.count("st.global.cs.v2.u64") == anchors
+    assert ptx.count("st.global.cs.") == waits + anchors and "st.global.v" not in ptx  # all stream past L2 (.cs)
+    # a wait's begin is a clock read kept in a register: every %clock read is in a record or a wait's begin
+    assert ptx.count("%clock;") == waits * 2 + anchors
+    full = {e["kind"] for e in _ws_gemm("sm_90a", "all").metadata["timeline"]["events"]}
+    assert {"thread_barrier", "wgmma.wait", "wgmma"} <= full
 
 
 @needs_ptxas
@@ -134,6 +140,20 @@ def test_decoding_places_events_by_globaltimer_and_clock_and_names_partitions():
     summary = tl.summary()
     assert summary["default"]["mbarrier.wait"] == pytest.approx(980 / tl.clock_ghz)
     assert "<svg" in tl.svg(ctas=[0]) and "mbarrier.wait" in tl.svg(ctas=[0])
+
+
+def test_a_waits_entry_holds_its_begin_and_end():
+    # {begin clock, begin tag, end clock, end tag}: the begin's half is written into the entry's first 8 bytes
+    rows = {(0, 0): [(1000, 50, 0), (0, 1050, 2), (1600, 1250, 4)]}
+    metadata, raw = _synthetic(TABLE, rows, 1, 4)
+    entries = raw.view(np.dtype([("globaltimer", "<u8"), ("clock", "<u4"), ("tag", "<u4")]))
+    entries["globaltimer"][1] = 70 | (1 | VALID) << 32
+    tl = MeasuredTimeline.decode("k", (1,), metadata, raw)
+    (w,) = tl.warps
+    assert [tl.table[int(e)]["kind"] for e in w.events] == ["kernel.start", "mbarrier.wait", "mbarrier.wait",
+                                                            "kernel.end"]
+    np.testing.assert_allclose(w.times, np.array([0, 20, 1000, 1200]) / tl.clock_ghz)
+    assert tl.clock_ghz == pytest.approx(1200 / 600) and tl.problems() == [] and not tl.dropped  # 3 entries of 4
 
 
 def test_a_full_row_is_reported_as_dropped_events(tmp_path):
@@ -231,6 +251,7 @@ def test_a_full_row_keeps_its_first_events_and_leaves_the_other_warps_rows_alone
     torch.cuda.synchronize()
     assert torch.allclose(y, x.float() * x.float() + 1) and tl.dropped
     working = sum(p["num_warps"] for p in tl.partitions)  # the padding warps of the CTA record nothing
-    assert len(tl.warps) == 8 * working and all(len(w.times) == 3 and w.full for w in tl.warps)
+    # three entries each: a wait's entry holds two events (its begin and end)
+    assert len(tl.warps) == 8 * working and all(3 <= len(w.times) <= 6 and w.full for w in tl.warps)
     firsts = {tl.table[int(w.events[0])]["kind"] for w in tl.warps}
     assert firsts == {"kernel.start", "partition.start"}, firsts

@@ -20,6 +20,7 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.nvidia.hopper import TensorDescriptor
+from gluonkit.runtime.launch import bind
 
 
 @gluonkit.jit
@@ -69,8 +70,17 @@ def pipelined_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
     gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-def gemm(a, b, c, BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, num_warps: int = 8):
-    """``c = a @ b`` (arrays or tensors, fp16/bf16 inputs)."""
+def gemm(a, b, c, **config):
+    """``c = a @ b`` (arrays or tensors, fp16/bf16 inputs); ``config`` as for :func:`prepare`."""
+    return prepare(a, b, c, **config)()
+
+
+def prepare(a, b, c, BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, num_warps: int = 8):
+    """A function of no arguments that computes ``c = a @ b``: descriptors, layouts and grid are
+    built here once, and each call is one bound launch (:func:`gluonkit.runtime.launch.bind`).
+    Time this, not :func:`gemm`, which also builds the descriptors and goes through the general
+    launch path on every call: host time that a timing with CUDA events includes whenever it is
+    longer than the GPU work queued before the launch."""
     M, K = a.shape
     N = b.shape[1]
     dtype = {"float16": gl.float16, "bfloat16": gl.bfloat16}[str(a.dtype).replace("torch.", "")]
@@ -79,9 +89,13 @@ def gemm(a, b, c, BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, n
     acc_layout = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
     stride = c.stride(0) if hasattr(c, "element_size") else c.strides[0] // c.itemsize
     grid = (gluonkit.cdiv(M, BM), gluonkit.cdiv(N, BN))
-    pipelined_gemm_kernel[grid](a_desc, b_desc, c, M, N, K, stride, STAGES=STAGES, acc_layout=acc_layout,
-                                num_warps=num_warps)
-    return c
+    launch = bind(pipelined_gemm_kernel, grid, (a_desc, b_desc, c, M, N, K, stride),
+                  dict(STAGES=STAGES, acc_layout=acc_layout, num_warps=num_warps))
+
+    def run():
+        launch()
+        return c
+    return run
 
 
 def main() -> None:

@@ -72,7 +72,7 @@ def compile_function(func: Function, target: str = "sm_90a", assemble_cubin: Opt
         kernel.asm["cubin"] = cubin
     kernel.metadata.update(
         registers=usage.registers, spill_stores=usage.spill_stores, spill_loads=usage.spill_loads,
-        stack_frame=usage.stack_frame,
+        stack_frame=usage.stack_frame, ptxas_notes=list(usage.notes),
     )
     dump_stages(kernel)
     return kernel

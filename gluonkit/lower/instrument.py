@@ -23,15 +23,22 @@ in the inner loop shows in the timeline it is meant to explain:
   kernel's signature does not change) and which ptxas keeps in uniform registers or folds into
   the instructions; "lane 0" is a predicate register.  A record is then about seven
   instructions (compare, address, clock, tag, store, advance) and no long-latency read;
-* waits (``mbarrier.wait``, ``warpgroup_mma_wait``, ``tma.store_wait``, ``cp.async`` group waits,
-  ``thread_barrier``) get a record before and after; issues (TMA loads and stores,
-  ``warpgroup_mma``, ``cp.async``, arrivals, expects) one before.
+* a wait (``mbarrier.wait``, ``warpgroup_mma_wait``, ``tma.store_wait``, ``cp.async`` group waits,
+  ``thread_barrier``) is **one** record after it: the begin's ``%clock``, read before the wait and
+  kept in a register, goes with the end into one 16-byte store ``{begin clock, begin tag, end
+  clock, end tag}`` (the begin tag's valid bit is bit 63 of the entry's first eight bytes, which
+  an anchor's ``%globaltimer`` never has: the host splits the entry in two events).  Nothing is
+  stored before the wait, and a wait costs one store and one index advance, not two;
+* issues (TMA loads and stores, ``warpgroup_mma``, ``cp.async``, arrivals, expects) get one
+  record before.
 
 **Levels** (:data:`LEVELS`): ``"anchors"`` records only the anchors (where and when each warp
 and partition ran: load balance, tails; and the baseline the cost of the others is measured
 against); ``"waits"`` (the default) also the waits that make a pipeline's bubbles — barrier
-waits (``mbarrier.wait``, ``cp.async`` group waits), ``thread_barrier`` and ``tma.store_wait``;
-``"all"`` adds the MMA waits and every issue, which in a GEMM's inner loop triples the records.
+waits (``mbarrier.wait``, ``cp.async`` group waits) and ``tma.store_wait``; ``"all"`` adds the
+MMA waits, ``thread_barrier`` (in a WS GEMM's K loop one per step, the warpgroup's own
+handshake, not a bubble of the pipeline) and every issue, which in a GEMM's inner loop
+triples the records.
 
 The event table (:attr:`Instrumentation.table`: id → kind, phase, op, source location, line and
 its text) goes into the compiled kernel's metadata so the host can decode the buffer.  The
@@ -66,7 +73,7 @@ EVENTS: Dict[str, tuple] = {
     "mbarrier_wait": ("mbarrier.wait", "wait", 1),
     "async_tma_store_wait": ("tma.store_wait", "wait", 1),
     "async_wait_group": ("cp_async.wait", "wait", 1),
-    "thread_barrier": ("thread_barrier", "wait", 1),
+    "thread_barrier": ("thread_barrier", "wait", 2),
     "return": ("kernel.end", "issue", 0),
     "warpgroup_mma_wait": ("wgmma.wait", "wait", 2),
     "async_tma_copy_global_to_shared": ("tma.load", "issue", 2),
@@ -126,6 +133,26 @@ add.u32 %w0, $1, %w2;
 min.u32 $0, %w0, %w3;
 }}"""
 
+# A wait's begin and end in one entry ($1 the entry index, $2 "lane 0", $3 the begin's %clock read before the
+# wait; $0 the next index): lane 0 stores {u32 begin clock, u32 begin tag, u32 %clock, u32 end tag}.  The begin
+# tag's VALID bit lands on bit 63 of the entry's first eight bytes, which an anchor's %globaltimer never sets:
+# that is how the host tells a pair from an anchor.
+_PAIR = """{{
+.reg .pred %p;
+.reg .b32 %w<6>;
+.reg .b64 %x<2>;
+ld.const.v2.u32 {{%w2, %w3}}, [{constant}+8];
+setp.lt.and.u32 %p, $1, %w3, $2;
+ld.const.u64 %x0, [{constant}];
+mad.wide.u32 %x1, $1, {entry_bytes}, %x0;
+mov.u32 %w0, %clock;
+mov.u32 %w1, {tag};
+mov.u32 %w4, {begin_tag};
+@%p st.global.cs.v4.u32 [%x1], {{$3, %w4, %w0, %w1}};
+add.u32 %w0, $1, %w2;
+min.u32 $0, %w0, %w3;
+}}"""
+
 # An anchor: the whole entry {u64 %globaltimer, u32 %clock, u32 tag | %smid << SMID_SHIFT} in one store.
 _ANCHOR = """{{
 .reg .pred %p;
@@ -164,10 +191,12 @@ class Instrumentation:
         prologue.store(prologue.asm(lir.FunctionType(I32, []), _ROW, "=r", [], side_effect=False,
                                     name="timeline.row"), self._index)
         self._started = False
+        self._begins: Dict[int, lir.Value] = {}  # id(wait op) -> its begin's %clock, kept until its end
 
     # ------------------------------------------------------------------ the walker's hooks
     def before(self, builder: lir.IRBuilder, op: Operation) -> None:
-        """Records due before ``op``: the kernel's first event, a wait's begin, an issue."""
+        """Records due before ``op``: the kernel's first event, an issue; a wait's begin clock is only read here
+        (kept in a register, stored with the wait's end)."""
         if not self._started:
             self._started = True
             self.anchor(builder, "kernel.start", op)
@@ -176,14 +205,20 @@ class Instrumentation:
             kind, how, _ = event
             if op.name == "return":
                 self.anchor(builder, kind, op)
+            elif how == "wait":
+                self._begins[id(op)] = builder.asm(lir.FunctionType(I32, []), "mov.u32 $0, %clock;", "=r", [],
+                                                   side_effect=True, name="timeline.begin")
             else:
-                self._record(builder, kind, "begin" if how == "wait" else "instant", op)
+                self._record(builder, kind, "instant", op)
 
     def after(self, builder: lir.IRBuilder, op: Operation) -> None:
-        """Records due after ``op``: a wait's end."""
+        """Records due after ``op``: a wait's begin and end, one entry."""
         event = self._wanted(op)
         if event is not None and event[1] == "wait":
-            self._record(builder, event[0], "end", op)
+            begin_tag = self._event_id(event[0], "begin", op) | VALID
+            tag = self._event_id(event[0], "end", op) | VALID
+            text = _PAIR.format(entry_bytes=ENTRY_BYTES, tag=tag, begin_tag=begin_tag, constant=GLOBAL_NAME)
+            self._emit(builder, text, [self._begins.pop(id(op))])
 
     def anchor(self, builder: lir.IRBuilder, kind: str, op: Operation) -> None:
         """An instant that also stores ``%globaltimer`` and ``%smid`` (where a warp starts or ends: the host
@@ -208,8 +243,13 @@ class Instrumentation:
         tag = self._event_id(kind, phase, op) | VALID
         text = (_ANCHOR if anchor else _RECORD).format(entry_bytes=ENTRY_BYTES, smid_shift=SMID_SHIFT, tag=tag,
                                                        constant=GLOBAL_NAME)
-        index = builder.asm(lir.FunctionType(I32, [I32, I1]), text, "=r,r,b", [builder.load(self._index), self._lane0],
-                            side_effect=True)
+        self._emit(builder, text)
+
+    def _emit(self, builder: lir.IRBuilder, text: str, extra: List[lir.Value] = ()) -> None:
+        """One record's asm: it takes the entry index, "lane 0" and ``extra`` operands, returns the next index."""
+        extra = list(extra)
+        index = builder.asm(lir.FunctionType(I32, [I32, I1] + [I32] * len(extra)), text, "=r,r,b" + ",r" * len(extra),
+                            [builder.load(self._index), self._lane0] + extra, side_effect=True)
         builder.store(index, self._index)
 
 

@@ -94,6 +94,7 @@ class MeasuredTimeline:
         entries = raw.view(_ENTRY).reshape(capacity, -1).T  # interleaved: entry slot * rows + row
         result = cls(kernel, tuple(grid), metadata["timeline"]["events"], list(metadata.get("partitions") or []),
                      warps_per_cta)
+        written = [int(((row["tag"] & VALID) != 0).sum()) for row in entries]
         rows = [_used(row) for row in entries]
         result.clock_ghz = _clock_rate(rows)
         start = min((int(row["globaltimer"][_anchors(row)[0]]) for row in rows if len(_anchors(row))), default=0)
@@ -107,7 +108,7 @@ class MeasuredTimeline:
             cta, warp = divmod(index, warps_per_cta)
             sm = (int(used["tag"][first]) & (VALID - 1)) >> SMID_SHIFT  # anchors carry %smid
             result.warps.append(WarpEvents(cta, warp, sm, times, used["tag"] & ((1 << SMID_SHIFT) - 1),
-                                           len(used) == capacity))
+                                           written[index] == capacity))
         return result
 
     def to_json(self, ctas: Optional[Sequence[int]] = None, start_ns: float = 0.0,
@@ -291,8 +292,25 @@ class MeasuredTimeline:
 
 
 def _used(row: np.ndarray) -> np.ndarray:
-    """The entries a warp wrote (their tag has :data:`VALID` set), in slot order."""
-    return row[(row["tag"] & VALID) != 0]
+    """The events a warp wrote (entries whose tag has :data:`VALID` set), in slot order, a wait's
+    entry split into its begin and end (see :func:`_split_pairs`)."""
+    return _split_pairs(row[(row["tag"] & VALID) != 0])
+
+
+def _split_pairs(used: np.ndarray) -> np.ndarray:
+    """Each wait's entry ``{begin clock, begin tag | VALID, end clock, end tag}`` (its first eight bytes have bit
+    63 set, which no ``%globaltimer`` has) as two events, the begin then the end; other entries as they are."""
+    pair = (used["globaltimer"] >> np.uint64(63)).astype(bool)
+    if not pair.any():
+        return used
+    ends = np.cumsum(1 + pair) - 1
+    out = np.zeros(len(used) + int(pair.sum()), used.dtype)
+    out[ends] = used
+    out["globaltimer"][ends[pair]] = 0
+    first_half = used["globaltimer"][pair]
+    out["clock"][ends[pair] - 1] = (first_half & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    out["tag"][ends[pair] - 1] = (first_half >> np.uint64(32)).astype(np.uint32)
+    return out
 
 
 def _anchors(used: np.ndarray) -> np.ndarray:

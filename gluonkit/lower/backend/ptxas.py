@@ -13,7 +13,7 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 from .cuda_tools import find_tool
 
@@ -33,6 +33,8 @@ class ResourceUsage:
     spill_stores: int = 0
     spill_loads: int = 0
     stack_frame: int = 0
+    #: ptxas's "Potential Performance Loss" notes, ``"C7514: wgmma.mma_async instructions are serialized ..."``
+    notes: Tuple[str, ...] = ()
 
 
 def find_ptxas() -> Optional[str]:
@@ -51,6 +53,7 @@ def ptxas_version(ptxas: str) -> str:
 _USAGE = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_NOTE = re.compile(r"\((C\d+)\) Potential Performance Loss: (.*?)(?: in the function '[^']*')?$", re.MULTILINE)
 
 
 def _parse_usage(log: str) -> ResourceUsage:
@@ -63,6 +66,7 @@ def _parse_usage(log: str) -> ResourceUsage:
         stack_frame=int(spill.group(1)) if spill else 0,
         spill_stores=int(spill.group(2)) if spill else 0,
         spill_loads=int(spill.group(3)) if spill else 0,
+        notes=tuple(f"{code}: {' '.join(text.split())}" for code, text in _NOTE.findall(log)),
     )
 
 

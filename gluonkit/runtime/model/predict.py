@@ -6,7 +6,7 @@ SM, the next ones — run in the interpreter (one schedule) under a :class:`~.re
 :func:`~.simulate.simulate` times their recorded steps with the target's
 :class:`~.tables.CostTable`.  The launch's time is then
 
-``launch_us + waves × (that SM's simulated time)``, ``waves = ceil(programs / (SMs × CTAs per SM))``,
+``launch_us + waves × (cta_start_us + that SM's simulated time)``, ``waves = ceil(programs / (SMs × CTAs per SM))``,
 
 floored by the DRAM time of the arguments' bytes (every array read or written once:
 ``bytes / hbm_bytes_per_second``).  A persistent kernel (grid ≤ SMs) is one wave whose program 0
@@ -28,6 +28,8 @@ from typing import Callable, Iterator, List, Optional, Tuple
 from ...interpret.engine import run_program
 from ...interpret.timeline import render_svg
 from ...ir.warp_specialize import op_plan
+from ...lower.backend.ptxas import find_ptxas
+from ...lower.compiler import compile_function
 from ...lower.memplan.smem import plan_shared_memory
 from ..launch import INTERPRETED_LAUNCH_HANDLERS, interpreter_inputs
 from .recorder import Recorder
@@ -35,7 +37,7 @@ from .simulate import Simulation, simulate
 from .tables import CostTable, table_for
 
 __all__ = ["predict", "predict_ir", "modelling", "for_interpreter", "Prediction", "extrapolate", "launch_time_us",
-           "MAX_SHARED_PER_SM"]
+           "MAX_SHARED_PER_SM", "ptxas_notes"]
 
 #: Shared memory per SM that CTAs can use together (bytes), for how many fit on an SM.
 MAX_SHARED_PER_SM = 228 * 1024
@@ -109,9 +111,10 @@ class Prediction:
     def summary(self) -> str:
         busy = ", ".join(f"{k} {v / max(self.simulation.cycles, 1) * 100:.0f}% busy"
                          for k, v in self.simulation.busy.items())
+        serialized = "; wgmma serialized by ptxas" if self.recorder is not None and self.recorder.serialized_wgmma else ""
         return (f"{self.kernel}: predicted {self.time_us:.1f} us, {self.tflops:.0f} TFLOP/s "
-                f"({self.waves} wave(s) of {self.program_us:.1f} us, {self.ctas_per_sm} CTA(s) per SM; {busy}) "
-                f"[model output, {self.table.name}]")
+                f"({self.waves} wave(s) of {self.program_us:.1f} us, {self.ctas_per_sm} CTA(s) per SM; {busy}"
+                f"{serialized}) [model output, {self.table.name}]")
 
 
 def predict(kernel, grid, *args, target="sm_90a", flops: Optional[float] = None, ctas_per_sm: Optional[int] = None,
@@ -137,6 +140,7 @@ def predict_ir(func, grid, values, memory, target="sm_90a", flops: Optional[floa
     if ctas_per_sm is None:  # what fits, but no more than the grid puts on an SM (it spreads CTAs over SMs)
         ctas_per_sm = min(_ctas_per_sm(func), math.ceil(programs / table.sms))
     recorder = Recorder(table)
+    recorder.serialized_wgmma = any(_SERIALIZED in note for note in ptxas_notes(func, table.arch))
     order = [(x, y, z) for z in range(grid3[2]) for y in range(grid3[1]) for x in range(grid3[0])]
     simulated = order[:max(1, min(ctas_per_sm, programs))]
     for pid in simulated:
@@ -181,8 +185,27 @@ def for_interpreter(value):
 
 
 def launch_time_us(table: CostTable, program_us: float, waves: int, dram_bytes: float) -> float:
-    """A launch's time from one SM's: ``launch_us + waves × program_us``, at least the DRAM time."""
-    return table.launch_us + max(waves * program_us, dram_bytes / table.hbm_bytes_per_second * 1e6)
+    """A launch's time from one SM's: ``launch_us + waves × (cta_start_us + program_us)``, at least the
+    DRAM time."""
+    return table.launch_us + max(waves * (table.cta_start_us + program_us),
+                                 dram_bytes / table.hbm_bytes_per_second * 1e6)
+
+
+_SERIALIZED = "wgmma.mma_async instructions are serialized"
+_NOTES: dict = {}
+
+
+def ptxas_notes(func, arch: str) -> tuple:
+    """ptxas's "Potential Performance Loss" notes on ``func`` compiled for ``arch`` (empty without
+    ptxas, for a kernel without wgmma or for an arch other than sm_90a).  The model needs one of them: a kernel whose wgmma ptxas
+    serialized runs each MMA instruction after the previous one completed (:mod:`.simulate`),
+    which no IR-level view of the kernel shows.  Compiled once per function and arch."""
+    if arch != "sm_90a" or find_ptxas() is None or not any(op.name == "warpgroup_mma" for op in func.walk()):
+        return ()
+    key = (func, arch)
+    if key not in _NOTES:
+        _NOTES[key] = tuple(compile_function(func, arch).metadata.get("ptxas_notes", ()))
+    return _NOTES[key]
 
 
 def _ctas_per_sm(func) -> int:

@@ -85,6 +85,9 @@ class Recorder:
         self.needed: Dict[tuple, int] = {}  # signal -> contributions recorded
         self.mma_flops = 0.0
         self.kernel = ""
+        # ptxas serialized the kernel's wgmma (set by :func:`~.predict.predict_ir` from its notes): every
+        # wgmma instruction then waits for the previous one's completion (:mod:`.simulate`)
+        self.serialized_wgmma = False
         self._ids = itertools.count(1)
 
     # ---- the Trace interface the interpreter calls

@@ -13,7 +13,11 @@ a clock.  Repeatedly, the agent whose next step can start earliest runs that ste
   ``load_latency`` after its transfer and contributes to its barrier's phase then;
 * an MMA takes the SM's tensor cores (one server, in issue order) for its cycles
   (:meth:`~.tables.CostTable.mma_cycles`); ``await`` waits until the work it names is done,
-  a ``tcgen05`` commit arrives on its signal when the agent's MMAs so far are done.
+  a ``tcgen05`` commit arrives on its signal when the agent's MMAs so far are done.  When ptxas
+  serialized the kernel's wgmma (:attr:`~.recorder.Recorder.serialized_wgmma`), a wgmma is
+  synchronous and slower: each warpgroup's instructions (one ``64 × n × 16``-element slice
+  each) wait for the previous one's completion, ``wgmma_latency`` after its tensor-core
+  cycles, while the agent's other warpgroups' instructions fill the tensor cores meanwhile.
 
 The result holds each agent's end time and, for pictures, the events in the trace-event
 vocabulary of :mod:`gluonkit.interpret.trace` (``mbarrier.wait`` slices with ``blocked``,
@@ -158,6 +162,12 @@ def simulate(recorder: Recorder, table: Optional[CostTable] = None, events: bool
             name, what = ("TMA store", "tma.store") if kind == "store" else ("cp.async", "cp_async")
             emit(st, "b", name, what, t, step[3], bytes=step[2])["id"] = step[1]
             emit(st, "e", name, what, finished, step[3])["id"] = step[1]
+        elif kind == "mma" and step[4] == "wgmma" and recorder.serialized_wgmma:
+            finished = _serialized_wgmma(tc, max(t, st.last_mma), step[2], st.agent.num_warps, table)
+            st.last_mma = st.t = finished
+            done[step[1]] = finished
+            emit(st, "b", "wgmma (serialized)", "wgmma", t, step[3])["id"] = step[1]
+            emit(st, "e", "wgmma (serialized)", "wgmma", finished, step[3])["id"] = step[1]
         elif kind == "mma":
             finished = tc.take(max(t, st.last_mma if step[4] == "wgmma" else t), table.mma_cycles(*step[2]))
             st.last_mma = max(st.last_mma, finished)
@@ -178,10 +188,30 @@ def simulate(recorder: Recorder, table: Optional[CostTable] = None, events: bool
             if st.agent.tid:
                 emit(st, "E", st.agent.name, "partition", st.t)
     ends = {f"{a.agent.run.pid} {a.agent.name}": a.t for a in states}
-    cycles = max([a.t for a in states] + [0.0])
+    # the SM is done when its agents are and its memory traffic is (a CTA's last stores drain after it ends)
+    cycles = max([a.t for a in states] + [mem.free])
     if out is not None:
         out.sort(key=lambda e: (e.get("ts", 0.0), 0 if e["ph"] == "M" else 1))
     return Simulation(cycles, ends, out or [], {"memory": mem.busy, "tensor cores": tc.busy})
+
+
+def _serialized_wgmma(tc: _Server, at: float, shape: tuple, num_warps: int, table: CostTable) -> float:
+    """When a serialized wgmma of ``shape`` (the agent's whole tile) issued at ``at`` completes.
+
+    The agent's ``num_warps // 4`` warpgroups each run a chain of ``64 × n × 16``-element
+    instructions, one at a time: an instruction completes ``wgmma_latency`` after its own
+    tensor-core cycles, and the warpgroups' instructions share the tensor cores, so a link of
+    the chain takes the longer of the two."""
+    m, n, k, dtype = shape
+    groups = max(1, min(num_warps // 4, m // 64))
+    slices = table.k_slices(k, dtype)
+    per_group = max(1, m // 64 // groups) * slices  # the chain of one warpgroup
+    instr = table.mma_cycles(64, n, k, dtype) / slices  # one instruction's tensor-core cycles
+    link = max(groups * instr, instr + table.wgmma_latency)
+    start = max(at, tc.free)
+    tc.free = start + per_group * link
+    tc.busy += groups * per_group * instr
+    return tc.free
 
 
 def _where(op) -> dict:

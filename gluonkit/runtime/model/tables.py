@@ -37,7 +37,12 @@ class CostTable:
     default ``default_op_cycles``).  ``wait_cycles``: an ``mbarrier.wait`` that returns
     (more when it blocked: the wake-up).  ``hbm_bytes_per_second``: the whole GPU's DRAM
     bandwidth, a floor on a launch's time (:mod:`.predict`).  ``launch_us``: a launch's fixed
-    cost.  ``max_mem_share``: how many times its share an SM may get when other SMs are idle
+    cost.  ``wgmma_latency``: what a ``wgmma`` instruction takes from issue to completion on
+    top of its tensor-core cycles — paid by every instruction of a kernel whose wgmma ptxas
+    serialized (its note C7514 and kin: each instruction waits for the previous one's
+    completion, :mod:`.simulate`), hidden otherwise.  ``cta_start_us``: what each wave of CTAs
+    costs an SM beyond its programs' simulated time — the previous CTA's exit and the next
+    one's start on the SM (:func:`~.predict.launch_time_us`).  ``max_mem_share``: how many times its share an SM may get when other SMs are idle
     (:meth:`sharing`).
     """
 
@@ -58,6 +63,8 @@ class CostTable:
     wake_cycles: float
     hbm_bytes_per_second: float
     launch_us: float
+    wgmma_latency: float = 0.0
+    cta_start_us: float = 0.0
     source: str = ""
     schedulers: int = 4
     max_mem_share: float = 2.0
@@ -74,9 +81,13 @@ class CostTable:
         except KeyError:
             raise ValueError(f"the {self.name} cost table has no MMA rate for {dtype} operands; it knows "
                              f"{', '.join(sorted(self.mma_flops_per_cycle))}") from None
-        k_slices = max(1, k * _bits(dtype) // 256)  # one instruction per 32 bytes of K
-        instructions = max(1, m // 64) * k_slices
+        instructions = max(1, m // 64) * self.k_slices(k, dtype)
         return 2.0 * m * n * k / rate + instructions * self.mma_instr_cycles
+
+    @staticmethod
+    def k_slices(k: int, dtype: str) -> int:
+        """The MMA instructions along ``k`` (one per 32 bytes of K) of one 64-row slice of an MMA."""
+        return max(1, k * _bits(dtype) // 256)
 
     def sharing(self, active_sms: int) -> "CostTable":
         """The table for a launch that keeps ``active_sms`` SMs busy: the memory system's bandwidth is
@@ -116,7 +127,7 @@ H100_PEAK_MMA = {"float16": 4096, "bfloat16": 4096, "float32": 2048, "float8e4nv
 
 #: The fit of ``benchmarks/calibrate_model.py --fit`` (docs/benchmarks.rst, "Cost model calibration").
 _FIT = dict(clock_ghz=1.931, mma_rate=0.7265, mem_bytes_per_cycle=66.6, load_latency=1204.0, mma_instr_cycles=12.9,
-            launch_us=5.78, max_mem_share=2.0)
+            launch_us=5.78, max_mem_share=2.0, wgmma_latency=180.0, cta_start_us=0.0)
 
 SM90A = CostTable(
     name="H100 SXM (sm_90a)", arch="sm_90a", sms=132, clock_ghz=_FIT["clock_ghz"],
@@ -125,7 +136,7 @@ SM90A = CostTable(
     load_latency=_FIT["load_latency"], store_latency=500.0,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
     wait_cycles=4.0, wake_cycles=30.0, hbm_bytes_per_second=3.35e12, launch_us=_FIT["launch_us"],
-    max_mem_share=_FIT["max_mem_share"],
+    max_mem_share=_FIT["max_mem_share"], wgmma_latency=_FIT["wgmma_latency"], cta_start_us=_FIT["cta_start_us"],
     source="public H100 SXM figures; clock, memory share and latencies fitted to H100 measurements "
            "(benchmarks/calibrate_model.py)")
 
@@ -144,7 +155,8 @@ SM100A = CostTable(
     load_latency=SM90A.load_latency / _NS, store_latency=SM90A.store_latency / _NS,
     smem_bytes_per_cycle=128.0, alu_per_warp_op=1.0, default_op_cycles=1.0, op_cycles=dict(_COMMON_OPS),
     wait_cycles=SM90A.wait_cycles, wake_cycles=SM90A.wake_cycles, hbm_bytes_per_second=8.0e12,
-    launch_us=SM90A.launch_us, max_mem_share=SM90A.max_mem_share,
+    launch_us=SM90A.launch_us, max_mem_share=SM90A.max_mem_share, wgmma_latency=SM90A.wgmma_latency / _NS,
+    cta_start_us=SM90A.cta_start_us,
     source="public B200 specifications only (148 SMs, 2.25 PFLOP/s dense fp16 at an assumed 1.85 GHz, "
            "8 TB/s HBM3e); tensor cores at the same fraction of peak, latencies and launch cost (same "
            "nanoseconds) as the H100 fit, the per-SM memory share scaled from it by HBM bandwidth per SM; "
