@@ -663,3 +663,38 @@ def test_a_tma_store_fences_the_generic_writes_before_it_as_in_triton(cc):
         ir.TensorDescType((64, 64), ir.float16, gk_layout), target=f"sm_{cc}a").asm["ptx"]
     assert _store_sequence(ours)[:3] == _store_sequence(theirs)[:3]
     assert _store_sequence(ours)[0] == "fence.proxy.async.shared::cta;"
+
+
+def _partition_alloc_kernel(gl, blackwell, jit):
+    """Both partitions allocate tensor memory of their own (tests/tmem_kernels.py's alloc_in_partition)."""
+    @jit
+    def copy(x_ptr, y_ptr, M: gl.constexpr, N: gl.constexpr, SCALE: gl.constexpr):
+        tmem = blackwell.allocate_tensor_memory(gl.float32, [M, N], blackwell.TensorMemoryLayout([M, N], 1))
+        reg: gl.constexpr = tmem.get_reg_layout()
+        rows = gl.arange(0, M, layout=gl.SliceLayout(1, reg))
+        cols = gl.arange(0, N, layout=gl.SliceLayout(0, reg))
+        tmem.store(gl.load(x_ptr + rows[:, None] * N + cols[None, :]) * SCALE)
+        gl.store(y_ptr + rows[:, None] * N + cols[None, :], tmem.load(reg))
+
+    @jit
+    def kernel(x_ptr, y_ptr, z_ptr, M: gl.constexpr, N: gl.constexpr):
+        gl.warp_specialize([(copy, (x_ptr, y_ptr, M, N, 2.0)), (copy, (x_ptr, z_ptr, M, N, 3.0))], [4])
+
+    return kernel
+
+
+def test_tensor_memory_allocated_in_partitions_matches_triton():
+    """One tcgen05.alloc of both partitions' columns (64), and the same loads and stores, as Triton 3.9."""
+    pointers = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32"}
+    constexprs = {"M": 128, "N": 32}
+    theirs = triton.compile(GluonASTSource(_partition_alloc_kernel(tr_gl, tr_blackwell, gluon.jit),
+                                           {**pointers, "M": "constexpr", "N": "constexpr"}, constexprs),
+                            target=GPUTarget("cuda", 100, 32), options={"num_warps": 4}).asm["ptx"]
+    ours = _partition_alloc_kernel(gk_gl, gk_blackwell, gluonkit.jit).compile(
+        "*fp32:16", "*fp32:16", "*fp32:16", target="sm_100a", num_warps=4, **constexprs).asm["ptx"]
+    dealloc = "tcgen05.dealloc.cta_group::1.sync.aligned.b32 64"
+    explained = {dealloc: "Triton 3.9's text holds the dealloc twice, gluonkit's once (both free the 64 columns)"}
+    mine, its = _tcgen05(ours, explained), _tcgen05(theirs, explained)
+    assert mine == its, f"gluonkit: {dict(mine)}; triton: {dict(its)}"
+    assert mine["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 64"] == 1
+    assert _tcgen05(ours)[dealloc] == 1 and _tcgen05(theirs)[dealloc] >= 1
