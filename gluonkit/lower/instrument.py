@@ -116,42 +116,33 @@ shr.u32 %w2, %w2, 5;
 mad.lo.u32 $0, %w0, %w1, %w2;
 }"""
 
-# One event ($1 the entry index, $2 "lane 0"; $0 the next index): lane 0 stores {u32 %clock, u32 tag} at
-# entry + 8, unless the row is full.
-_RECORD = """{{
+def _entry_store(registers: int, store: str) -> str:
+    """A record's PTX template: lane 0 (``$2``) runs ``store`` at the entry ``$1`` (address in ``%x1``,
+    ``%clock`` in ``%w0``, the tag in ``%w1``) unless the row is full; ``$0`` is the next index."""
+    return f"""{{{{
 .reg .pred %p;
-.reg .b32 %w<4>;
+.reg .b32 %w<{registers}>;
 .reg .b64 %x<2>;
-ld.const.v2.u32 {{%w2, %w3}}, [{constant}+8];
+ld.const.v2.u32 {{{{%w2, %w3}}}}, [{{constant}}+8];
 setp.lt.and.u32 %p, $1, %w3, $2;
-ld.const.u64 %x0, [{constant}];
-mad.wide.u32 %x1, $1, {entry_bytes}, %x0;
+ld.const.u64 %x0, [{{constant}}];
+mad.wide.u32 %x1, $1, {{entry_bytes}}, %x0;
 mov.u32 %w0, %clock;
-mov.u32 %w1, {tag};
-@%p st.global.cs.v2.u32 [%x1+8], {{%w0, %w1}};
+mov.u32 %w1, {{tag}};
+{store}
 add.u32 %w0, $1, %w2;
 min.u32 $0, %w0, %w3;
-}}"""
+}}}}"""
 
-# A wait's begin and end in one entry ($1 the entry index, $2 "lane 0", $3 the begin's %clock read before the
-# wait; $0 the next index): lane 0 stores {u32 begin clock, u32 begin tag, u32 %clock, u32 end tag}.  The begin
-# tag's VALID bit lands on bit 63 of the entry's first eight bytes, which an anchor's %globaltimer never sets:
-# that is how the host tells a pair from an anchor.
-_PAIR = """{{
-.reg .pred %p;
-.reg .b32 %w<6>;
-.reg .b64 %x<2>;
-ld.const.v2.u32 {{%w2, %w3}}, [{constant}+8];
-setp.lt.and.u32 %p, $1, %w3, $2;
-ld.const.u64 %x0, [{constant}];
-mad.wide.u32 %x1, $1, {entry_bytes}, %x0;
-mov.u32 %w0, %clock;
-mov.u32 %w1, {tag};
-mov.u32 %w4, {begin_tag};
-@%p st.global.cs.v4.u32 [%x1], {{$3, %w4, %w0, %w1}};
-add.u32 %w0, $1, %w2;
-min.u32 $0, %w0, %w3;
-}}"""
+
+# One event: lane 0 stores {u32 %clock, u32 tag} at entry + 8.
+_RECORD = _entry_store(4, "@%p st.global.cs.v2.u32 [%x1+8], {{%w0, %w1}};")
+
+# A wait's begin and end in one entry ($3 the begin's %clock read before the wait): lane 0 stores
+# {u32 begin clock, u32 begin tag, u32 %clock, u32 end tag}.  The begin tag's VALID bit lands on bit 63 of the
+# entry's first eight bytes, which an anchor's %globaltimer never sets: that is how the host tells a pair from
+# an anchor.
+_PAIR = _entry_store(6, "mov.u32 %w4, {begin_tag};\n@%p st.global.cs.v4.u32 [%x1], {{$3, %w4, %w0, %w1}};")
 
 # An anchor: the whole entry {u64 %globaltimer, u32 %clock, u32 tag | %smid << SMID_SHIFT} in one store.
 _ANCHOR = """{{
