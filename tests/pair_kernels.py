@@ -64,6 +64,52 @@ def pair_mma_source(gl, blackwell):
     return pair_mma
 
 
+def pair_tmem_a_mma_source(gl, blackwell):
+    """``c = a @ b`` by one CTA pair with A read from tensor memory: a ``[256, K]`` (each CTA stores
+    its 128 rows into its own tensor memory, ``two_ctas`` split by rows), times a ``[K, BN]`` B loaded
+    by TMA split by columns onto the pair's ``ready`` barrier (with B_KMAJOR, B is ``[BN, K]`` and passed
+    permuted; tf32 needs it).  With STORE_EARLY each CTA overwrites its rows of A before waiting for the
+    MMA (a planted bug)."""
+
+    def pair_tmem_a_mma(b_desc, a_ptr, c_ptr, N, B_KMAJOR: gl.constexpr, STORE_EARLY: gl.constexpr):
+        BM: gl.constexpr = 256
+        K: gl.constexpr = b_desc.block_type.shape[1] if B_KMAJOR else b_desc.block_type.shape[0]
+        BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
+        a_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, K), col_stride=1, cga_layout=[[1, 0]],
+                                                              two_ctas=True)
+        a_tmem = blackwell.allocate_tensor_memory(a_ptr.dtype.element_ty, [BM, K], a_layout)
+        a_reg: gl.constexpr = a_tmem.get_reg_layout()
+        ra = gl.arange(0, BM, gl.SliceLayout(1, a_reg))
+        ka = gl.arange(0, K, gl.SliceLayout(0, a_reg))
+        a = gl.load(a_ptr + ra[:, None] * K + ka[None, :])
+        a_tmem.store(a)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, b_desc.block_type.shape, b_desc.layout)
+        ready = blackwell.mbarrier.allocate_mbarrier(two_ctas=True)
+        done = blackwell.mbarrier.allocate_mbarrier()
+        blackwell.mbarrier.init(ready, count=1)
+        blackwell.mbarrier.init(done, count=1)
+        acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((BM // 2, BN), col_stride=1, cga_layout=[[1, 0]],
+                                                                two_ctas=True)
+        acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], acc_layout)
+        gl.barrier(cluster=True)  # both CTAs' barriers and A rows are ready before the even CTA issues
+        blackwell.mbarrier.expect(ready, b_desc.nbytes_per_cta)
+        blackwell.tma.async_load(b_desc, [0, 0], ready, b_smem)
+        blackwell.mbarrier.wait(ready, 0)
+        if B_KMAJOR:
+            blackwell.tcgen05_mma(a_tmem, b_smem.permute((1, 0)), acc, use_acc=False, mbarriers=[done])
+        else:
+            blackwell.tcgen05_mma(a_tmem, b_smem, acc, use_acc=False, mbarriers=[done])
+        if STORE_EARLY:
+            a_tmem.store(a)
+        blackwell.mbarrier.wait(done, 0)
+        reg: gl.constexpr = acc.get_reg_layout()
+        rows = gl.arange(0, BM, gl.SliceLayout(1, reg))
+        cols = gl.arange(0, BN, gl.SliceLayout(0, reg))
+        gl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.load(reg))
+
+    return pair_tmem_a_mma
+
+
 def multicast_mma_source(gl, blackwell):
     """``c = a @ b`` by a cluster of CTA pairs (``num_ctas`` 4 or 8) that share operands.
 

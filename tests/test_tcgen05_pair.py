@@ -24,6 +24,7 @@ from gluonkit.layouts import scales_copy_bases
 from gluonkit.nvidia.hopper import TensorDescriptor
 
 import pair_kernels
+from tcgen05_kernels import tensor_core_values
 from interpreting import interpreter_on
 from kernel_checks import line_containing, needs_ptxas
 
@@ -144,6 +145,67 @@ def test_pair_mma_assembles_for_sm_100a(dtype, BN, BK, b_kmajor):
     assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64" in ptx  # onto the even CTA's barrier
     assert "tcgen05.dealloc.cta_group::2" in ptx
 
+
+# ------------------------------------------------------------------ A from tensor memory in a pair
+pair_tmem_a_mma = gluonkit.jit(pair_kernels.pair_tmem_a_mma_source(gl, blackwell))
+_NP_ALL = {**_NP, "float32": np.float32, "float8e5": ml_dtypes.float8_e5m2}
+
+
+def _b_desc(b, dtype, b_kmajor):
+    """B's TMA descriptor: ``[K, BN]`` split by columns, or (K-major) ``[BN, K]`` split by rows."""
+    element = getattr(gl, dtype)
+    if b_kmajor:
+        bt = np.ascontiguousarray(b.T)
+        layout = gl.NVMMASharedLayout.get_default_for(list(bt.shape), element, cga_layout=[[1, 0]])
+        return TensorDescriptor(bt, bt.shape, [bt.shape[1], 1], list(bt.shape), layout)
+    layout = gl.NVMMASharedLayout.get_default_for(list(b.shape), element, cga_layout=[[0, 1]])
+    return TensorDescriptor(b, b.shape, [b.shape[1], 1], list(b.shape), layout)
+
+
+@pytest.mark.parametrize("dtype, K, BN, b_kmajor", [
+    ("float16", 64, 128, False), ("float32", 32, 64, True), ("float8e4nv", 128, 64, False),
+    ("float8e5", 64, 128, True),
+])
+def test_pair_mma_with_a_from_tensor_memory_is_exact(dtype, K, BN, b_kmajor):
+    rng = np.random.default_rng(K + BN)
+    a = rng.standard_normal((256, K)).astype(_NP_ALL[dtype])
+    b = rng.standard_normal((K, BN)).astype(_NP_ALL[dtype])
+    c = np.full((256, BN), np.nan, np.float32)
+    with interpreter_on():
+        pair_tmem_a_mma[(1,)](_b_desc(b, dtype, b_kmajor), a, c, BN, b_kmajor, False, num_ctas=2)
+    ref = tensor_core_values(a) @ tensor_core_values(b)  # each CTA's rows of A from its own tensor memory
+    np.testing.assert_array_equal(c, ref.astype(np.float32))
+
+
+def test_a_store_under_a_pair_mma_is_reported():
+    b = np.random.default_rng(3).standard_normal((64, 128)).astype(np.float16)
+    c = np.zeros((256, 128), np.float32)
+    with pytest.raises(InterpreterError, match=r"tmem_store writes tensor memory that the tcgen05_mma at line \d+ "
+                                               r"may still be reading \(its A operand\)") as info:
+        with interpreter_on():
+            pair_tmem_a_mma[(1,)](_b_desc(b, "float16", False), np.ones((256, 64), np.float16), c, 128, False, True,
+                                  num_ctas=2)
+    line = line_containing(pair_kernels.pair_tmem_a_mma_source(gl, blackwell), "if STORE_EARLY:") + 1
+    assert f"pair_kernels.py:{line}" in str(info.value)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype, K, BN, b_kmajor", [("float16", 64, 128, False), ("float32", 32, 64, True),
+                                                    ("float8e4nv", 128, 64, False)])
+def test_pair_mma_with_a_from_tensor_memory_assembles_for_sm_100a(dtype, K, BN, b_kmajor):
+    element = getattr(ir, dtype)
+    block = (BN, K) if b_kmajor else (K, BN)
+    layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype),
+                                                  cga_layout=[[1, 0]] if b_kmajor else [[0, 1]])
+    ptr = {"float16": "fp16", "float32": "fp32", "float8e4nv": "fp8e4nv"}[dtype]
+    compiled = pair_tmem_a_mma.compile(ir.TensorDescType(block, element, layout), f"*{ptr}:16", "*fp32:16", "i32",
+                                       B_KMAJOR=b_kmajor, STORE_EARLY=False, num_warps=4, num_ctas=2,
+                                       target="sm_100a")
+    assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
+    kind = {"float16": "f16", "float32": "tf32"}.get(dtype, "f8f6f4")
+    steps = re.findall(rf"tcgen05\.mma\.cta_group::2\.kind::{kind} \[%r\d+\], \[%r\d+\], %rd\d+, %r\d+, %p\d+;",
+                       compiled.asm["ptx"])
+    assert len(steps) == K * np.dtype(_NP_ALL[dtype]).itemsize // 32
 
 # ------------------------------------------------------------------ block-scaled MMA of a pair
 pair_mma_scaled = gluonkit.jit(pair_kernels.pair_mma_scaled_source(gl, blackwell))

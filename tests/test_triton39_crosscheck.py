@@ -378,7 +378,8 @@ class PairCase:
     num_ctas: int = 2
 
 
-_DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8)}
+_DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8), "fp8e5": ("float8e5", 8),
+           "fp32": ("float32", 32)}
 
 
 # Not compared in the pair kernels: a 128-column fp32 load is one .x128 in Triton 3.9 and two
@@ -395,9 +396,19 @@ def _pair_mma(dtype, bn, bk, b_kmajor=False):
                     {"SKIP_READY_WAIT": False, "EARLY_LOAD": False, "DONE_COUNT": 1, "B_KMAJOR": b_kmajor})
 
 
+def _pair_tmem_a(dtype, bn, k, b_kmajor=False):
+    b = (dtype, [bn, k], [[1, 0]]) if b_kmajor else (dtype, [k, bn], [[0, 1]])
+    return PairCase(f"pair_tmem_a-{dtype}-256x{bn}x{k}-b{'k' if b_kmajor else 'n'}", pair_kernels.pair_tmem_a_mma_source,
+                    {"b_desc": b}, {"a_ptr": f"*{dtype}", "c_ptr": "*fp32", "N": "i32"},
+                    {"B_KMAJOR": b_kmajor, "STORE_EARLY": False})
+
+
 PAIR_KERNELS = [_pair_mma("fp16", 128, 64), _pair_mma("bf16", 256, 64), _pair_mma("fp16", 64, 32),
                 _pair_mma("fp8e4nv", 128, 128), _pair_mma("fp16", 128, 64, b_kmajor=True),
-                _pair_mma("bf16", 256, 64, b_kmajor=True)]
+                _pair_mma("bf16", 256, 64, b_kmajor=True),
+                # A from tensor memory, each CTA's rows in its own (every kind; tf32 with K-major B)
+                _pair_tmem_a("fp16", 128, 64), _pair_tmem_a("fp32", 64, 32, b_kmajor=True),
+                _pair_tmem_a("fp8e4nv", 128, 128), _pair_tmem_a("fp8e5", 64, 64, b_kmajor=True)]
 
 
 def _pair_layout(module, dtype, block, cga):

@@ -16,8 +16,9 @@ reported at the user's line.  The rules are the hardware's (PTX ISA, ``tcgen05.m
 * kinds: float16/bfloat16 (``kind::f16``), float32 read as tf32 (``kind::tf32``, float32
   accumulator), fp8 e4m3/e5m2 in any mix (``kind::f8f6f4``, float32 accumulator);
 * ``a`` may instead live in tensor memory (the ``[a_tmem]`` form), for every kind: an
-  ``[M, K]`` view with M = 128 rows on the lanes and K packed along the columns
-  (``col_stride=1``, 32 bits of inputs per column), in a one-CTA layout.
+  ``[M, K]`` view with 128 rows per CTA on the lanes and K packed along the columns
+  (``col_stride=1``, 32 bits of inputs per column); for a CTA pair (``two_ctas``) split by
+  rows like a shared A (``cga_layout=[[1, 0], ...]``), each CTA's rows in its own tensor memory.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def tcgen05_k_step(element) -> int:
 def _tmem_a_problem(ty) -> Optional[str]:
     """Why ``ty`` cannot be the A operand read from tensor memory (the ``[a_tmem]`` form of tcgen05.mma)."""
     layout = ty.layout
-    if len(ty.shape) != 2 or not isinstance(layout, TensorMemoryLayout) or layout.two_ctas:
-        return f"a in tensor memory must be a 2-D view in a one-CTA TensorMemoryLayout, got {ty}"
+    if len(ty.shape) != 2 or not isinstance(layout, TensorMemoryLayout):
+        return f"a in tensor memory must be a 2-D view in a TensorMemoryLayout, got {ty}"
     if tcgen05_kind(ty.element) is None:
         return (f"a in tensor memory must be an MMA input type (float16, bfloat16, float32 as tf32, float8e4nv or "
                 f"float8e5), got {ty.element}")
@@ -60,8 +61,10 @@ def _tmem_a_problem(ty) -> Optional[str]:
         per_column = 32 // ty.element.primitive_bitwidth
         return (f"a in tensor memory must be packed (TensorMemoryLayout col_stride=1: {per_column} {ty.element} per "
                 f"32-bit column), got col_stride={layout.col_stride}")
-    if ty.shape[0] != 128 or layout.block[0] != 128:
-        return f"a in tensor memory must have M = 128 rows (its layout's block M too), got {list(ty.shape)}, {layout!r}"
+    rows = shape_per_cta("a", list(ty.shape), layout.cga_layout)[0] if layout.cga_layout else ty.shape[0]
+    if rows != 128 or layout.block[0] != 128:
+        return (f"a in tensor memory must have M = 128 rows in each CTA (its layout's block M too), got "
+                f"{list(ty.shape)}, {layout!r}")
     return None
 
 

@@ -28,7 +28,6 @@ from ...ir.verify_tcgen05 import tcgen05_shape_problem
 from ...layouts.distributed import replicated_cta_bits
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, TypeMismatchError
-from ..unsupported import UnsupportedFeatureError
 from ..tensor import builtin
 from .tmem import tensor_memory_descriptor
 
@@ -83,9 +82,6 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
                   f"per CTA-rank bit; its {len(acc.type.layout.cga_layout)} bases need num_ctas="
                   f"{1 << len(acc.type.layout.cga_layout)} (the kernel runs with {sem.num_ctas})",
                   LayoutMismatchError)
-    if pair and isinstance(a, tensor_memory_descriptor):
-        sem.error("tcgen05_mma: A in tensor memory with a two_ctas accumulator (a cta_group::2 MMA) is not supported "
-                  "yet; keep A in shared memory for CTA-pair MMAs", UnsupportedFeatureError)
     if pair and mbarriers is None:
         sem.error("tcgen05_mma: a two_ctas (cta_group::2) MMA must be asynchronous: pass mbarriers=[bar] (a barrier "
                   "from allocate_mbarrier(), which the commit reaches in both CTAs) and wait on it", ArgumentError)
