@@ -508,6 +508,26 @@ MULTICAST_KERNELS = [
               {"c_ptr": "*fp32", "N": "i32", "K": "i32"}, {"MULTICAST": True, "CTA_BITS": bits}, n)
      for n, bits in ((2, 1), (4, 2))]
 
+
+
+def _multicast_scaled(name, num_ctas, bm, bn, a_cga, b_cga, acc_cga):
+    """A block-scaled MMA (e4m3, one K block of 128) by a cluster of pairs; B is K-major ``[BN, 128]``."""
+    tmem_bn = bn // (1 << sum(1 for v in acc_cga if v[1]))
+    sa_cga, sb_cga = [[1, 0]] + [[r, 0] for r, _ in acc_cga[1:]], [[0, 0]] + [[c, 0] for _, c in acc_cga[1:]]
+    return PairCase(f"multicast-scaled-{name}-{num_ctas}ctas", pair_kernels.multicast_mma_scaled_source,
+                    {"a_desc": ("fp8e4nv", [bm, 128], a_cga), "b_desc": ("fp8e4nv", [bn, 128], b_cga)},
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32", "N": "i32"},
+                    {"ACC_CGA": acc_cga, "TMEM_BN": tmem_bn, "SA_CGA": sa_cga, "SB_CGA": sb_cga}, num_ctas)
+
+
+# Block-scaled MMAs in clusters of pairs (the scales stored from registers, A's moving with A, B's with B).
+MULTICAST_KERNELS += [
+    _multicast_scaled("m-pairs", 4, 512, 128, [[1, 0], [2, 0]], [[1, 0], [0, 0]], [[1, 0], [2, 0]]),
+    _multicast_scaled("n-pairs", 4, 256, 256, [[1, 0], [0, 0]], [[1, 0], [2, 0]], [[1, 0], [0, 1]]),
+    _multicast_scaled("2x2-pairs", 8, 512, 256, [[1, 0], [2, 0], [0, 0]], [[1, 0], [0, 0], [2, 0]],
+                      [[1, 0], [2, 0], [0, 1]]),
+]
+
 _INT_OPS = {"and": int.__and__, "or": int.__or__, "xor": int.__xor__, "shl": int.__lshift__, "shr": int.__rshift__,
             "add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
 
@@ -559,9 +579,12 @@ def test_multicast_instructions_and_masks_match_triton(case):
     bit (the pair's M=256 x N instruction descriptor), the expected bytes and barrier counts, and per
     CTA rank each multicast copy's and commit's ``ctaMask``."""
     ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
-    ours, theirs = _tcgen05(ours_ptx, _LD_SPLIT), _tcgen05(theirs_ptx, _LD_SPLIT)
+    scaled = "scaled" in case.name  # (Triton covers a block-scaled MMA's two scale stores with one wait::st)
+    explained = {**_LD_SPLIT, "tcgen05.wait::st.sync.aligned": "one wait per scale store"} if scaled else _LD_SPLIT
+    ours, theirs = _tcgen05(ours_ptx, explained), _tcgen05(theirs_ptx, explained)
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
-    assert _mma_words(ours_ptx) == _mma_words(theirs_ptx)
+    words = _scaled_words if scaled else _mma_words
+    assert words(ours_ptx) and words(ours_ptx) == words(theirs_ptx)
     for what in (r"mbarrier\.arrive\.expect_tx", r"mbarrier\.init"):  # expected bytes; arrival counts (the pair
         # barrier's 2 x 1, done's tcgen05_mma_barrier_count)
         assert _operand_values(ours_ptx, what) == _operand_values(theirs_ptx, what), what

@@ -49,7 +49,7 @@ from .tmem import tile_layout
 from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
 from .verifier import rule
 from .verify_checks import fail
-from .verify_tcgen05 import _pair_problem, _shared_problem
+from .verify_tcgen05 import _multicast_bits, _pair_problem, _shared_problem, pair_mma_shape
 from .verify_wgmma import contiguous_dim
 
 __all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
@@ -86,17 +86,20 @@ def _scale_problem(ty, name: str, rows: int, k: int) -> Optional[str]:
     return None
 
 
-def _scale_split_problem(a_scale, b_scale, pair: bool) -> Optional[str]:
+def _scale_split_problem(a_scale, b_scale, acc_layout) -> Optional[str]:
     """A CTA pair's scales: each CTA holds A's for its own rows (``cga_layout=[[1, 0]]``) and all of B's (the
-    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; a one-CTA
-    MMA's scales are whole in its CTA."""
-    want = ([[1, 0]], [[0, 0]]) if pair else ([], [])
+    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; in a cluster
+    of pairs each further CTA bit moves them with the accumulator (acc basis ``[r, c]``: A's scales ``[r, 0]``,
+    B's ``[c, 0]``, B's rows being the product's columns).  A one-CTA MMA's scales are whole in its CTA."""
+    pair = acc_layout.two_ctas
+    further = [list(v) for v in acc_layout.cga_layout][1:] if pair else []
+    want = ([[1, 0]] + [[r, 0] for r, _ in further], [[0, 0]] + [[c, 0] for _, c in further]) if pair else ([], [])
+    what = ("a two_ctas MMA (A's scales split by rows like A, B's in both CTAs of a pair, each further CTA bit moving "
+            "them as it moves acc)" if pair else "a one-CTA MMA")
     for ty, name, bases in ((a_scale, "a_scale", want[0]), (b_scale, "b_scale", want[1])):
         have = [list(v) for v in ty.layout.cga_layout]
         if have != bases and (pair or any(any(v) for v in have)):
-            return (f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for "
-                    f"{'a two_ctas MMA (A rows split between the pair, B scales in both CTAs)' if pair else 'a one-CTA MMA'}, "
-                    f"got {ty.layout!r}")
+            return f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for {what}, got {ty.layout!r}"
     return None
 
 
@@ -130,19 +133,20 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
     if tuple(acc.shape) != (m, n) or scaled_k(b, b_type, 0) != k:
         return (f"shapes do not chain: a is {list(a.shape)} ({a_type}), b is {list(b.shape)} ({b_type}), acc is "
                 f"{list(acc.shape)}; expected [M, K] x [K, N] -> [M, N] in elements (e2m1: two per byte)")
-    m_cta = m // 2 if layout.two_ctas else m
+    pair_m, pair_n = pair_mma_shape(acc)  # one instruction's (a cluster of pairs holds one per pair)
+    m_cta = pair_m // 2 if layout.two_ctas else pair_m
     if m_cta != 128 or layout.block[0] != 128:
         what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
         return f"{what} = {m_cta} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
-    if n % 16 or not 16 <= n <= 256:
-        return f"N = {n} must be a multiple of 16 from 16 to 256"
+    if pair_n % 16 or not 16 <= pair_n <= 256:
+        return f"N = {pair_n} must be a multiple of 16 from 16 to 256"
     if a.shape[1] % 32:
         return f"K = {k} must be a multiple of one instruction's 32 bytes ({32 * k // a.shape[1]} {a_type} elements)"
     for ty, name, rows in ((a_scale, "a_scale", m), (b_scale, "b_scale", n)):
         problem = _scale_problem(ty, name, rows, k)
         if problem:
             return problem
-    problem = _scale_split_problem(a_scale, b_scale, layout.two_ctas)
+    problem = _scale_split_problem(a_scale, b_scale, layout)
     if problem:
         return problem
     if a_scale.element != b_scale.element:
@@ -277,6 +281,7 @@ def _tcgen05_mma_scaled(op: Operation):
     for v in op.operands[5:7]:
         if v.type != int1:
             fail(op, f"use_acc and pred must be int1 scalars, got {v.type}")
+    _multicast_bits(op)
 
 
 @rule("tcgen05_copy")

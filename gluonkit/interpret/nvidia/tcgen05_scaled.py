@@ -31,12 +31,13 @@ import numpy as np
 
 from ...ir.verify_tcgen05_scaled import copy_chunks, scaled_kind
 from ...ir.types import TensorMemoryDescType
+from ...layouts.distributed import cta_offset
 from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncRead, byte_mask, read_undefined, unfenced_write
 from .tcgen05 import _Mma, _footprint, _gather, issue, mma_in_flight, pair_shares
-from .tmem import TensorMemory, TmemRef, read_tile, write_tile
+from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile
 
 __all__: List[str] = []
 
@@ -139,6 +140,17 @@ def _scales(raw: np.ndarray, op) -> np.ndarray:
     return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
 
 
+def _placed(ty, parts, ranks) -> np.ndarray:
+    """The scales of the whole cluster-level view ``ty`` with each CTA's ``parts`` at its place (zeros elsewhere:
+    the rows of other pairs, which this pair's MMA does not use)."""
+    rows, cols = share_shape(ty)
+    values = np.zeros(ty.shape, np.float64)
+    for part, rank in zip(parts, ranks):
+        r, c = cta_offset(ty.layout.cga_layout, (rows, cols), rank)
+        values[r:r + rows, c:c + cols] = part
+    return values
+
+
 class _ScaledMma(_Mma):
     """One issued block-scaled MMA: a plain MMA whose multiplicands carry their block scales.
 
@@ -172,7 +184,9 @@ class _ScaledMma(_Mma):
             raise InterpreterError("tcgen05_mma_scaled: the CTAs of the pair hold different b_scale values; each CTA's "
                                    "half of the product reads B's scales from its own tensor memory, so store or copy "
                                    "the same scales in both", op.loc)
-        self.scales = [np.concatenate([values[0] for values in per_cta]), per_cta[0][1]]
+        ranks = [program.cta_rank | i for i in range(len(per_cta))]
+        self.scales = [_placed(types[3], [values[0] for values in per_cta], ranks),
+                       _placed(types[4], [per_cta[0][1]], ranks[:1])]
         super().__init__(program, op, [a, b, acc, use_acc], shares, tmem_reads=reads)
 
     def multiplicands(self) -> List[np.ndarray]:

@@ -34,6 +34,7 @@ from ...ir import CompilationError, Operation
 from ...ir.memdesc import cta_share_type, view_to_offset
 from ...ir.tmem import cta_group, tile_layout
 from ...ir.types import SharedMemoryDescType, TensorMemoryDescType, uint8
+from ...ir.verify_tcgen05 import pair_mma_shape
 from ...ir.verify_tcgen05_scaled import copy_chunks, scale_cell, scaled_kind
 from ...ir.verify_wgmma import is_k_major
 from ...layouts.tmem import TMEM_ROWS, TensorMemoryLayout
@@ -196,7 +197,7 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
     a, b_value, acc, a_scale, b_scale = op.operands[:5]
     a_type, b_type, n_bars = op.attrs["a_type"], op.attrs["b_type"], op.attrs["num_barriers"]
     kind, vec = scaled_kind(a_type, b_type, a_scale.type.element)
-    m, n = acc.type.shape
+    m, n = pair_mma_shape(acc.type)  # one instruction's (a cluster of pairs holds one per pair)
     group = _group(ctx, op, acc.type.layout.two_ctas)
     # cta_group::2: the descriptors describe each CTA's share, the instruction descriptor the whole [M, N].
     a_share, b_share = cta_share_type(a.type), cta_share_type(b_value.type)
@@ -227,7 +228,7 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
                                               issuer])
     for i in range(n_bars):
         _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])),
-                group)
+                group, op.attrs.get("multicast_bits", ()))
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 
