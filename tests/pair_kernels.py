@@ -212,9 +212,12 @@ def pair_mma_scaled_source(gl, blackwell):
     (row-major in global memory) are stored from registers: A's by rows, each CTA its own
     (``cga_layout=[[1, 0]]``), B's whole in both CTAs (``[[0, 0]]``), the placement of Gluon 3.9's 2-CTA
     block-scaled example.  With B_SCALE_SPLIT B's scales are split by rows too (wrong for the hardware: an error).
+    With SA_SMEM/SB_SMEM (``SharedLinearLayout``s: A's split by rows with ``block_bases=[[128, 0]]``, B's
+    ``[[0, 0]]``) the scales go through shared memory and the pair's ``tcgen05_copy`` instead.
     """
 
-    def pair_mma_scaled(a_desc, b_desc, sa_ptr, sb_ptr, c_ptr, B_SCALE_SPLIT: gl.constexpr):
+    def pair_mma_scaled(a_desc, b_desc, sa_ptr, sb_ptr, c_ptr, B_SCALE_SPLIT: gl.constexpr, SA_SMEM: gl.constexpr,
+                        SB_SMEM: gl.constexpr):
         BM: gl.constexpr = a_desc.block_type.shape[0]
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[0]
@@ -235,15 +238,23 @@ def pair_mma_scaled_source(gl, blackwell):
         b_scale = blackwell.allocate_tensor_memory(gl.uint8, [BN, SK], b_scale_layout)
         sa_reg: gl.constexpr = a_scale.get_reg_layout()
         sa_offs = gl.arange(0, BM, gl.SliceLayout(1, sa_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sa_reg))[None, :]
-        a_scale.store(gl.load(sa_ptr + sa_offs))
         sb_reg: gl.constexpr = b_scale.get_reg_layout()
         sb_offs = gl.arange(0, BN, gl.SliceLayout(1, sb_reg))[:, None] * SK + gl.arange(0, SK, gl.SliceLayout(0, sb_reg))[None, :]
-        b_scale.store(gl.load(sb_ptr + sb_offs))
+        if SA_SMEM is None:
+            a_scale.store(gl.load(sa_ptr + sa_offs))
+            b_scale.store(gl.load(sb_ptr + sb_offs))
+        else:
+            sa_smem = gl.allocate_shared_memory(gl.uint8, [BM, SK], SA_SMEM, gl.load(sa_ptr + sa_offs))
+            sb_smem = gl.allocate_shared_memory(gl.uint8, [BN, SK], SB_SMEM, gl.load(sb_ptr + sb_offs))
         gl.barrier(cluster=True)  # both CTAs' barriers and scales are ready before the pair's MMA
         blackwell.mbarrier.expect(ready, a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
         blackwell.tma.async_load(a_desc, [0, 0], ready, a_smem)
         blackwell.tma.async_load(b_desc, [0, 0], ready, b_smem)
         blackwell.mbarrier.wait(ready, 0)
+        if SA_SMEM is not None:  # issued by the even CTA for the pair, ordered before its MMA
+            blackwell.fence_async_shared()
+            blackwell.tcgen05_copy(sa_smem, a_scale)
+            blackwell.tcgen05_copy(sb_smem, b_scale)
         blackwell.tcgen05_mma_scaled(a_smem, b_smem.permute((1, 0)), acc, a_scale, b_scale, "e4m3", "e4m3",
                                      use_acc=False, mbarriers=[done])
         blackwell.mbarrier.wait(done, 0)

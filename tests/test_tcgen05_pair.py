@@ -216,9 +216,17 @@ def _scaled_layouts(BN, BK):
             gl.NVMMASharedLayout.get_default_for([BN, BK], gl.float8e4nv, cga_layout=[[1, 0]]))
 
 
-@pytest.mark.parametrize("BN, BK", [(128, 128), (256, 128), (64, 256)])
-def test_pair_block_scaled_mma_in_the_interpreter_is_exact(BN, BK):
-    """A's scales from each CTA's rows, B's from both CTAs (the same), products exact, one rounding into fp32."""
+def _scale_smem_layouts(BN, SK):
+    """The pair's scale buffers for tcgen05_copy: A's split by rows between the CTAs, B's whole in both."""
+    return (gl.SharedLinearLayout(scales_copy_bases(128, SK), block_bases=[[128, 0]], alignment=128),
+            gl.SharedLinearLayout(scales_copy_bases(BN, SK), block_bases=[[0, 0]], alignment=128))
+
+
+@pytest.mark.parametrize("BN, BK, copy", [(128, 128, False), (256, 128, False), (64, 256, False), (128, 128, True),
+                                          (256, 256, True)])
+def test_pair_block_scaled_mma_in_the_interpreter_is_exact(BN, BK, copy):
+    """A's scales from each CTA's rows, B's from both CTAs (the same), products exact, one rounding into fp32;
+    stored from registers, or (copy) through shared memory and the pair's tcgen05_copy."""
     rng = np.random.default_rng(BN + BK)
     a = (rng.standard_normal((256, BK)) * 4).astype(ml_dtypes.float8_e4m3fn)
     b = (rng.standard_normal((BN, BK)) * 4).astype(ml_dtypes.float8_e4m3fn)
@@ -229,7 +237,7 @@ def test_pair_block_scaled_mma_in_the_interpreter_is_exact(BN, BK):
     with interpreter_on():
         pair_mma_scaled[(1, 1)](TensorDescriptor(a, a.shape, [BK, 1], [256, BK], a_layout),
                                 TensorDescriptor(b, b.shape, [BK, 1], [BN, BK], b_layout), sa, sb, c, False,
-                                num_ctas=2)
+                                *(_scale_smem_layouts(BN, BK // 32) if copy else (None, None)), num_ctas=2)
 
     def scaled(x, s):
         return x.astype(np.float64) * np.repeat(np.ldexp(1.0, s.astype(np.int64) - 127), 32, axis=1)
@@ -241,7 +249,8 @@ def _compiled_scaled(BN=128, BK=128, b_scale_split=False):
     a_layout, b_layout = _scaled_layouts(BN, BK)
     return pair_mma_scaled.compile(ir.TensorDescType((256, BK), ir.float8e4nv, a_layout),
                                    ir.TensorDescType((BN, BK), ir.float8e4nv, b_layout), "*u8:16", "*u8:16",
-                                   "*fp32:16", B_SCALE_SPLIT=b_scale_split, num_warps=4, num_ctas=2, target="sm_100a")
+                                   "*fp32:16", B_SCALE_SPLIT=b_scale_split, SA_SMEM=None, SB_SMEM=None, num_warps=4,
+                                   num_ctas=2, target="sm_100a")
 
 
 def test_pair_b_scales_split_between_the_ctas_are_an_error():
@@ -263,14 +272,27 @@ def test_pair_block_scaled_mma_assembles_for_sm_100a(BN, BK):
     assert "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64" in ptx
 
 
+@needs_ptxas
+def test_pair_scale_copy_assembles_for_sm_100a():
+    a_layout, b_layout = _scaled_layouts(128, 128)
+    sa_smem, sb_smem = _scale_smem_layouts(128, 4)
+    compiled = pair_mma_scaled.compile(ir.TensorDescType((256, 128), ir.float8e4nv, a_layout),
+                                       ir.TensorDescType((128, 128), ir.float8e4nv, b_layout), "*u8:16", "*u8:16",
+                                       "*fp32:16", B_SCALE_SPLIT=False, SA_SMEM=sa_smem, SB_SMEM=sb_smem, num_warps=4,
+                                       num_ctas=2, target="sm_100a")
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
+    # one 32x128b copy per 128-row x 4-scale block of each CTA's share: A's 128 rows, B's 128 rows
+    assert ptx.count("tcgen05.cp.cta_group::2.warpx4.32x128b") == 2 and "tcgen05.cp.cta_group::1" not in ptx
+
 @gluonkit.jit
 def _pair_copy(BUG: gl.constexpr):
     """A CTA pair's kernel (two_ctas accumulator) copying block scales; each BUG is refused at its line."""
     acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, 64), col_stride=1, cga_layout=[[1, 0]], two_ctas=True)
     acc = blackwell.allocate_tensor_memory(gl.float32, [256, 64], acc_layout)
-    if BUG == "pair":
-        split: gl.constexpr = gl.SharedLinearLayout(scales_copy_bases(128, 4), block_bases=[[128, 0]], alignment=128)
-        blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [256, 4], split),
+    if BUG == "unsplit_source":  # A's scales split by rows, but one whole buffer in each CTA
+        whole_a: gl.constexpr = gl.SharedLinearLayout(scales_copy_bases(256, 4), alignment=128)
+        blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [256, 4], whole_a),
                                blackwell.allocate_tensor_memory(gl.uint8, [256, 4], blackwell.TensorMemoryScalesLayout(
                                    cga_layout=[[1, 0]])))
     if BUG == "one_cta":
@@ -281,13 +303,16 @@ def _pair_copy(BUG: gl.constexpr):
 
 
 @pytest.mark.parametrize("bug, message", [
-    ("pair", "copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet"),
+    ("unsplit_source", "a CTA pair's scale copy into TensorMemoryScalesLayout(cga_layout=[[1, 0]]) reads each CTA's "
+                       "share of a whole [256, 4] buffer in SharedLinearLayout(offset_bases=scales_copy_bases(128, 4), "
+                       "block_bases=[[128, 0]])"),
     ("one_cta", "every tcgen05 instruction of a kernel uses one cta_group (PTX ISA); this kernel's is 2"),
 ])
-def test_copies_in_a_pair_kernel_are_refused_at_their_line(bug, message):
+def test_bad_copies_in_a_pair_kernel_are_refused_at_their_line(bug, message):
     with pytest.raises(CompilationError, match=re.escape(message)) as info:
         _pair_copy.compile(BUG=bug, num_warps=4, num_ctas=2, target="sm_100a")
-    assert f":{line_containing(_pair_copy, 'blackwell.tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [' + ('256' if bug == 'pair' else '128'))}:" in str(info.value)
+    size = "256" if bug == "unsplit_source" else "128"
+    assert f":{line_containing(_pair_copy, 'tcgen05_copy(gl.allocate_shared_memory(gl.uint8, [' + size)}:" in str(info.value)
 
 
 @gluonkit.jit

@@ -29,6 +29,7 @@ import pytest
 import gluonkit
 import gluonkit.language as gk_gl
 from gluonkit.language.nvidia import blackwell as gk_blackwell
+from gluonkit.layouts import scales_copy_bases
 
 # CI sets GLUONKIT_REQUIRE_TRITON=1 (.ci/run): there a missing or old Triton fails the run.
 _REQUIRED = os.environ.get("GLUONKIT_REQUIRE_TRITON") == "1"
@@ -375,8 +376,11 @@ class PairCase:
     factory: Callable
     descs: Dict[str, tuple]
     scalars: Dict[str, str]
-    constexprs: Dict[str, object]
+    constexprs: object  # a dict, or (gl module) -> dict for values built with the framework's own gl
     num_ctas: int = 2
+
+    def values(self, gl) -> Dict[str, object]:
+        return self.constexprs(gl) if callable(self.constexprs) else self.constexprs
 
 
 _DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8), "fp8e5": ("float8e5", 8),
@@ -425,9 +429,9 @@ def _pair_triton_ptx(case: PairCase) -> str:
         signature[name] = (f"tensordesc<{dtype}[{','.join(map(str, block))}],NVMMASharedLayout("
                            f"{layout.swizzle_byte_width},{layout.element_bitwidth},2,cga_layout={cga})>")
     signature.update(case.scalars)
-    signature.update({k: "constexpr" for k in case.constexprs})
+    signature.update({k: "constexpr" for k in case.values(tr_gl)})
     src = GluonASTSource(fn, signature, {k: tr_gl.constexpr(v) if isinstance(v, list) else v
-                                         for k, v in case.constexprs.items()})
+                                         for k, v in case.values(tr_gl).items()})
     options = {"num_warps": 4, "num_ctas": case.num_ctas}
     return triton.compile(src, target=GPUTarget("cuda", 100, 32), options=options).asm["ptx"]
 
@@ -439,7 +443,7 @@ def _pair_gluonkit_ptx(case: PairCase) -> str:
     args = [ir.TensorDescType(tuple(block), getattr(ir, _DTYPES[dtype][0]), _pair_layout(gk_gl, dtype, block, cga))
             for dtype, block, cga in case.descs.values()]
     args += [f"{t}:16" if t.startswith("*") else t for t in case.scalars.values()]
-    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=case.num_ctas, **case.constexprs).asm["ptx"]
+    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=case.num_ctas, **case.values(gk_gl)).asm["ptx"]
 
 
 @pytest.mark.parametrize("case", PAIR_KERNELS, ids=lambda c: c.name)
@@ -457,13 +461,25 @@ def test_pair_tcgen05_instructions_match_triton(case):
     # with how LLVM unrolls the K loop)
 
 
-def _pair_scaled(bn, bk):
-    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}", pair_kernels.pair_mma_scaled_source,
+def _pair_scaled(bn, bk, copy=False):
+    """A pair's block-scaled MMA; with ``copy`` its scales go through shared memory and the pair's tcgen05_copy
+    (A's split by rows, ``block_bases=[[128, 0]]``; B's whole in both CTAs)."""
+    sk = bk // 32
+
+    def constexprs(gl):
+        if not copy:
+            return {"B_SCALE_SPLIT": False, "SA_SMEM": None, "SB_SMEM": None}
+        return {"B_SCALE_SPLIT": False,
+                "SA_SMEM": gl.SharedLinearLayout(scales_copy_bases(128, sk), block_bases=[[128, 0]], alignment=128),
+                "SB_SMEM": gl.SharedLinearLayout(scales_copy_bases(bn, sk), block_bases=[[0, 0]], alignment=128)}
+
+    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}{'-copy' if copy else ''}", pair_kernels.pair_mma_scaled_source,
                     {"a_desc": ("fp8e4nv", [256, bk], [[1, 0]]), "b_desc": ("fp8e4nv", [bn, bk], [[1, 0]])},
-                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, {"B_SCALE_SPLIT": False})
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, constexprs)
 
 
-PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256)]
+PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256),
+                       _pair_scaled(128, 128, copy=True), _pair_scaled(256, 256, copy=True)]
 
 
 @pytest.mark.parametrize("case", PAIR_SCALED_KERNELS, ids=lambda c: c.name)
@@ -477,7 +493,9 @@ def test_pair_block_scaled_mma_matches_triton(case):
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
     words = _scaled_words(ours_ptx)
     assert words and words == _scaled_words(theirs_ptx), f"gluonkit: {dict(words)}; triton: {dict(_scaled_words(theirs_ptx))}"
-    assert all(kind.startswith("cta_group::2.kind::mxf8f6f4.block_scale.block32") for kind, *_ in words)
+    assert all(kind.startswith(("cta_group::2.kind::mxf8f6f4.block_scale.block32", "cta_group::2.warpx4.32x128b"))
+               for kind, *_ in words)
+    assert ("copy" in case.name) == any(kind.startswith("cta_group::2.warpx4") for kind, *_ in words)
 
 
 # ------------------------------------------------------------------ clusters of CTA pairs, multicast

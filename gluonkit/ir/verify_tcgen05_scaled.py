@@ -41,7 +41,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout
+from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout, SharedLinearLayout
 from ..layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
 from .core import Operation
 from .memdesc import view_to_offset
@@ -52,7 +52,7 @@ from .verify_checks import fail
 from .verify_tcgen05 import _multicast_bits, _pair_problem, _shared_problem, pair_mma_shape
 from .verify_wgmma import contiguous_dim
 
-__all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
+__all__ = ["pair_copy_shares", "SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
            "copy_chunks", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
 
 #: The operand formats ``tcgen05_mma_scaled`` takes, and their element type in shared memory.
@@ -223,6 +223,32 @@ def _tile_copy_problem(src: SharedMemoryDescType, dst: TensorMemoryDescType) -> 
     return None
 
 
+def pair_copy_shares(src: SharedMemoryDescType, dst: TensorMemoryDescType):
+    """One CTA's ``(src, dst)`` of a CTA pair's scale copy (``tcgen05.cp.cta_group::2``), or why it is not one.
+
+    The even CTA issues it for the pair, and each CTA's share of ``src`` (in its shared memory, at the same
+    address in both) lands in its tensor memory: A's scales split by rows (``dst``
+    ``TensorMemoryScalesLayout(cga_layout=[[1, 0]])`` from a ``SharedLinearLayout`` with
+    ``block_bases=[[rows / 2, 0]]``) or B's whole in both CTAs (``[[0, 0]]`` from ``block_bases=[[0, 0]]``),
+    as Triton 3.9 compiles Gluon's 2-CTA block-scaled example."""
+    cga = [list(v) for v in dst.layout.cga_layout]
+    rows, cols = dst.shape
+    share_rows = rows // 2 if cga == [[1, 0]] else rows
+    layout = src.layout
+    if cga not in ([[1, 0]], [[0, 0]]):
+        return (f"a copy into {dst.layout!r} is a copy within a cluster of CTA pairs, which is not built; within one "
+                "pair dst's cga_layout is [[1, 0]] (A's scales, split by rows) or [[0, 0]] (B's, in both CTAs)")
+    want = [[share_rows, 0]] if cga == [[1, 0]] else [[0, 0]]
+    if (not isinstance(layout, SharedLinearLayout) or [list(v) for v in layout.block_bases] != want
+            or tuple(src.shape) != tuple(layout.shape) or tuple(src.shape) != tuple(dst.shape)):
+        return (f"a CTA pair's scale copy into {dst.layout!r} reads each CTA's share of a whole [{rows}, {cols}] "
+                f"buffer in SharedLinearLayout(offset_bases=scales_copy_bases({share_rows}, {cols}), "
+                f"block_bases={want}); got {src}")
+    local = SharedLinearLayout(layout.offset_bases, (), layout.alignment)
+    return (SharedMemoryDescType(src.element, (share_rows, cols), local, (share_rows, cols)),
+            TensorMemoryDescType(dst.element, (share_rows, cols), TensorMemoryScalesLayout(), (share_rows, cols)))
+
+
 def copy_problem(src, dst) -> Optional[str]:
     """Why ``tcgen05_copy(src, dst)`` with these view types is not a copy gluonkit can issue (``None`` if it is):
     block scales into a ``TensorMemoryScalesLayout``, or a 32-bit tile into a ``TensorMemoryLayout``."""
@@ -235,9 +261,14 @@ def copy_problem(src, dst) -> Optional[str]:
     if not isinstance(dst.layout, TensorMemoryScalesLayout):
         return (f"dst must be in a TensorMemoryLayout (a 32-bit tile) or a TensorMemoryScalesLayout (block scales), "
                 f"got {dst.layout!r}")
-    if dst.layout.cga_layout or getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
-        return ("copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet; store a pair's "
-                "scales from registers with .store()")
+    if dst.layout.cga_layout:
+        shares = pair_copy_shares(src, dst)
+        if isinstance(shares, str):
+            return shares
+        src, dst = shares
+    elif getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
+        return (f"src's layout {src.layout!r} splits it between CTAs, but dst's {dst.layout!r} does not: a one-CTA "
+                "copy reads a whole source")
     if src.element != dst.element or src.element.primitive_bitwidth != 8:
         return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
     if tuple(src.shape) != tuple(dst.shape):

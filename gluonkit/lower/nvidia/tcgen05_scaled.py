@@ -35,7 +35,7 @@ from ...ir.memdesc import cta_share_type, view_to_offset
 from ...ir.tmem import cta_group, tile_layout
 from ...ir.types import SharedMemoryDescType, TensorMemoryDescType, uint8
 from ...ir.verify_tcgen05 import pair_mma_shape
-from ...ir.verify_tcgen05_scaled import copy_chunks, scale_cell, scaled_kind
+from ...ir.verify_tcgen05_scaled import copy_chunks, pair_copy_shares, scale_cell, scaled_kind
 from ...ir.verify_wgmma import is_k_major
 from ...layouts.tmem import TMEM_ROWS, TensorMemoryLayout
 from ..context import KernelLowering
@@ -168,10 +168,10 @@ def _issuer(ctx: KernelLowering, op: Operation, pointer) -> lir.Value:
 def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
     _sm100(ctx, op)
     src, dst = op.operands
-    _group(ctx, op, False)  # (a CTA pair's copies, cta_group::2, are not built: copy_problem refuses them)
     pointer = ctx.get(src)
     b = ctx.builder
     if isinstance(dst.type.layout, TensorMemoryLayout):
+        _group(ctx, op, False)  # (tiles: one CTA's copies only, as in Gluon 3.9)
         copies = tile_copy_plan(src.type, dst.type, pointer.xor, pointer.align, op.loc)
         issuer = _issuer(ctx, op, pointer)
         for column, plan in copies:
@@ -179,15 +179,21 @@ def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
             emit_ptx(b, "@$2 tcgen05.cp.cta_group::1.128x256b [$0], $1;", "r,l,b",
                      [_column(ctx, dst, column), desc, issuer])
         return
-    chunks = copy_chunks(src.type, dst.type, pointer.xor)
+    # A CTA pair's copy (dst split over the pair): issued by the even CTA, each CTA's share of src (at the same
+    # address in both) landing in its own tensor memory.
+    group = _group(ctx, op, bool(dst.type.layout.cga_layout))
+    src_ty, dst_ty = pair_copy_shares(src.type, dst.type) if group == 2 else (src.type, dst.type)
+    chunks = copy_chunks(src_ty, dst_ty, pointer.xor)
     if isinstance(chunks, str):
         raise CompilationError(f"tcgen05_copy: {chunks}", op.loc)
     issuer = _issuer(ctx, op, pointer)
+    if group == 2:
+        issuer = b.and_(issuer, even_cta(ctx))
     address = b.ptrtoint(pointer.pointer, I32)
     start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
     for offset, column in chunks:
         desc = b.or_(b.add(start, I64(offset >> 4)) if offset else start, I64(copy_descriptor_base(offset)))
-        emit_ptx(b, "@$2 tcgen05.cp.cta_group::1.warpx4.32x128b [$0], $1;", "r,l,b",
+        emit_ptx(b, f"@$2 tcgen05.cp.cta_group::{group}.warpx4.32x128b [$0], $1;", "r,l,b",
                  [_column(ctx, dst, column), desc, issuer])
 
 
