@@ -286,6 +286,50 @@ def test_pair_scale_copy_assembles_for_sm_100a():
     assert ptx.count("tcgen05.cp.cta_group::2.warpx4.32x128b") == 2 and "tcgen05.cp.cta_group::1" not in ptx
 
 @gluonkit.jit
+def _pair_copy_rounds(sa_ptr, out_ptr, EARLY: gl.constexpr):
+    """Two rounds of a pair's scale copy from one split buffer, each CTA rewriting its share in between (after
+    its own wait for the copy, or, with EARLY, before it: a planted bug); the second round's scales read back.
+    The even CTA's copy reads both CTAs' shares, so a cluster barrier orders the rewrites before it."""
+    acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, 64), col_stride=1, cga_layout=[[1, 0]], two_ctas=True)
+    acc = blackwell.allocate_tensor_memory(gl.float32, [256, 64], acc_layout)  # (makes the kernel a pair's)
+    a_scale = blackwell.allocate_tensor_memory(gl.uint8, [256, 4], blackwell.TensorMemoryScalesLayout([[1, 0]]))
+    blk: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0], cga_layout=[[1, 0]])
+    offs = gl.arange(0, 256, gl.SliceLayout(1, blk))[:, None] * 4 + gl.arange(0, 4, gl.SliceLayout(0, blk))[None, :]
+    split: gl.constexpr = gl.SharedLinearLayout(scales_copy_bases(128, 4), block_bases=[[128, 0]], alignment=128)
+    sa_smem = gl.allocate_shared_memory(gl.uint8, [256, 4], split, gl.load(sa_ptr + offs))
+    bar = blackwell.mbarrier.allocate_mbarrier()
+    blackwell.mbarrier.init(bar, count=1)
+    gl.barrier(cluster=True)
+    blackwell.fence_async_shared()
+    blackwell.tcgen05_copy(sa_smem, a_scale)
+    blackwell.tcgen05_commit(bar)
+    if EARLY:
+        sa_smem.store((gl.load(sa_ptr + offs) + 1).to(gl.uint8))  # BUG
+    blackwell.mbarrier.wait(bar, 0)
+    sa_smem.store((gl.load(sa_ptr + offs) + 1).to(gl.uint8))
+    blackwell.fence_async_shared()
+    gl.barrier(cluster=True)  # both shares rewritten before the even CTA copies them (without: a race, reported)
+    blackwell.tcgen05_copy(sa_smem, a_scale)
+    blackwell.tcgen05_commit(bar)
+    blackwell.mbarrier.wait(bar, 1)
+    reg: gl.constexpr = a_scale.get_reg_layout()
+    rows = gl.arange(0, 256, gl.SliceLayout(1, reg))[:, None] * 4 + gl.arange(0, 4, gl.SliceLayout(0, reg))[None, :]
+    gl.store(out_ptr + rows, a_scale.load(reg))
+    _ = acc
+
+
+def test_pair_scale_copies_are_released_per_cta_and_early_rewrites_reported():
+    sa = np.random.default_rng(7).integers(0, 200, (256, 4), dtype=np.uint8)
+    out = np.zeros_like(sa)
+    with interpreter_on():
+        _pair_copy_rounds[(1,)](sa, out, False, num_ctas=2)
+    np.testing.assert_array_equal(out, sa + 1)  # each CTA's rows, copied from its own share
+    with pytest.raises(InterpreterError, match="tcgen05_copy") as info:  # (the copy reads the share the odd CTA
+        with interpreter_on():                                               # rewrote early: both lines named)
+            _pair_copy_rounds[(1,)](sa, out, True, num_ctas=2)
+    assert f":{line_containing(_pair_copy_rounds, '# BUG')}:" in str(info.value), str(info.value)
+
+@gluonkit.jit
 def _pair_copy(BUG: gl.constexpr):
     """A CTA pair's kernel (two_ctas accumulator) copying block scales; each BUG is refused at its line."""
     acc_layout: gl.constexpr = blackwell.TensorMemoryLayout((128, 64), col_stride=1, cga_layout=[[1, 0]], two_ctas=True)

@@ -361,10 +361,13 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def mma_in_flight(ref, mask: np.ndarray, writing: bool) -> Tuple[Optional[_Mma], str]:
+def mma_in_flight(ref, mask: np.ndarray, writing: bool, issuer: Optional[int] = None) -> Tuple[Optional[_Mma], str]:
     """An MMA of any partition, its completion not yet observed, that writes (or, for a write, reads) the bytes
-    ``mask`` of ``ref``'s tensor memory, and what it does there."""
+    ``mask`` of ``ref``'s tensor memory, and what it does there.  ``issuer``: the CTA of an asynchronous op (a
+    pair's copy into the peer's tensor memory) that is ordered after every MMA that CTA has seen complete."""
     for m in _IN_FLIGHT.get(ref.memory, ()):
+        if issuer in m.known:
+            continue
         if any(memory is ref.memory and acc_mask[mask].any() for memory, acc_mask in m.acc_masks):
             return m, "updating"
         if writing and any(memory is ref.memory and a_mask[mask].any() for memory, a_mask in m.a_masks):

@@ -56,8 +56,10 @@ def _unfenced(program, op, ref, ty, what: str) -> None:
                                f"fence_async_shared() between the store and the {what}", op.loc)
 
 
-def _copy_in_flight(memory, mask):
-    return next((c for c in _COPIES.get(memory, ()) if (c.mask_in(memory) & mask).any()), None)
+def _copy_in_flight(memory, mask, issuer=None):
+    """A copy into the cells ``mask`` of ``memory`` not yet known complete (to CTA ``issuer``, when given)."""
+    return next((c for c in _COPIES.get(memory, ()) if (c.mask_in(memory) & mask).any() and issuer not in c.known),
+                None)
 
 
 class _Copy:
@@ -81,10 +83,11 @@ class _Copy:
             if isinstance(chunks, str):
                 raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
         self.parts = {}  # rank -> (memory, mask, reads)
+        self.known = set()  # the CTAs (ranks) that have observed its completion
         for rank, src, dst in parts:
             _unfenced(program, op, src, src_ty, "tcgen05_copy")
             mask = _footprint(dst, dst_ty, op)
-            self._check(dst, mask)
+            self._check(dst, mask, program.cta_rank)
             values, defined = read_undefined(src, src_ty, op)  # unwritten bytes stay undefined in tensor memory
             if len(parts) > 1:  # the CTA's share of the pair's source
                 rows, cols = share_shape(dst_ty)
@@ -96,16 +99,17 @@ class _Copy:
             self.parts[rank] = (dst.memory, mask, [(src.buffer, reader)])
             _COPIES.setdefault(dst.memory, []).append(self)
 
-    def _check(self, dst, mask) -> None:
-        """Report a copy over tensor memory an MMA or another copy in flight still uses."""
-        mma, _ = mma_in_flight(dst, mask, writing=True)
+    def _check(self, dst, mask, issuer: int) -> None:
+        """Report a copy over tensor memory an MMA or another copy in flight still uses (one the issuing CTA has
+        seen complete is not: in a pair, the peer's part may still be held until the peer's own wait)."""
+        mma, _ = mma_in_flight(dst, mask, writing=True, issuer=issuer)
         if mma is not None:
             raise InterpreterError(f"tcgen05_copy overwrites tensor memory that {mma.what} may still be using (its "
                                    "completion has not been observed, and the PTX ISA does not order a tcgen05.cp "
                                    "after an earlier tcgen05.mma); wait on the MMA's barrier first, or copy into "
                                    "another buffer (one per pipeline stage)", self.op.loc,
                                    notes=[("the MMA in flight", mma.op.loc)])
-        earlier = _copy_in_flight(dst.memory, mask)
+        earlier = _copy_in_flight(dst.memory, mask, issuer)
         if earlier is not None:
             raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
                                    f"wait has observed its completion); {_WAIT}", self.op.loc,
@@ -120,6 +124,7 @@ class _Copy:
 
     def observed(self, rank: int) -> None:
         """A wait in CTA ``rank`` observed the copy's completion: that CTA's part is released."""
+        self.known.add(rank)
         self._release([rank])
 
     def release(self, shares=None) -> None:
