@@ -31,7 +31,8 @@ of 16 bytes of shared memory into 4 columns of lanes 0-31 and copies them into t
 three lane quarters; each 128-row x 4-scale block of the view is one such chunk, so the
 shared view must hold that block as 32 rows of 16 bytes, row r at byte 16r and scale
 (32g + r, c) at byte 16r + 4g + c (the unswizzled form of the standard "packed block" scale
-layout).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
+layout).  In a CTA pair (``tcgen05.cp.cta_group::2``) the same holds for each CTA's share
+(:func:`pair_copy_shares`).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
 :func:`copy_problem` and planned, ``128x256b`` / ``128x128b`` at a time, by the lowering.
 """
 

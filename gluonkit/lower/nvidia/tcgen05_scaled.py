@@ -16,7 +16,9 @@ layouts, and each 128 x 8 block must be a K-major canonical operand of 128 rows 
 order: ``taddr`` is the view's TMEM address plus the chunk's column, ``sdesc`` a shared-memory
 descriptor of 32 rows of 16 bytes without swizzle: start address >> 4, stride byte offset 128
 (8 rows of 16 bytes), version 1 at bit 46 and, as Triton 3.9 writes it, the chunk's offset
-bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled layouts only).
+bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled layouts only).  A CTA
+pair's copy is ``cta_group::2``, issued by the even CTA, with the chunks of one CTA's share: each
+CTA's share (at the same address in both) lands in its own tensor memory.
 
 **MMA.**  One ``tcgen05.mma.cta_group::1.kind::K.block_scale.blockV [d], adesc, bdesc, idesc,
 [scale_a], [scale_b], enable_d`` per 32 bytes of K (32 fp8 or 64 fp4 elements), with the
