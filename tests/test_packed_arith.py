@@ -164,7 +164,8 @@ def test_bad_calls_are_errors_at_the_call(which, message):
 # ------------------------------------------------------------------------------------ ptxas
 def _mnemonic(op: str, dtype: str) -> str:
     fn = op.split("_")[0]
-    return f"{fn}{'.rn' if fn not in ('min', 'max') else ''}.{ {'float32': 'f32', 'float16': 'f16', 'bfloat16': 'bf16'}[dtype]}x2"
+    suffix = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    return f"{fn}{'.rn' if fn not in ('min', 'max') else ''}.{suffix}x2"
 
 
 @needs_ptxas

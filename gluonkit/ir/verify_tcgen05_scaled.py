@@ -53,8 +53,8 @@ from .verify_checks import fail
 from .verify_tcgen05 import _multicast_bits, _pair_problem, _shared_problem, pair_mma_shape
 from .verify_wgmma import contiguous_dim
 
-__all__ = ["pair_copy_shares", "SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
-           "copy_chunks", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
+__all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
+           "copy_chunks", "pair_copy_shares", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
 
 #: The operand formats ``tcgen05_mma_scaled`` takes, and their element type in shared memory.
 SCALED_FORMATS = {"e2m1": uint8, "e4m3": float8e4nv, "e5m2": float8e5}

@@ -1,4 +1,5 @@
-"""Interpreter rule of ``packed_arith``: Blackwell's two-lane ``add2``, ``sub2``, ``mul2``, ``fma2``, ``min2``, ``max2``.
+"""Interpreter rule of ``packed_arith``: Blackwell's two-lane ``add2``, ``sub2``, ``mul2``, ``fma2``, ``min2``,
+``max2``.
 
 Each lane is one correctly rounded operation in the result's type (float32, float16 or
 bfloat16), as the ``.rn`` PTX instructions compute it; ``fma`` rounds ``a*b + c`` once.

@@ -94,7 +94,8 @@ class _Copy:
                 r, c = cta_offset(dst_ty.layout.cga_layout, (rows, cols), rank)
                 values, defined = values[r:r + rows, c:c + cols], defined[r:r + rows, c:c + cols]
             write_tile(dst, dst_ty, values, op, defined)
-            reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
+            reader = AsyncRead(byte_mask(src, src_ty, op), self.what,
+                               "wait on the mbarrier its commit arrives on first")
             src.buffer.async_reads.append(reader)
             self.parts[rank] = (dst.memory, mask, [(src.buffer, reader)])
             _COPIES.setdefault(dst.memory, []).append(self)
