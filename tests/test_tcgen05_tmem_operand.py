@@ -27,19 +27,20 @@ _NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.floa
        "float8e4nv": ml_dtypes.float8_e4m3fn, "float8e5": ml_dtypes.float8_e5m2}
 _PTR = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5"}
 
-# (dtype, N, K, B K-major): tf32 reads B K-major only; fp8 both ways; several K steps each.
-TMEM_A_CASES = [("float32", 64, 32, True), ("float32", 32, 64, True), ("float8e4nv", 64, 64, True),
-                ("float8e4nv", 32, 128, False), ("float8e5", 64, 128, True), ("bfloat16", 16, 64, False)]
+# (dtype, M, N, K, B K-major): tf32 reads B K-major only; fp8 both ways; several K steps each; M 128 and 64.
+TMEM_A_CASES = [("float32", 128, 64, 32, True), ("float32", 128, 32, 64, True), ("float8e4nv", 128, 64, 64, True),
+                ("float8e4nv", 128, 32, 128, False), ("float8e5", 128, 64, 128, True), ("bfloat16", 128, 16, 64, False),
+                ("float16", 64, 64, 64, False), ("float8e5", 64, 32, 64, True), ("float32", 64, 32, 32, True)]
 
 
-@pytest.mark.parametrize("dtype, N, K, b_kmajor", TMEM_A_CASES)
-def test_a_from_tensor_memory_of_every_kind_matches_float64(monkeypatch, dtype, N, K, b_kmajor):
+@pytest.mark.parametrize("dtype, M, N, K, b_kmajor", TMEM_A_CASES)
+def test_a_from_tensor_memory_of_every_kind_matches_float64(monkeypatch, dtype, M, N, K, b_kmajor):
     monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
-    rng = np.random.default_rng(N + K)
-    a = rng.standard_normal((128, K)).astype(_NP[dtype])
+    rng = np.random.default_rng(M + N + K)
+    a = rng.standard_normal((M, K)).astype(_NP[dtype])
     b = rng.standard_normal((N, K) if b_kmajor else (K, N)).astype(_NP[dtype])
-    c = np.full((128, N), np.nan, np.float32)
-    tmem_a_mma[(1,)](a, b, c, M=128, N=N, K=K, B_KMAJOR=b_kmajor, num_warps=4)
+    c = np.full((M, N), np.nan, np.float32)
+    tmem_a_mma[(1,)](a, b, c, M=M, N=N, K=K, B_KMAJOR=b_kmajor, num_warps=4)
     b_kn = tensor_core_values(b).T if b_kmajor else tensor_core_values(b)
     np.testing.assert_allclose(c, (tensor_core_values(a) @ b_kn).astype(np.float32), rtol=1e-6, atol=1e-5)
 
@@ -147,13 +148,13 @@ def test_a_from_tensor_memory_compiles_for_sm_100a(D, BLOCK_N):
 
 
 @needs_ptxas
-@pytest.mark.parametrize("dtype, N, K, b_kmajor", TMEM_A_CASES)
-def test_a_from_tensor_memory_of_every_kind_compiles_for_sm_100a(dtype, N, K, b_kmajor):
+@pytest.mark.parametrize("dtype, M, N, K, b_kmajor", TMEM_A_CASES)
+def test_a_from_tensor_memory_of_every_kind_compiles_for_sm_100a(dtype, M, N, K, b_kmajor):
     ptr = _PTR[dtype]
-    compiled = tmem_a_mma.compile(f"*{ptr}:16", f"*{ptr}:16", "*fp32:16", M=128, N=N, K=K, B_KMAJOR=b_kmajor,
+    compiled = tmem_a_mma.compile(f"*{ptr}:16", f"*{ptr}:16", "*fp32:16", M=M, N=N, K=K, B_KMAJOR=b_kmajor,
                                   num_warps=4, target="sm_100a")
     assert compiled.asm["cubin"]
-    kind = {"float32": "tf32", "bfloat16": "f16"}.get(dtype, "f8f6f4")
+    kind = {"float32": "tf32", "bfloat16": "f16", "float16": "f16"}.get(dtype, "f8f6f4")
     ts = re.findall(rf"tcgen05\.mma\.cta_group::1\.kind::{kind} \[%r\d+\], \[%r\d+\], %rd\d+, %r\d+, %p\d+;",
                     compiled.asm["ptx"])
     assert len(ts) == K * np.dtype(_NP[dtype]).itemsize // 32   # one per 32 bytes of K, A 8 columns further each

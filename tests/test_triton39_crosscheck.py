@@ -154,15 +154,17 @@ def _attention_block(dtype, d, block_n, p_tmem=False):
 
 # One key block of examples/attention/blackwell_attention.py: Q Kᵀ into TMEM (K-major B), P through
 # shared memory or over S in TMEM (P V with A from tensor memory), P V into TMEM (N-major B), 2 S buffers + O.
-def _tmem_a(dtype, n, k, b_kmajor):
-    return Case(f"tmem_a-{dtype}-128x{n}x{k}-b{'k' if b_kmajor else 'n'}", tcgen05_kernels.tmem_a_mma_source,
+def _tmem_a(dtype, n, k, b_kmajor, m=128):
+    return Case(f"tmem_a-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}", tcgen05_kernels.tmem_a_mma_source,
                 {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32"},
-                lambda bw: {"M": 128, "N": n, "K": k, "B_KMAJOR": b_kmajor}, explained=_WIDE_LOADS)
+                lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor}, explained=_WIDE_LOADS)
 
 
 # A from tensor memory for every kind (tf32 reads B K-major only).
 MMA_KERNELS += [_tmem_a("fp32", 64, 32, True), _tmem_a("fp32", 128, 64, True), _tmem_a("fp8e4nv", 64, 64, True),
-                _tmem_a("fp8e5", 32, 128, False), _tmem_a("fp8e4nv", 128, 128, False), _tmem_a("bf16", 64, 64, False)]
+                _tmem_a("fp8e5", 32, 128, False), _tmem_a("fp8e4nv", 128, 128, False), _tmem_a("bf16", 64, 64, False),
+                _tmem_a("fp16", 64, 64, False, m=64), _tmem_a("fp8e4nv", 64, 64, True, m=64),
+                _tmem_a("fp32", 32, 32, True, m=64)]
 
 MMA_KERNELS += [_attention_block("fp16", 64, 128), _attention_block("bf16", 128, 128), _attention_block("fp16", 128, 64),
                 _attention_block("fp16", 64, 128, True), _attention_block("bf16", 128, 128, True),

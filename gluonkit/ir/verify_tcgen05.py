@@ -16,7 +16,8 @@ reported at the user's line.  The rules are the hardware's (PTX ISA, ``tcgen05.m
 * kinds: float16/bfloat16 (``kind::f16``), float32 read as tf32 (``kind::tf32``, float32
   accumulator), fp8 e4m3/e5m2 in any mix (``kind::f8f6f4``, float32 accumulator);
 * ``a`` may instead live in tensor memory (the ``[a_tmem]`` form), for every kind: an
-  ``[M, K]`` view with 128 rows per CTA on the lanes and K packed along the columns
+  ``[M, K]`` view (M = 64 or 128; 128 rows per CTA in a pair) in the accumulator's row
+  placement (its ``TensorMemoryLayout`` block M is M) with K packed along the columns
   (``col_stride=1``, 32 bits of inputs per column); for a CTA pair (``two_ctas``) split by
   rows like a shared A (``cga_layout=[[1, 0], ...]``), each CTA's rows in its own tensor memory.
 """
@@ -62,9 +63,10 @@ def _tmem_a_problem(ty) -> Optional[str]:
         return (f"a in tensor memory must be packed (TensorMemoryLayout col_stride=1: {per_column} {ty.element} per "
                 f"32-bit column), got col_stride={layout.col_stride}")
     rows = shape_per_cta("a", list(ty.shape), layout.cga_layout)[0] if layout.cga_layout else ty.shape[0]
-    if rows != 128 or layout.block[0] != 128:
-        return (f"a in tensor memory must have M = 128 rows in each CTA (its layout's block M too), got "
-                f"{list(ty.shape)}, {layout!r}")
+    allowed = (128,) if layout.two_ctas else (64, 128)
+    if rows not in allowed or layout.block[0] != rows:
+        return (f"a in tensor memory must have M = {' or '.join(map(str, allowed))} rows in each CTA, its layout's "
+                f"block M the same, got {list(ty.shape)}, {layout!r}")
     return None
 
 
