@@ -18,9 +18,8 @@ from gluonkit.language.nvidia.blackwell import (TensorMemoryLayout, allocate_ten
                                                 mbarrier, tcgen05_commit, tcgen05_mma, tcgen05_mma_barrier_count)
 from interpreting import launch_interpreted
 from kernel_checks import line_containing, needs_ptxas
-from tcgen05_kernels import mma, sync_mma
+from tcgen05_kernels import mma, sync_mma, tensor_core_values as _exact
 
-_TF32 = np.uint32(0xFFFFE000)
 DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp32": np.float32, "fp8e4nv": ml_dtypes.float8_e4m3fn}
 
 
@@ -28,13 +27,6 @@ def _inputs(name, m, n, k, rng):
     dtype = DTYPES[name]
     return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype),
             rng.standard_normal((m, n)).astype(np.float32))
-
-
-def _exact(x):
-    """The float64 values the tensor cores multiply (float32 read as tf32)."""
-    if x.dtype == np.float32:
-        x = (x.view(np.uint32) & _TF32).view(np.float32)
-    return x.astype(np.float64)
 
 
 @pytest.mark.parametrize("name,m,n,k,b_kmajor,acc", [
@@ -189,7 +181,7 @@ def bad_call(CASE: gl.constexpr):
 
 @pytest.mark.parametrize("case,message", [
     ("shapes", "shapes do not chain"), ("multicast", "multicast must be True or False"), ("acc_type", "acc must be float32"),
-    ("a_in_tmem", "a in tensor memory is built for float16 and bfloat16"), ("acc_in_registers", "acc must be a"),
+    ("a_in_tmem", "a and b must both be float16, both bfloat16, both float32"), ("acc_in_registers", "acc must be a"),
     ("preds", "1 mbarriers but 2 mbarrier_preds"),
 ])
 def test_frontend_errors_name_the_line(case, message):

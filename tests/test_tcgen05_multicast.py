@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -195,3 +196,75 @@ def test_multicast_bytes_awaited_in_one_cta_of_the_pair_is_reported():
     assert source[info.value.loc.line - 1].rstrip().endswith("# MMA")
     load_line = next(i + 1 for i, s in enumerate(source) if s.rstrip().endswith("# LOAD"))
     assert f"line {load_line}" in str(info.value) or f":{load_line}:" in str(info.value)
+
+
+# ------------------------------------------------------------------ block-scaled MMAs in clusters of pairs
+multicast_mma_scaled = gluonkit.jit(pair_kernels.multicast_mma_scaled_source(gl, blackwell))
+
+#: name -> (num_ctas, BM, BN, A's cga_layout, B's ([BN, BK], K-major), the accumulator's)
+SCALED_CLUSTERS = {
+    "m-pairs": (4, 512, 128, [[1, 0], [2, 0]], [[1, 0], [0, 0]], [[1, 0], [2, 0]]),  # B and its scales shared
+    "n-pairs": (4, 256, 256, [[1, 0], [0, 0]], [[1, 0], [2, 0]], [[1, 0], [0, 1]]),  # A and its scales shared
+    "2x2-pairs": (8, 512, 256, [[1, 0], [2, 0], [0, 0]], [[1, 0], [0, 0], [2, 0]], [[1, 0], [2, 0], [0, 1]]),
+}
+SCALED_BK = 128
+
+
+def _scaled_args(name):
+    """The layouts and constexprs of a cluster: A's scales move with A's rows, B's with the pair's columns."""
+    num_ctas, BM, BN, a_cga, b_cga, acc_cga = SCALED_CLUSTERS[name]
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    constexprs = {"ACC_CGA": gl.constexpr(acc_cga), "TMEM_BN": BN // (1 << sum(1 for v in acc_cga if v[1])),
+                  "SA_CGA": gl.constexpr([[1, 0]] + [[r, 0] for r, _ in acc_cga[1:]]),
+                  "SB_CGA": gl.constexpr([[0, 0]] + [[c, 0] for _, c in acc_cga[1:]])}
+    return (nvmma([BM, SCALED_BK], gl.float8e4nv, cga_layout=a_cga),
+            nvmma([BN, SCALED_BK], gl.float8e4nv, cga_layout=b_cga), constexprs)
+
+
+@pytest.mark.parametrize("name", list(SCALED_CLUSTERS))
+def test_block_scaled_mma_in_a_cluster_of_pairs_is_exact(name):
+    num_ctas, BM, BN, *_ = SCALED_CLUSTERS[name]
+    M, N = 2 * BM, BN  # two clusters along M
+    rng = np.random.default_rng(BM + BN)
+    a = (rng.standard_normal((M, SCALED_BK)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    b = (rng.standard_normal((N, SCALED_BK)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    sa = rng.integers(115, 140, (M, SCALED_BK // 32), dtype=np.uint8)
+    sb = rng.integers(115, 140, (N, SCALED_BK // 32), dtype=np.uint8)
+    c = np.full((M, N), np.nan, np.float32)
+    a_layout, b_layout, constexprs = _scaled_args(name)
+    with interpreter_on():
+        multicast_mma_scaled[(M // BM, N // BN)](
+            TensorDescriptor(a, a.shape, [SCALED_BK, 1], [BM, SCALED_BK], a_layout),
+            TensorDescriptor(b, b.shape, [SCALED_BK, 1], [BN, SCALED_BK], b_layout), sa, sb, c, N, **constexprs,
+            num_ctas=num_ctas)
+
+    def scaled(x, s):
+        return x.astype(np.float64) * np.repeat(np.ldexp(1.0, s.astype(np.int64) - 127), 32, axis=1)
+
+    np.testing.assert_array_equal(c, (scaled(a, sa) @ scaled(b, sb).T).astype(np.float32))
+
+
+def _compiled_scaled(name, **overrides):
+    num_ctas, BM, BN, *_ = SCALED_CLUSTERS[name]
+    a_layout, b_layout, constexprs = _scaled_args(name)
+    return multicast_mma_scaled.compile(ir.TensorDescType((BM, SCALED_BK), ir.float8e4nv, a_layout),
+                                        ir.TensorDescType((BN, SCALED_BK), ir.float8e4nv, b_layout), "*u8:16",
+                                        "*u8:16", "*fp32:16", "i32", **{**constexprs, **overrides}, num_warps=4,
+                                        num_ctas=num_ctas, target="sm_100a")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", ["m-pairs", "2x2-pairs"])
+def test_block_scaled_mma_in_a_cluster_assembles_for_sm_100a(name):
+    compiled = _compiled_scaled(name)
+    ptx = compiled.asm["ptx"]
+    assert compiled.asm["cubin"] and compiled.metadata["spill_stores"] == 0
+    assert ptx.count("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.block32") == SCALED_BK // 32
+    assert "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64" in ptx
+
+
+def test_block_scales_that_do_not_move_with_the_pairs_are_an_error_at_the_call():
+    with pytest.raises(CompilationError, match=re.escape("a_scale must be in TensorMemoryScalesLayout(cga_layout="
+                                                         "[[1, 0], [2, 0]])")) as info:
+        _compiled_scaled("m-pairs", SA_CGA=gl.constexpr([[1, 0], [0, 0]]))
+    assert "tcgen05_mma_scaled(" in str(info.value)

@@ -29,6 +29,7 @@ import pytest
 import gluonkit
 import gluonkit.language as gk_gl
 from gluonkit.language.nvidia import blackwell as gk_blackwell
+from gluonkit.layouts import scales_copy_bases
 
 # CI sets GLUONKIT_REQUIRE_TRITON=1 (.ci/run): there a missing or old Triton fails the run.
 _REQUIRED = os.environ.get("GLUONKIT_REQUIRE_TRITON") == "1"
@@ -45,6 +46,7 @@ from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
 from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell  # noqa: E402
 
 import attention_kernels  # noqa: E402
+import packed_arith_kernels  # noqa: E402
 import pair_kernels  # noqa: E402
 import tcgen05_copy_kernels  # noqa: E402
 import tcgen05_kernels  # noqa: E402
@@ -152,6 +154,18 @@ def _attention_block(dtype, d, block_n, p_tmem=False):
 
 # One key block of examples/attention/blackwell_attention.py: Q Kᵀ into TMEM (K-major B), P through
 # shared memory or over S in TMEM (P V with A from tensor memory), P V into TMEM (N-major B), 2 S buffers + O.
+def _tmem_a(dtype, n, k, b_kmajor, m=128):
+    return Case(f"tmem_a-{dtype}-{m}x{n}x{k}-b{'k' if b_kmajor else 'n'}", tcgen05_kernels.tmem_a_mma_source,
+                {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32"},
+                lambda bw: {"M": m, "N": n, "K": k, "B_KMAJOR": b_kmajor}, explained=_WIDE_LOADS)
+
+
+# A from tensor memory for every kind (tf32 reads B K-major only).
+MMA_KERNELS += [_tmem_a("fp32", 64, 32, True), _tmem_a("fp32", 128, 64, True), _tmem_a("fp8e4nv", 64, 64, True),
+                _tmem_a("fp8e5", 32, 128, False), _tmem_a("fp8e4nv", 128, 128, False), _tmem_a("bf16", 64, 64, False),
+                _tmem_a("fp16", 64, 64, False, m=64), _tmem_a("fp8e4nv", 64, 64, True, m=64),
+                _tmem_a("fp32", 32, 32, True, m=64)]
+
 MMA_KERNELS += [_attention_block("fp16", 64, 128), _attention_block("bf16", 128, 128), _attention_block("fp16", 128, 64),
                 _attention_block("fp16", 64, 128, True), _attention_block("bf16", 128, 128, True),
                 _attention_block("fp16", 128, 64, True)]
@@ -364,11 +378,15 @@ class PairCase:
     factory: Callable
     descs: Dict[str, tuple]
     scalars: Dict[str, str]
-    constexprs: Dict[str, object]
+    constexprs: object  # a dict, or (gl module) -> dict for values built with the framework's own gl
     num_ctas: int = 2
 
+    def values(self, gl) -> Dict[str, object]:
+        return self.constexprs(gl) if callable(self.constexprs) else self.constexprs
 
-_DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8)}
+
+_DTYPES = {"fp16": ("float16", 16), "bf16": ("bfloat16", 16), "fp8e4nv": ("float8e4nv", 8), "fp8e5": ("float8e5", 8),
+           "fp32": ("float32", 32)}
 
 
 # Not compared in the pair kernels: a 128-column fp32 load is one .x128 in Triton 3.9 and two
@@ -385,9 +403,19 @@ def _pair_mma(dtype, bn, bk, b_kmajor=False):
                     {"SKIP_READY_WAIT": False, "EARLY_LOAD": False, "DONE_COUNT": 1, "B_KMAJOR": b_kmajor})
 
 
+def _pair_tmem_a(dtype, bn, k, b_kmajor=False):
+    b = (dtype, [bn, k], [[1, 0]]) if b_kmajor else (dtype, [k, bn], [[0, 1]])
+    return PairCase(f"pair_tmem_a-{dtype}-256x{bn}x{k}-b{'k' if b_kmajor else 'n'}", pair_kernels.pair_tmem_a_mma_source,
+                    {"b_desc": b}, {"a_ptr": f"*{dtype}", "c_ptr": "*fp32", "N": "i32"},
+                    {"B_KMAJOR": b_kmajor, "STORE_EARLY": False})
+
+
 PAIR_KERNELS = [_pair_mma("fp16", 128, 64), _pair_mma("bf16", 256, 64), _pair_mma("fp16", 64, 32),
                 _pair_mma("fp8e4nv", 128, 128), _pair_mma("fp16", 128, 64, b_kmajor=True),
-                _pair_mma("bf16", 256, 64, b_kmajor=True)]
+                _pair_mma("bf16", 256, 64, b_kmajor=True),
+                # A from tensor memory, each CTA's rows in its own (every kind; tf32 with K-major B)
+                _pair_tmem_a("fp16", 128, 64), _pair_tmem_a("fp32", 64, 32, b_kmajor=True),
+                _pair_tmem_a("fp8e4nv", 128, 128), _pair_tmem_a("fp8e5", 64, 64, b_kmajor=True)]
 
 
 def _pair_layout(module, dtype, block, cga):
@@ -403,9 +431,9 @@ def _pair_triton_ptx(case: PairCase) -> str:
         signature[name] = (f"tensordesc<{dtype}[{','.join(map(str, block))}],NVMMASharedLayout("
                            f"{layout.swizzle_byte_width},{layout.element_bitwidth},2,cga_layout={cga})>")
     signature.update(case.scalars)
-    signature.update({k: "constexpr" for k in case.constexprs})
+    signature.update({k: "constexpr" for k in case.values(tr_gl)})
     src = GluonASTSource(fn, signature, {k: tr_gl.constexpr(v) if isinstance(v, list) else v
-                                         for k, v in case.constexprs.items()})
+                                         for k, v in case.values(tr_gl).items()})
     options = {"num_warps": 4, "num_ctas": case.num_ctas}
     return triton.compile(src, target=GPUTarget("cuda", 100, 32), options=options).asm["ptx"]
 
@@ -417,7 +445,7 @@ def _pair_gluonkit_ptx(case: PairCase) -> str:
     args = [ir.TensorDescType(tuple(block), getattr(ir, _DTYPES[dtype][0]), _pair_layout(gk_gl, dtype, block, cga))
             for dtype, block, cga in case.descs.values()]
     args += [f"{t}:16" if t.startswith("*") else t for t in case.scalars.values()]
-    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=case.num_ctas, **case.constexprs).asm["ptx"]
+    return fn.compile(*args, target="sm_100a", num_warps=4, num_ctas=case.num_ctas, **case.values(gk_gl)).asm["ptx"]
 
 
 @pytest.mark.parametrize("case", PAIR_KERNELS, ids=lambda c: c.name)
@@ -435,13 +463,25 @@ def test_pair_tcgen05_instructions_match_triton(case):
     # with how LLVM unrolls the K loop)
 
 
-def _pair_scaled(bn, bk):
-    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}", pair_kernels.pair_mma_scaled_source,
+def _pair_scaled(bn, bk, copy=False):
+    """A pair's block-scaled MMA; with ``copy`` its scales go through shared memory and the pair's tcgen05_copy
+    (A's split by rows, ``block_bases=[[128, 0]]``; B's whole in both CTAs)."""
+    sk = bk // 32
+
+    def constexprs(gl):
+        if not copy:
+            return {"B_SCALE_SPLIT": False, "SA_SMEM": None, "SB_SMEM": None}
+        return {"B_SCALE_SPLIT": False,
+                "SA_SMEM": gl.SharedLinearLayout(scales_copy_bases(128, sk), block_bases=[[128, 0]], alignment=128),
+                "SB_SMEM": gl.SharedLinearLayout(scales_copy_bases(bn, sk), block_bases=[[0, 0]], alignment=128)}
+
+    return PairCase(f"pair_mma_scaled-e4m3-256x{bn}x{bk}{'-copy' if copy else ''}", pair_kernels.pair_mma_scaled_source,
                     {"a_desc": ("fp8e4nv", [256, bk], [[1, 0]]), "b_desc": ("fp8e4nv", [bn, bk], [[1, 0]])},
-                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, {"B_SCALE_SPLIT": False})
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32"}, constexprs)
 
 
-PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256)]
+PAIR_SCALED_KERNELS = [_pair_scaled(128, 128), _pair_scaled(256, 128), _pair_scaled(64, 256),
+                       _pair_scaled(128, 128, copy=True), _pair_scaled(256, 256, copy=True)]
 
 
 @pytest.mark.parametrize("case", PAIR_SCALED_KERNELS, ids=lambda c: c.name)
@@ -455,7 +495,9 @@ def test_pair_block_scaled_mma_matches_triton(case):
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
     words = _scaled_words(ours_ptx)
     assert words and words == _scaled_words(theirs_ptx), f"gluonkit: {dict(words)}; triton: {dict(_scaled_words(theirs_ptx))}"
-    assert all(kind.startswith("cta_group::2.kind::mxf8f6f4.block_scale.block32") for kind, *_ in words)
+    assert all(kind.startswith(("cta_group::2.kind::mxf8f6f4.block_scale.block32", "cta_group::2.warpx4.32x128b"))
+               for kind, *_ in words)
+    assert ("copy" in case.name) == any(kind.startswith("cta_group::2.warpx4") for kind, *_ in words)
 
 
 # ------------------------------------------------------------------ clusters of CTA pairs, multicast
@@ -485,6 +527,26 @@ MULTICAST_KERNELS = [
               {"a_desc": ("fp16", [128, 64], [[0, 0]] * bits), "b_desc": ("fp16", [64, 128], [[0, 0]] * bits)},
               {"c_ptr": "*fp32", "N": "i32", "K": "i32"}, {"MULTICAST": True, "CTA_BITS": bits}, n)
      for n, bits in ((2, 1), (4, 2))]
+
+
+
+def _multicast_scaled(name, num_ctas, bm, bn, a_cga, b_cga, acc_cga):
+    """A block-scaled MMA (e4m3, one K block of 128) by a cluster of pairs; B is K-major ``[BN, 128]``."""
+    tmem_bn = bn // (1 << sum(1 for v in acc_cga if v[1]))
+    sa_cga, sb_cga = [[1, 0]] + [[r, 0] for r, _ in acc_cga[1:]], [[0, 0]] + [[c, 0] for _, c in acc_cga[1:]]
+    return PairCase(f"multicast-scaled-{name}-{num_ctas}ctas", pair_kernels.multicast_mma_scaled_source,
+                    {"a_desc": ("fp8e4nv", [bm, 128], a_cga), "b_desc": ("fp8e4nv", [bn, 128], b_cga)},
+                    {"sa_ptr": "*u8", "sb_ptr": "*u8", "c_ptr": "*fp32", "N": "i32"},
+                    {"ACC_CGA": acc_cga, "TMEM_BN": tmem_bn, "SA_CGA": sa_cga, "SB_CGA": sb_cga}, num_ctas)
+
+
+# Block-scaled MMAs in clusters of pairs (the scales stored from registers, A's moving with A, B's with B).
+MULTICAST_KERNELS += [
+    _multicast_scaled("m-pairs", 4, 512, 128, [[1, 0], [2, 0]], [[1, 0], [0, 0]], [[1, 0], [2, 0]]),
+    _multicast_scaled("n-pairs", 4, 256, 256, [[1, 0], [0, 0]], [[1, 0], [2, 0]], [[1, 0], [0, 1]]),
+    _multicast_scaled("2x2-pairs", 8, 512, 256, [[1, 0], [2, 0], [0, 0]], [[1, 0], [0, 0], [2, 0]],
+                      [[1, 0], [2, 0], [0, 1]]),
+]
 
 _INT_OPS = {"and": int.__and__, "or": int.__or__, "xor": int.__xor__, "shl": int.__lshift__, "shr": int.__rshift__,
             "add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
@@ -537,9 +599,12 @@ def test_multicast_instructions_and_masks_match_triton(case):
     bit (the pair's M=256 x N instruction descriptor), the expected bytes and barrier counts, and per
     CTA rank each multicast copy's and commit's ``ctaMask``."""
     ours_ptx, theirs_ptx = _pair_gluonkit_ptx(case), _pair_triton_ptx(case)
-    ours, theirs = _tcgen05(ours_ptx, _LD_SPLIT), _tcgen05(theirs_ptx, _LD_SPLIT)
+    scaled = "scaled" in case.name  # (Triton covers a block-scaled MMA's two scale stores with one wait::st)
+    explained = {**_LD_SPLIT, "tcgen05.wait::st.sync.aligned": "one wait per scale store"} if scaled else _LD_SPLIT
+    ours, theirs = _tcgen05(ours_ptx, explained), _tcgen05(theirs_ptx, explained)
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
-    assert _mma_words(ours_ptx) == _mma_words(theirs_ptx)
+    words = _scaled_words if scaled else _mma_words
+    assert words(ours_ptx) and words(ours_ptx) == words(theirs_ptx)
     for what in (r"mbarrier\.arrive\.expect_tx", r"mbarrier\.init"):  # expected bytes; arrival counts (the pair
         # barrier's 2 x 1, done's tcgen05_mma_barrier_count)
         assert _operand_values(ours_ptx, what) == _operand_values(theirs_ptx, what), what
@@ -698,3 +763,24 @@ def test_tensor_memory_allocated_in_partitions_matches_triton():
     assert mine == its, f"gluonkit: {dict(mine)}; triton: {dict(its)}"
     assert mine["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 64"] == 1
     assert _tcgen05(ours)[dealloc] == 1 and _tcgen05(theirs)[dealloc] >= 1
+
+
+# ------------------------------------------------------------------ packed arithmetic (add2 …)
+_PACKED = re.compile(r"\b(add|sub|mul|fma|min|max)(\.rn)?\.(f32x2|f16x2|bf16x2) ")
+
+
+def _packed_instructions(ptx: str) -> Counter:
+    """The packed arithmetic instructions, counted, with the rounding qualifier dropped: gluonkit writes ``.rn``
+    (no contraction, docs/decisions.rst) where Triton 3.9 leaves it implicit."""
+    return Counter(f"{m.group(1)}.{m.group(3)}" for m in _PACKED.finditer(ptx))
+
+
+@pytest.mark.parametrize("dtype, op", [(d, o) for d, ops in (("fp32", ("add", "sub", "mul", "fma", "add_number")),
+                                                             ("fp16", packed_arith_kernels.OPS),
+                                                             ("bf16", packed_arith_kernels.OPS)) for o in ops])
+def test_packed_arithmetic_matches_triton(dtype, op):
+    """Each add2/sub2/mul2/fma2/min2/max2 is the same packed instruction, as many times (two per thread here)."""
+    case = Case(f"packed-{dtype}-{op}", packed_arith_kernels.packed_source, {p: f"*{dtype}" for p in
+                ("x_ptr", "y_ptr", "z_ptr", "out_ptr")}, lambda bw: {"OP": op, "N": 512, "SPT": 4})
+    ours, theirs = _packed_instructions(_gluonkit_ptx(case)), _packed_instructions(_triton_ptx(case))
+    assert sum(ours.values()) == 2 and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"

@@ -15,7 +15,7 @@ programs' barrier waits, arrivals and copies as a Chrome/Perfetto timeline
 """
 
 from . import control, creation, debug, elementwise, memory_ops, partitions, reduce, shapes, shared_memory  # noqa: F401  (register rules)
-from .nvidia import async_copy, clc, cluster, mbarrier, tcgen05, tcgen05_scaled, tma, tma_gather, tmem, wgmma  # noqa: F401  (register the hardware units' rules)
+from .nvidia import async_copy, clc, cluster, mbarrier, packed_arith, tcgen05, tcgen05_scaled, tma, tma_gather, tmem, wgmma  # noqa: F401  (register the hardware units' rules)
 from . import atomics, inline_asm  # noqa: F401  (register the atomics' and inline assembly's rules)
 from . import collective, dot_fma  # noqa: F401  (scan, histogram, gather, map_elementwise, dot_fma)
 from .dtypes import numpy_dtype

@@ -133,7 +133,9 @@ def owned(ref: SharedRef, ty: SharedMemoryDescType, op) -> np.ndarray:
         return np.ones(ty.shape, bool)
     stride = shares_stride(ref.buffer.ty) * ty.element.itemsize
     # CTAs whose ranks differ only in bits the layout replicates hold the same share (a multicast operand).
-    split = sum(1 << i for i, v in enumerate(ref.buffer.ty.layout.cga_layout) if any(v))
+    layout = ref.buffer.ty.layout  # (a SharedLinearLayout names its CTA bases block_bases)
+    bases = getattr(layout, "cga_layout", None) or getattr(layout, "block_bases", None) or ()
+    split = sum(1 << i for i, v in enumerate(bases) if any(v))
     return element_addresses(ref, ty, op) // stride == ref.buffer.cta & split
 
 

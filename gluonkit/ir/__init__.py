@@ -21,6 +21,7 @@ from . import verify_wgmma  # noqa: F401,E402  (registers the warpgroup MMA rule
 from . import verify_tmem  # noqa: F401,E402  (registers the tensor-memory rules)
 from . import verify_tcgen05  # noqa: F401,E402  (registers the tcgen05 MMA rules)
 from . import verify_tcgen05_scaled  # noqa: F401,E402  (registers tcgen05_copy and the block-scaled MMA)
+from . import verify_packed_arith  # noqa: F401,E402  (registers Blackwell's packed arithmetic)
 from . import verify_tma  # noqa: F401,E402  (registers the TMA copy rules)
 from . import verify_tma_gather  # noqa: F401,E402  (registers the TMA gather/scatter rules)
 from . import verify_atomics  # noqa: F401,E402  (registers the atomic rules)

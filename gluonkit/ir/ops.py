@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Tuple
 
-__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "ATOMIC_FNS", "MEMORY_SEMANTICS",
-           "MEMORY_SCOPES", "op_def"]
+__all__ = ["OpDef", "OPS", "BINARY_FNS", "UNARY_FNS", "COMPARE_PREDICATES", "PACKED_FNS", "ATOMIC_FNS",
+           "MEMORY_SEMANTICS", "MEMORY_SCOPES", "op_def"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ BINARY_FNS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr
 UNARY_FNS = ("neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
              "cos", "floor", "ceil", "erf", "sqrt_rn")
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+PACKED_FNS = ("add", "sub", "mul", "fma", "min", "max")
 ATOMIC_FNS = ("add", "and", "or", "xor", "max", "min", "xchg")
 MEMORY_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 MEMORY_SCOPES = ("cta", "gpu", "sys")
@@ -177,6 +178,12 @@ _CATALOGUE = [
           "Starts tcgen05.cp of a shared-memory view into a tensor-memory view of the same shape and type "
           "(block-scale factors in a TensorMemoryScalesLayout); it runs in the background, ordered before "
           "the tcgen05 MMAs the same thread issues after it, and a tcgen05_commit covers it."),
+    OpDef("packed_arith", "a, b[, c]", ("fn",), "", "like a",
+          f"Element-wise arithmetic on two lanes per instruction (Blackwell's packed add.f32x2 …, add.f16x2 …); "
+          f"fn is one of {', '.join(PACKED_FNS)}, ``fma`` takes c (a*b+c, one rounding).  Every operand and the "
+          "result have one element type (float32: add/sub/mul/fma; float16, bfloat16: all six) and each thread "
+          "must hold at least two distinct elements; rounding is to nearest even, min/max return the other "
+          "operand where one is NaN."),
     OpDef("tcgen05_mma_scaled", "a, b, acc, a_scale, b_scale, use_acc, pred, bar…, bar_pred…",
           ("a_type", "b_type", "num_barriers", "is_async"), "", "none",
           "Where pred holds, starts acc = (a * a_scale) @ (b * b_scale) (+ acc where use_acc): a (M x K) and "

@@ -58,13 +58,13 @@ def layout_problem(layout, shape: Sequence[int], element) -> Optional[str]:
         return f"the tile dimensions {tile} must be powers of two"
     cga = [list(v) for v in layout.cga_layout]
     if isinstance(layout, TensorMemoryScalesLayout):
-        pair = cga in ([[1, 0]], [[0, 0]])  # a pair's A scales by rows, B scales in both CTAs
+        pair = cga[:1] in ([[1, 0]], [[0, 0]])  # a pair's A scales by rows, B's in both CTAs (more bits: pairs)
     else:
         pair = getattr(layout, "two_ctas", False) and cga[:1] == [[1, 0]]
     if any(any(v) for v in cga) and not pair:  # (all-zero bases: every CTA holds its own)
         return (f"{layout!r} spreads the buffer over a CTA cluster, which gluonkit builds only for CTA pairs: "
                 "TensorMemoryLayout(..., cga_layout=[[1, 0], ...], two_ctas=True) for the accumulator (rank bit 0 "
-                "the pair), TensorMemoryScalesLayout(cga_layout=[[1, 0]] or [[0, 0]]) for block scales")
+                "the pair), TensorMemoryScalesLayout(cga_layout=[[1, 0], ...] or [[0, 0], ...]) for block scales")
     try:
         ll = layout.to_linear_layout(tile)
     except ValueError as e:

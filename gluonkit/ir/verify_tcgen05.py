@@ -14,7 +14,12 @@ reported at the user's line.  The rules are the hardware's (PTX ISA, ``tcgen05.m
 * ``M`` is 64 or 128, ``N`` a multiple of 8 (M = 64) or 16 (M = 128) from 8 to 256, ``K``
   a multiple of 32 bytes of inputs (one instruction's K);
 * kinds: float16/bfloat16 (``kind::f16``), float32 read as tf32 (``kind::tf32``, float32
-  accumulator), fp8 e4m3/e5m2 in any mix (``kind::f8f6f4``, float32 accumulator).
+  accumulator), fp8 e4m3/e5m2 in any mix (``kind::f8f6f4``, float32 accumulator);
+* ``a`` may instead live in tensor memory (the ``[a_tmem]`` form), for every kind: an
+  ``[M, K]`` view (M = 64 or 128; 128 rows per CTA in a pair) in the accumulator's row
+  placement (its ``TensorMemoryLayout`` block M is M) with K packed along the columns
+  (``col_stride=1``, 32 bits of inputs per column); for a CTA pair (``two_ctas``) split by
+  rows like a shared A (``cga_layout=[[1, 0], ...]``), each CTA's rows in its own tensor memory.
 """
 
 from __future__ import annotations
@@ -48,15 +53,20 @@ def tcgen05_k_step(element) -> int:
 def _tmem_a_problem(ty) -> Optional[str]:
     """Why ``ty`` cannot be the A operand read from tensor memory (the ``[a_tmem]`` form of tcgen05.mma)."""
     layout = ty.layout
-    if len(ty.shape) != 2 or not isinstance(layout, TensorMemoryLayout) or layout.two_ctas:
-        return f"a in tensor memory must be a 2-D view in a one-CTA TensorMemoryLayout, got {ty}"
-    if ty.element not in (float16, bfloat16):
-        return f"a in tensor memory is built for float16 and bfloat16 inputs, got {ty.element}; pass a in shared memory"
+    if len(ty.shape) != 2 or not isinstance(layout, TensorMemoryLayout):
+        return f"a in tensor memory must be a 2-D view in a TensorMemoryLayout, got {ty}"
+    if tcgen05_kind(ty.element) is None:
+        return (f"a in tensor memory must be an MMA input type (float16, bfloat16, float32 as tf32, float8e4nv or "
+                f"float8e5), got {ty.element}")
     if layout.col_stride != 1:
-        return (f"a in tensor memory must be packed (TensorMemoryLayout col_stride=1: two {ty.element} per column), "
-                f"got col_stride={layout.col_stride}")
-    if ty.shape[0] != 128 or layout.block[0] != 128:
-        return f"a in tensor memory must have M = 128 rows (its layout's block M too), got {list(ty.shape)}, {layout!r}"
+        per_column = 32 // ty.element.primitive_bitwidth
+        return (f"a in tensor memory must be packed (TensorMemoryLayout col_stride=1: {per_column} {ty.element} per "
+                f"32-bit column), got col_stride={layout.col_stride}")
+    rows = shape_per_cta("a", list(ty.shape), layout.cga_layout)[0] if layout.cga_layout else ty.shape[0]
+    allowed = (128,) if layout.two_ctas else (64, 128)
+    if rows not in allowed or layout.block[0] != rows:
+        return (f"a in tensor memory must have M = {' or '.join(map(str, allowed))} rows in each CTA, its layout's "
+                f"block M the same, got {list(ty.shape)}, {layout!r}")
     return None
 
 

@@ -31,7 +31,8 @@ of 16 bytes of shared memory into 4 columns of lanes 0-31 and copies them into t
 three lane quarters; each 128-row x 4-scale block of the view is one such chunk, so the
 shared view must hold that block as 32 rows of 16 bytes, row r at byte 16r and scale
 (32g + r, c) at byte 16r + 4g + c (the unswizzled form of the standard "packed block" scale
-layout).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
+layout).  In a CTA pair (``tcgen05.cp.cta_group::2``) the same holds for each CTA's share
+(:func:`pair_copy_shares`).  A copy into a ``TensorMemoryLayout`` (a 32-bit tile, Gluon's other use) is checked by
 :func:`copy_problem` and planned, ``128x256b`` / ``128x128b`` at a time, by the lowering.
 """
 
@@ -41,7 +42,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout
+from ..layouts.shared import NVMMASharedLayout, PaddedSharedLayout, SharedLinearLayout
 from ..layouts.tmem import TensorMemoryLayout, TensorMemoryScalesLayout
 from .core import Operation
 from .memdesc import view_to_offset
@@ -49,11 +50,11 @@ from .tmem import tile_layout
 from .types import SharedMemoryDescType, TensorMemoryDescType, float8e4nv, float8e5, float32, int1, uint8
 from .verifier import rule
 from .verify_checks import fail
-from .verify_tcgen05 import _pair_problem, _shared_problem
+from .verify_tcgen05 import _multicast_bits, _pair_problem, _shared_problem, pair_mma_shape
 from .verify_wgmma import contiguous_dim
 
 __all__ = ["SCALED_FORMATS", "scaled_kind", "scaled_k", "scaled_shape_problem", "scale_cell", "copy_problem",
-           "copy_chunks", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
+           "copy_chunks", "pair_copy_shares", "CHUNK_ROWS", "CHUNK_SCALES", "CHUNK_BYTES"]
 
 #: The operand formats ``tcgen05_mma_scaled`` takes, and their element type in shared memory.
 SCALED_FORMATS = {"e2m1": uint8, "e4m3": float8e4nv, "e5m2": float8e5}
@@ -86,17 +87,20 @@ def _scale_problem(ty, name: str, rows: int, k: int) -> Optional[str]:
     return None
 
 
-def _scale_split_problem(a_scale, b_scale, pair: bool) -> Optional[str]:
+def _scale_split_problem(a_scale, b_scale, acc_layout) -> Optional[str]:
     """A CTA pair's scales: each CTA holds A's for its own rows (``cga_layout=[[1, 0]]``) and all of B's (the
-    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; a one-CTA
-    MMA's scales are whole in its CTA."""
-    want = ([[1, 0]], [[0, 0]]) if pair else ([], [])
+    same in both: ``cga_layout=[[0, 0]]``), as Gluon 3.9's 2-CTA block-scaled example lays them out; in a cluster
+    of pairs each further CTA bit moves them with the accumulator (acc basis ``[r, c]``: A's scales ``[r, 0]``,
+    B's ``[c, 0]``, B's rows being the product's columns).  A one-CTA MMA's scales are whole in its CTA."""
+    pair = acc_layout.two_ctas
+    further = [list(v) for v in acc_layout.cga_layout][1:] if pair else []
+    want = ([[1, 0]] + [[r, 0] for r, _ in further], [[0, 0]] + [[c, 0] for _, c in further]) if pair else ([], [])
+    what = ("a two_ctas MMA (A's scales split by rows like A, B's in both CTAs of a pair, each further CTA bit moving "
+            "them as it moves acc)" if pair else "a one-CTA MMA")
     for ty, name, bases in ((a_scale, "a_scale", want[0]), (b_scale, "b_scale", want[1])):
         have = [list(v) for v in ty.layout.cga_layout]
         if have != bases and (pair or any(any(v) for v in have)):
-            return (f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for "
-                    f"{'a two_ctas MMA (A rows split between the pair, B scales in both CTAs)' if pair else 'a one-CTA MMA'}, "
-                    f"got {ty.layout!r}")
+            return f"{name} must be in TensorMemoryScalesLayout(cga_layout={bases}) for {what}, got {ty.layout!r}"
     return None
 
 
@@ -130,19 +134,20 @@ def scaled_shape_problem(a, b, acc, a_scale, b_scale, a_type: str, b_type: str) 
     if tuple(acc.shape) != (m, n) or scaled_k(b, b_type, 0) != k:
         return (f"shapes do not chain: a is {list(a.shape)} ({a_type}), b is {list(b.shape)} ({b_type}), acc is "
                 f"{list(acc.shape)}; expected [M, K] x [K, N] -> [M, N] in elements (e2m1: two per byte)")
-    m_cta = m // 2 if layout.two_ctas else m
+    pair_m, pair_n = pair_mma_shape(acc)  # one instruction's (a cluster of pairs holds one per pair)
+    m_cta = pair_m // 2 if layout.two_ctas else pair_m
     if m_cta != 128 or layout.block[0] != 128:
         what = "M / 2 (two_ctas: each CTA of the pair holds half the rows)" if layout.two_ctas else "M"
         return f"{what} = {m_cta} must be 128 with acc's TensorMemoryLayout block M 128 (got {layout.block[0]})"
-    if n % 16 or not 16 <= n <= 256:
-        return f"N = {n} must be a multiple of 16 from 16 to 256"
+    if pair_n % 16 or not 16 <= pair_n <= 256:
+        return f"N = {pair_n} must be a multiple of 16 from 16 to 256"
     if a.shape[1] % 32:
         return f"K = {k} must be a multiple of one instruction's 32 bytes ({32 * k // a.shape[1]} {a_type} elements)"
     for ty, name, rows in ((a_scale, "a_scale", m), (b_scale, "b_scale", n)):
         problem = _scale_problem(ty, name, rows, k)
         if problem:
             return problem
-    problem = _scale_split_problem(a_scale, b_scale, layout.two_ctas)
+    problem = _scale_split_problem(a_scale, b_scale, layout)
     if problem:
         return problem
     if a_scale.element != b_scale.element:
@@ -219,6 +224,32 @@ def _tile_copy_problem(src: SharedMemoryDescType, dst: TensorMemoryDescType) -> 
     return None
 
 
+def pair_copy_shares(src: SharedMemoryDescType, dst: TensorMemoryDescType):
+    """One CTA's ``(src, dst)`` of a CTA pair's scale copy (``tcgen05.cp.cta_group::2``), or why it is not one.
+
+    The even CTA issues it for the pair, and each CTA's share of ``src`` (in its shared memory, at the same
+    address in both) lands in its tensor memory: A's scales split by rows (``dst``
+    ``TensorMemoryScalesLayout(cga_layout=[[1, 0]])`` from a ``SharedLinearLayout`` with
+    ``block_bases=[[rows / 2, 0]]``) or B's whole in both CTAs (``[[0, 0]]`` from ``block_bases=[[0, 0]]``),
+    as Triton 3.9 compiles Gluon's 2-CTA block-scaled example."""
+    cga = [list(v) for v in dst.layout.cga_layout]
+    rows, cols = dst.shape
+    share_rows = rows // 2 if cga == [[1, 0]] else rows
+    layout = src.layout
+    if cga not in ([[1, 0]], [[0, 0]]):
+        return (f"a copy into {dst.layout!r} is a copy within a cluster of CTA pairs, which is not built; within one "
+                "pair dst's cga_layout is [[1, 0]] (A's scales, split by rows) or [[0, 0]] (B's, in both CTAs)")
+    want = [[share_rows, 0]] if cga == [[1, 0]] else [[0, 0]]
+    if (not isinstance(layout, SharedLinearLayout) or [list(v) for v in layout.block_bases] != want
+            or tuple(src.shape) != tuple(layout.shape) or tuple(src.shape) != tuple(dst.shape)):
+        return (f"a CTA pair's scale copy into {dst.layout!r} reads each CTA's share of a whole [{rows}, {cols}] "
+                f"buffer in SharedLinearLayout(offset_bases=scales_copy_bases({share_rows}, {cols}), "
+                f"block_bases={want}); got {src}")
+    local = SharedLinearLayout(layout.offset_bases, (), layout.alignment)
+    return (SharedMemoryDescType(src.element, (share_rows, cols), local, (share_rows, cols)),
+            TensorMemoryDescType(dst.element, (share_rows, cols), TensorMemoryScalesLayout(), (share_rows, cols)))
+
+
 def copy_problem(src, dst) -> Optional[str]:
     """Why ``tcgen05_copy(src, dst)`` with these view types is not a copy gluonkit can issue (``None`` if it is):
     block scales into a ``TensorMemoryScalesLayout``, or a 32-bit tile into a ``TensorMemoryLayout``."""
@@ -231,9 +262,14 @@ def copy_problem(src, dst) -> Optional[str]:
     if not isinstance(dst.layout, TensorMemoryScalesLayout):
         return (f"dst must be in a TensorMemoryLayout (a 32-bit tile) or a TensorMemoryScalesLayout (block scales), "
                 f"got {dst.layout!r}")
-    if dst.layout.cga_layout or getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
-        return ("copying scales within a CTA pair (tcgen05.cp.cta_group::2) is not supported yet; store a pair's "
-                "scales from registers with .store()")
+    if dst.layout.cga_layout:
+        shares = pair_copy_shares(src, dst)
+        if isinstance(shares, str):
+            return shares
+        src, dst = shares
+    elif getattr(src.layout, "cga_layout", None) or getattr(src.layout, "block_bases", None):
+        return (f"src's layout {src.layout!r} splits it between CTAs, but dst's {dst.layout!r} does not: a one-CTA "
+                "copy reads a whole source")
     if src.element != dst.element or src.element.primitive_bitwidth != 8:
         return f"src and dst must both hold the same 8-bit scale type, got {src.element} and {dst.element}"
     if tuple(src.shape) != tuple(dst.shape):
@@ -277,6 +313,7 @@ def _tcgen05_mma_scaled(op: Operation):
     for v in op.operands[5:7]:
         if v.type != int1:
             fail(op, f"use_acc and pred must be int1 scalars, got {v.type}")
+    _multicast_bits(op)
 
 
 @rule("tcgen05_copy")

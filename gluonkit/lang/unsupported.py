@@ -36,7 +36,7 @@ FEATURES: Dict[str, Tuple[str, Optional[int]]] = {
     "atomic_poll": ("spin-waiting on memory words", 10),
     "inline_asm": ("thread-wise inline assembly with explicit result types; inline_asm_elementwise works", 10),
     "cache_policy": ("cache policies", 10),
-    "packed_arith": ("packed two- and four-lane arithmetic", 10),
+    "packed_arith": ("Rubin's packed four-lane arithmetic (Blackwell's two-lane add2 … work)", 10),
     "mma_v2": ("Ampere mma_v2", 10),
     "hints": ("these compiler hints and checks", 10),
     "dtypes": ("AMD and pre-Hopper fp8 formats and void", None),
@@ -213,12 +213,6 @@ TMA = {  # gluonkit.language.nvidia.hopper.tma
 }
 
 BLACKWELL = {  # gluonkit.language.nvidia.blackwell (rubin re-exports them)
-    "add2": ("fn", "packed_arith"),
-    "sub2": ("fn", "packed_arith"),
-    "mul2": ("fn", "packed_arith"),
-    "fma2": ("fn", "packed_arith"),
-    "min2": ("fn", "packed_arith"),
-    "max2": ("fn", "packed_arith"),
 }
 
 RUBIN = {  # gluonkit.language.nvidia.rubin, besides blackwell's

@@ -15,7 +15,7 @@ from .ops import (  # noqa: F401  (register the rules of every op family)
     atomics, collective, control, debug_print, device_assert, dot_fma, elementwise, inline_asm, layout_ops, memory,
     reduce, shared_memory, warp_specialize,
 )
-from .nvidia import async_copy, clc, cluster, mbarrier, tcgen05, tcgen05_scaled, tma, tma_gather, tmem, wgmma  # noqa: F401  (register the hardware units' rules)
+from .nvidia import async_copy, clc, cluster, mbarrier, packed_arith, tcgen05, tcgen05_scaled, tma, tma_gather, tmem, wgmma  # noqa: F401  (register the hardware units' rules)
 from .context import KernelLowering
 from .registry import LOWERINGS
 from .walk import lower_block

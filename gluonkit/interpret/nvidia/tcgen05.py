@@ -88,7 +88,8 @@ class _Mma:
         # Tensor memory the MMA only reads: A when it lives there, and tmem_reads; storing into it
         # before the MMA is known complete is reported.
         self.a_in_tmem = isinstance(self.types[0], TensorMemoryDescType)
-        self.a_mask = _footprint(self.a, self.types[0], op) if self.a_in_tmem else None
+        self.a_masks = ([(a.memory, _footprint(a, self.types[0], op)) for a, _, _ in self.shares]
+                        if self.a_in_tmem else [])
         self.tmem_reads = tmem_reads
         fix = "wait on the mbarrier its commit arrives on (mbarrier.wait) first"
         # The operands are read at issue, by the issuing partition (so races between partitions are judged
@@ -115,11 +116,23 @@ class _Mma:
         """The ``[M, K]`` and ``[K, N]`` float64 values the tensor cores multiply, read now (A from tensor memory
         or, like B, gathered from the shares in shared memory)."""
         if self.a_in_tmem:
-            a = read_tile(self.a, self.types[0], self.op)
+            a = self._tmem_a()
         else:
             a = _gather([(share[0], self.types[0]) for share in self.shares], self.op)
         b = _gather([(share[1], self.types[1]) for share in self.shares], self.op)
         return [_multiplicand(a, self.types[0]), _multiplicand(b, self.types[1])]
+
+    def _tmem_a(self) -> np.ndarray:
+        """A from tensor memory: each CTA's rows from its own (placed in the cluster's A by its rank)."""
+        ty = self.types[0]
+        if len(self.shares) == 1:
+            return read_tile(self.a, ty, self.op)
+        rows, cols = share_shape(ty)
+        values = np.zeros(ty.shape, np.float64)
+        for rank, (a, _, _) in zip(self.ranks, self.shares):
+            r, c = cta_offset(ty.layout.cga_layout, (rows, cols), rank)
+            values[r:r + rows, c:c + cols] = read_tile(a, ty, self.op)
+        return values
 
     def compute(self) -> None:
         """Run the MMA now: update acc (each CTA's rows in its own tensor memory)."""
@@ -289,10 +302,10 @@ def pair_shares(program, op, operands) -> list:
         raise InterpreterError(f"{op.name}: the two_ctas MMA writes the accumulator's rows of CTA {peer_rank}, which "
                                "has not allocated its tensor memory yet; allocate it in both CTAs and put a "
                                "cluster.barrier() before the first MMA", op.loc)
-    acc = operands[2]
+    a, acc = operands[0], operands[2]
+    peer_a = TmemRef(memory, a.lane, a.column) if isinstance(a, TmemRef) else cluster.peer(a, peer_rank, op)
     return [tuple(operands[:3]),
-            (cluster.peer(operands[0], peer_rank, op), cluster.peer(operands[1], peer_rank, op),
-             TmemRef(memory, acc.lane, acc.column))]
+            (peer_a, cluster.peer(operands[1], peer_rank, op), TmemRef(memory, acc.lane, acc.column))]
 
 
 def _trace_commit(program, op, state, phase: int) -> None:
@@ -348,13 +361,16 @@ def _tcgen05_commit(program, op, operands):
     return []
 
 
-def mma_in_flight(ref, mask: np.ndarray, writing: bool) -> Tuple[Optional[_Mma], str]:
+def mma_in_flight(ref, mask: np.ndarray, writing: bool, issuer: Optional[int] = None) -> Tuple[Optional[_Mma], str]:
     """An MMA of any partition, its completion not yet observed, that writes (or, for a write, reads) the bytes
-    ``mask`` of ``ref``'s tensor memory, and what it does there."""
+    ``mask`` of ``ref``'s tensor memory, and what it does there.  ``issuer``: the CTA of an asynchronous op (a
+    pair's copy into the peer's tensor memory) that is ordered after every MMA that CTA has seen complete."""
     for m in _IN_FLIGHT.get(ref.memory, ()):
+        if issuer in m.known:
+            continue
         if any(memory is ref.memory and acc_mask[mask].any() for memory, acc_mask in m.acc_masks):
             return m, "updating"
-        if writing and m.a_mask is not None and m.a.memory is ref.memory and m.a_mask[mask].any():
+        if writing and any(memory is ref.memory and a_mask[mask].any() for memory, a_mask in m.a_masks):
             return m, "reading (its A operand)"
         if writing and m.tmem_reads is not None and m.acc.memory is ref.memory and m.tmem_reads[mask].any():
             return m, "reading (its scales)"

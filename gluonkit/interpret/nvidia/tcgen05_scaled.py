@@ -29,14 +29,15 @@ from weakref import WeakKeyDictionary
 import ml_dtypes
 import numpy as np
 
-from ...ir.verify_tcgen05_scaled import copy_chunks, scaled_kind
+from ...ir.verify_tcgen05_scaled import copy_chunks, pair_copy_shares, scaled_kind
 from ...ir.types import TensorMemoryDescType
+from ...layouts.distributed import cta_offset
 from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncRead, byte_mask, read_undefined, unfenced_write
 from .tcgen05 import _Mma, _footprint, _gather, issue, mma_in_flight, pair_shares
-from .tmem import TensorMemory, TmemRef, read_tile, write_tile
+from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile
 
 __all__: List[str] = []
 
@@ -55,66 +56,108 @@ def _unfenced(program, op, ref, ty, what: str) -> None:
                                f"fence_async_shared() between the store and the {what}", op.loc)
 
 
-def _copy_in_flight(memory, mask):
-    return next((c for c in _COPIES.get(memory, ()) if (c.mask & mask).any()), None)
+def _copy_in_flight(memory, mask, issuer=None):
+    """A copy into the cells ``mask`` of ``memory`` not yet known complete (to CTA ``issuer``, when given)."""
+    return next((c for c in _COPIES.get(memory, ()) if (c.mask_in(memory) & mask).any() and issuer not in c.known),
+                None)
 
 
 class _Copy:
-    """One issued tcgen05_copy: landed at issue, unordered for others until a wait observes its commit."""
+    """One issued tcgen05_copy: landed at issue, unordered for others until a wait observes its commit.
+
+    A CTA pair's (issued by the even CTA): ``parts`` lists, per CTA of the pair, its rank, its share of the
+    source and its tensor memory; each CTA's share lands in its own, and is released when that CTA's wait
+    observes the commit (as for a pair's MMA)."""
 
     done = True  # (nothing left to compute when a commit lands)
 
-    def __init__(self, program, op, operands):
-        src, dst = operands
+    def __init__(self, program, op, parts):
         src_ty, dst_ty = (v.type for v in op.operands)
-        self.program, self.op, self.memory = program, op, dst.memory
+        self.program, self.op = program, op
         self.what = f"the tcgen05_copy at line {op.loc.line}"
+        share_src, share_dst = src_ty, dst_ty
+        if len(parts) > 1:
+            share_src, share_dst = pair_copy_shares(src_ty, dst_ty)
         if isinstance(dst_ty.layout, TensorMemoryScalesLayout):
-            chunks = copy_chunks(src_ty, dst_ty, src.xor)
+            chunks = copy_chunks(share_src, share_dst, parts[0][1].xor)
             if isinstance(chunks, str):
                 raise InterpreterError(f"tcgen05_copy: {chunks}", op.loc)
-        _unfenced(program, op, src, src_ty, "tcgen05_copy")
-        self.mask = _footprint(dst, dst_ty, op)
-        mma, _ = mma_in_flight(dst, self.mask, writing=True)
+        self.parts = {}  # rank -> (memory, mask, reads)
+        self.known = set()  # the CTAs (ranks) that have observed its completion
+        for rank, src, dst in parts:
+            _unfenced(program, op, src, src_ty, "tcgen05_copy")
+            mask = _footprint(dst, dst_ty, op)
+            self._check(dst, mask, program.cta_rank)
+            values, defined = read_undefined(src, src_ty, op)  # unwritten bytes stay undefined in tensor memory
+            if len(parts) > 1:  # the CTA's share of the pair's source
+                rows, cols = share_shape(dst_ty)
+                r, c = cta_offset(dst_ty.layout.cga_layout, (rows, cols), rank)
+                values, defined = values[r:r + rows, c:c + cols], defined[r:r + rows, c:c + cols]
+            write_tile(dst, dst_ty, values, op, defined)
+            reader = AsyncRead(byte_mask(src, src_ty, op), self.what,
+                               "wait on the mbarrier its commit arrives on first")
+            src.buffer.async_reads.append(reader)
+            self.parts[rank] = (dst.memory, mask, [(src.buffer, reader)])
+            _COPIES.setdefault(dst.memory, []).append(self)
+
+    def _check(self, dst, mask, issuer: int) -> None:
+        """Report a copy over tensor memory an MMA or another copy in flight still uses (one the issuing CTA has
+        seen complete is not: in a pair, the peer's part may still be held until the peer's own wait)."""
+        mma, _ = mma_in_flight(dst, mask, writing=True, issuer=issuer)
         if mma is not None:
             raise InterpreterError(f"tcgen05_copy overwrites tensor memory that {mma.what} may still be using (its "
                                    "completion has not been observed, and the PTX ISA does not order a tcgen05.cp "
                                    "after an earlier tcgen05.mma); wait on the MMA's barrier first, or copy into "
-                                   "another buffer (one per pipeline stage)", op.loc,
+                                   "another buffer (one per pipeline stage)", self.op.loc,
                                    notes=[("the MMA in flight", mma.op.loc)])
-        earlier = _copy_in_flight(dst.memory, self.mask)
+        earlier = _copy_in_flight(dst.memory, mask, issuer)
         if earlier is not None:
             raise InterpreterError(f"tcgen05_copy writes tensor memory that {earlier.what} may still be writing (no "
-                                   f"wait has observed its completion); {_WAIT}", op.loc,
+                                   f"wait has observed its completion); {_WAIT}", self.op.loc,
                                    notes=[("the earlier copy", earlier.op.loc)])
-        values, defined = read_undefined(src, src_ty, op)  # unwritten bytes stay undefined in tensor memory
-        write_tile(dst, dst_ty, values, op, defined)
-        reader = AsyncRead(byte_mask(src, src_ty, op), self.what, "wait on the mbarrier its commit arrives on first")
-        src.buffer.async_reads.append(reader)
-        self.reads = [(src.buffer, reader)]
-        _COPIES.setdefault(dst.memory, []).append(self)
+
+    def mask_in(self, memory):
+        """The cells of ``memory`` this copy writes (``None``: none)."""
+        return next((mask for mem, mask, _ in self.parts.values() if mem is memory), None)
 
     def compute(self) -> None:
         """Nothing to do: the copy landed when issued."""
 
     def observed(self, rank: int) -> None:
-        """A wait in CTA ``rank`` observed the copy's completion (copies are one CTA's)."""
-        self.release()
+        """A wait in CTA ``rank`` observed the copy's completion: that CTA's part is released."""
+        self.known.add(rank)
+        self._release([rank])
 
     def release(self, shares=None) -> None:
-        """The copy's completion is observed (``shares`` as for MMAs; a copy has one).  Called again
-        when the tcgen05 pipe drops it: then there is nothing left to release."""
-        if self.reads is None:
-            return
-        for buffer, reader in self.reads:
-            buffer.async_reads.remove(reader)
-        self.reads = None
-        _COPIES[self.memory].remove(self)
+        """Every part still held is released (the tcgen05 pipe dropped the copy; ``shares`` as for MMAs)."""
+        self._release(list(self.parts))
+
+    def _release(self, ranks) -> None:
+        for rank in ranks:
+            part = self.parts.pop(rank, None)
+            if part is None:
+                continue
+            memory, _, reads = part
+            for buffer, reader in reads:
+                buffer.async_reads.remove(reader)
+            _COPIES[memory].remove(self)
 
 
 @rule("tcgen05_copy")
 def _tcgen05_copy(program, op, operands):
-    issue(program, op, _Copy(program, op, operands), 2, operands)
+    src, dst = operands
+    parts = [(program.cta_rank, src, dst)]
+    if getattr(op.operands[1].type.layout, "cga_layout", None):  # a CTA pair's copy: the even CTA issues it
+        if program.cta_rank & 1:
+            return []
+        cluster, peer = program.cluster, program.cta_rank | 1
+        memory = cluster.tmem.get(peer)
+        if memory is None:
+            raise InterpreterError(f"tcgen05_copy: the pair's copy writes the tensor memory of CTA {peer}, which has "
+                                   "not allocated it yet; allocate it in both CTAs and put a cluster.barrier() before "
+                                   "the copy", op.loc)
+        parts.append((peer, cluster.peer(src, peer, op), TmemRef(memory, dst.lane, dst.column)))
+    issue(program, op, _Copy(program, op, parts), 2, operands)
     return []
 
 
@@ -137,6 +180,17 @@ def _scales(raw: np.ndarray, op) -> np.ndarray:
         raise InterpreterError("tcgen05_mma_scaled: a UE4M3 (float8e4nv) scale has its sign bit set; nvfp4 scales "
                                "are unsigned", op.loc)
     return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _placed(ty, parts, ranks) -> np.ndarray:
+    """The scales of the whole cluster-level view ``ty`` with each CTA's ``parts`` at its place (zeros elsewhere:
+    the rows of other pairs, which this pair's MMA does not use)."""
+    rows, cols = share_shape(ty)
+    values = np.zeros(ty.shape, np.float64)
+    for part, rank in zip(parts, ranks):
+        r, c = cta_offset(ty.layout.cga_layout, (rows, cols), rank)
+        values[r:r + rows, c:c + cols] = part
+    return values
 
 
 class _ScaledMma(_Mma):
@@ -172,7 +226,9 @@ class _ScaledMma(_Mma):
             raise InterpreterError("tcgen05_mma_scaled: the CTAs of the pair hold different b_scale values; each CTA's "
                                    "half of the product reads B's scales from its own tensor memory, so store or copy "
                                    "the same scales in both", op.loc)
-        self.scales = [np.concatenate([values[0] for values in per_cta]), per_cta[0][1]]
+        ranks = [program.cta_rank | i for i in range(len(per_cta))]
+        self.scales = [_placed(types[3], [values[0] for values in per_cta], ranks),
+                       _placed(types[4], [per_cta[0][1]], ranks[:1])]
         super().__init__(program, op, [a, b, acc, use_acc], shares, tmem_reads=reads)
 
     def multiplicands(self) -> List[np.ndarray]:

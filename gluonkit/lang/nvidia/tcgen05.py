@@ -28,11 +28,10 @@ from ...ir.verify_tcgen05 import tcgen05_shape_problem
 from ...layouts.distributed import replicated_cta_bits
 from ...sync.builtin import barrier_type, predicate
 from ..errors import ArgumentError, LayoutMismatchError, TypeMismatchError
-from ..unsupported import UnsupportedFeatureError
 from ..tensor import builtin
 from .tmem import tensor_memory_descriptor
 
-__all__ = ["tcgen05_mma", "tcgen05_commit", "tcgen05_mma_barrier_count"]
+__all__ = ["tcgen05_mma", "tcgen05_commit", "tcgen05_mma_barrier_count", "cluster_attrs"]
 
 
 def _flag(sem, value, what: str):
@@ -77,29 +76,36 @@ def tcgen05_mma(a, b, acc, *, use_acc=True, pred=True, multicast=False, mbarrier
     if problem:
         sem.error(f"tcgen05_mma: {problem}", LayoutMismatchError if "layout" in problem else TypeMismatchError)
     bars, preds = _barriers(sem, "tcgen05_mma", mbarriers, mbarrier_preds)
+    attrs = {"num_barriers": len(bars), "is_async": mbarriers is not None,
+             **cluster_attrs(sem, "tcgen05_mma", acc, handles[:2], mbarriers, multicast)}
+    operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
+    sem.create("tcgen05_mma", operands, [], attrs)
+
+
+def cluster_attrs(sem, what: str, acc, operands, mbarriers, multicast) -> dict:
+    """Check an MMA's CTA-pair and cluster arguments; its ``multicast_bits`` attribute (if any).
+
+    A ``two_ctas`` accumulator needs one ``cga_layout`` basis per CTA-rank bit of the launch and an
+    asynchronous MMA whose barriers exist in every CTA; with ``multicast`` in a cluster, the commit
+    reaches every CTA that shares one of the shared ``operands`` (the bits their layouts replicate)."""
     pair = acc.type.layout.two_ctas
     if pair and 1 << len(acc.type.layout.cga_layout) != sem.num_ctas:
-        sem.error(f"tcgen05_mma: a two_ctas accumulator is a cta_group::2 MMA of CTA pairs with one cga_layout basis "
+        sem.error(f"{what}: a two_ctas accumulator is a cta_group::2 MMA of CTA pairs with one cga_layout basis "
                   f"per CTA-rank bit; its {len(acc.type.layout.cga_layout)} bases need num_ctas="
                   f"{1 << len(acc.type.layout.cga_layout)} (the kernel runs with {sem.num_ctas})",
                   LayoutMismatchError)
-    if pair and isinstance(a, tensor_memory_descriptor):
-        sem.error("tcgen05_mma: A in tensor memory with a two_ctas accumulator (a cta_group::2 MMA) is not supported "
-                  "yet; keep A in shared memory for CTA-pair MMAs", UnsupportedFeatureError)
     if pair and mbarriers is None:
-        sem.error("tcgen05_mma: a two_ctas (cta_group::2) MMA must be asynchronous: pass mbarriers=[bar] (a barrier "
+        sem.error(f"{what}: a two_ctas (cta_group::2) MMA must be asynchronous: pass mbarriers=[bar] (a barrier "
                   "from allocate_mbarrier(), which the commit reaches in both CTAs) and wait on it", ArgumentError)
     for bar in ([] if mbarriers is None else mbarriers):
-        _not_pair_barrier(sem, bar, "tcgen05_mma's mbarriers")
-    multicast = sem.require_constexpr(multicast, "tcgen05_mma's multicast")
+        _not_pair_barrier(sem, bar, f"{what}'s mbarriers")
+    multicast = sem.require_constexpr(multicast, f"{what}'s multicast")
     if not isinstance(multicast, bool):
-        sem.error(f"tcgen05_mma's multicast must be True or False, got {multicast!r}", ArgumentError)
-    attrs = {"num_barriers": len(bars), "is_async": mbarriers is not None}
-    if multicast and sem.num_ctas > 1:  # (one CTA: nothing to multicast to, the plain commit)
-        shared = [h for h in handles[:2] if not isinstance(h.type, TensorMemoryDescType)]
-        attrs["multicast_bits"] = _multicast_bits(sem, shared)
-    operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
-    sem.create("tcgen05_mma", operands, [], attrs)
+        sem.error(f"{what}'s multicast must be True or False, got {multicast!r}", ArgumentError)
+    if not multicast or sem.num_ctas == 1:  # (one CTA: nothing to multicast to, the plain commit)
+        return {}
+    shared = [h for h in operands if not isinstance(h.type, TensorMemoryDescType)]
+    return {"multicast_bits": _multicast_bits(sem, shared)}
 
 
 def _multicast_bits(sem, handles) -> tuple:

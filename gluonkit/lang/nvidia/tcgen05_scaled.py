@@ -20,8 +20,7 @@ from __future__ import annotations
 from ...ir.verify_tcgen05_scaled import copy_problem, scaled_shape_problem
 from ..errors import LayoutMismatchError, TypeMismatchError
 from ..tensor import builtin
-from ..unsupported import UnsupportedFeatureError
-from .tcgen05 import _flag, _barriers
+from .tcgen05 import _flag, _barriers, cluster_attrs
 from .tmem import tensor_memory_descriptor
 
 __all__ = ["tcgen05_copy", "tcgen05_mma_scaled"]
@@ -73,12 +72,9 @@ def tcgen05_mma_scaled(a, b, acc, a_scale, b_scale, a_type, b_type, *, use_acc=T
     problem = scaled_shape_problem(*(h.type for h in handles), *formats)
     if problem:
         _report(sem, "tcgen05_mma_scaled", problem)
-    if sem.require_constexpr(multicast, "tcgen05_mma_scaled's multicast"):
-        sem.error("tcgen05_mma_scaled: multicast=True (a commit to every CTA of a cluster that shares a multicast "
-                  "operand) is built for tcgen05_mma only, not yet for block-scaled MMAs; leave multicast=False",
-                  UnsupportedFeatureError)
     bars, preds = _barriers(sem, "tcgen05_mma_scaled", mbarriers, mbarrier_preds)
+    attrs = {"a_type": formats[0], "b_type": formats[1], "num_barriers": len(bars), "is_async": mbarriers is not None,
+             **cluster_attrs(sem, "tcgen05_mma_scaled", acc, handles[:2], mbarriers, multicast)}
     operands = handles + [_flag(sem, use_acc, "use_acc"), _flag(sem, pred, "pred")] + bars + preds
-    sem.create("tcgen05_mma_scaled", operands, [], {"a_type": formats[0], "b_type": formats[1],
-                                                    "num_barriers": len(bars), "is_async": mbarriers is not None})
+    sem.create("tcgen05_mma_scaled", operands, [], attrs)
 

@@ -58,7 +58,7 @@ def _no_constraint(op: Operation, c: Constraints) -> None:
     """No tie between layouts (terminators are handled by their parent op's rule)."""
 
 
-@infer_rule("binary", "unary", "compare", "fma", "select", "cast", "addptr", "broadcast", "hint",
+@infer_rule("binary", "unary", "compare", "fma", "packed_arith", "select", "cast", "addptr", "broadcast", "hint",
             "load", "store", "set_auto_layout")
 def _same_layout(op: Operation, c: Constraints) -> None:
     c.unify(op.operands + op.results, op)

@@ -5,9 +5,10 @@ K step (32 bytes of inputs), all issued by thread 0 of the program (the hardware
 MMA for the whole CTA; Triton 3.9 elects one thread of warp 0 too):
 
 * the accumulator is the TMEM address of ``acc`` (an i32 ``lane << 16 | column``, :mod:`gluonkit.lower.nvidia.tmem`);
-* ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors, or ``a`` (16-bit,
-  packed, M = 128) straight from tensor memory: ``[a]`` is its TMEM address, 8 columns further
-  per K step, and the instruction descriptor calls it K-major.  Their strides
+* ``a`` and ``b`` are read through 64-bit shared-memory matrix descriptors, or ``a`` (any input
+  kind, packed, 128 rows per CTA; in a pair each CTA's rows from its own tensor memory) straight
+  from tensor memory: ``[a]`` is its TMEM address, 8 columns (32 bytes) further per K step, and
+  the instruction descriptor calls it K-major, as Triton 3.9 emits it.  Their strides
   and swizzle come from the layout algebra exactly as for wgmma
   (:func:`.wgmma_descriptor.describe_operand`: leading/stride byte offsets read off the
   view's linear layout and checked against the canonical layout); sm_100's descriptor

@@ -16,7 +16,9 @@ layouts, and each 128 x 8 block must be a K-major canonical operand of 128 rows 
 order: ``taddr`` is the view's TMEM address plus the chunk's column, ``sdesc`` a shared-memory
 descriptor of 32 rows of 16 bytes without swizzle: start address >> 4, stride byte offset 128
 (8 rows of 16 bytes), version 1 at bit 46 and, as Triton 3.9 writes it, the chunk's offset
-bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled layouts only).
+bits 7-9 as the base offset at bits 49-51 (the hardware uses it for swizzled layouts only).  A CTA
+pair's copy is ``cta_group::2``, issued by the even CTA, with the chunks of one CTA's share: each
+CTA's share (at the same address in both) lands in its own tensor memory.
 
 **MMA.**  One ``tcgen05.mma.cta_group::1.kind::K.block_scale.blockV [d], adesc, bdesc, idesc,
 [scale_a], [scale_b], enable_d`` per 32 bytes of K (32 fp8 or 64 fp4 elements), with the
@@ -34,7 +36,8 @@ from ...ir import CompilationError, Operation
 from ...ir.memdesc import cta_share_type, view_to_offset
 from ...ir.tmem import cta_group, tile_layout
 from ...ir.types import SharedMemoryDescType, TensorMemoryDescType, uint8
-from ...ir.verify_tcgen05_scaled import copy_chunks, scale_cell, scaled_kind
+from ...ir.verify_tcgen05 import pair_mma_shape
+from ...ir.verify_tcgen05_scaled import copy_chunks, pair_copy_shares, scale_cell, scaled_kind
 from ...ir.verify_wgmma import is_k_major
 from ...layouts.tmem import TMEM_ROWS, TensorMemoryLayout
 from ..context import KernelLowering
@@ -167,10 +170,10 @@ def _issuer(ctx: KernelLowering, op: Operation, pointer) -> lir.Value:
 def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
     _sm100(ctx, op)
     src, dst = op.operands
-    _group(ctx, op, False)  # (a CTA pair's copies, cta_group::2, are not built: copy_problem refuses them)
     pointer = ctx.get(src)
     b = ctx.builder
     if isinstance(dst.type.layout, TensorMemoryLayout):
+        _group(ctx, op, False)  # (tiles: one CTA's copies only, as in Gluon 3.9)
         copies = tile_copy_plan(src.type, dst.type, pointer.xor, pointer.align, op.loc)
         issuer = _issuer(ctx, op, pointer)
         for column, plan in copies:
@@ -178,15 +181,21 @@ def _tcgen05_copy(ctx: KernelLowering, op: Operation) -> None:
             emit_ptx(b, "@$2 tcgen05.cp.cta_group::1.128x256b [$0], $1;", "r,l,b",
                      [_column(ctx, dst, column), desc, issuer])
         return
-    chunks = copy_chunks(src.type, dst.type, pointer.xor)
+    # A CTA pair's copy (dst split over the pair): issued by the even CTA, each CTA's share of src (at the same
+    # address in both) landing in its own tensor memory.
+    group = _group(ctx, op, bool(dst.type.layout.cga_layout))
+    src_ty, dst_ty = pair_copy_shares(src.type, dst.type) if group == 2 else (src.type, dst.type)
+    chunks = copy_chunks(src_ty, dst_ty, pointer.xor)
     if isinstance(chunks, str):
         raise CompilationError(f"tcgen05_copy: {chunks}", op.loc)
     issuer = _issuer(ctx, op, pointer)
+    if group == 2:
+        issuer = b.and_(issuer, even_cta(ctx))
     address = b.ptrtoint(pointer.pointer, I32)
     start = b.zext(b.and_(b.lshr(address, I32(4)), I32(0x3FFF)), I64)
     for offset, column in chunks:
         desc = b.or_(b.add(start, I64(offset >> 4)) if offset else start, I64(copy_descriptor_base(offset)))
-        emit_ptx(b, "@$2 tcgen05.cp.cta_group::1.warpx4.32x128b [$0], $1;", "r,l,b",
+        emit_ptx(b, f"@$2 tcgen05.cp.cta_group::{group}.warpx4.32x128b [$0], $1;", "r,l,b",
                  [_column(ctx, dst, column), desc, issuer])
 
 
@@ -196,7 +205,7 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
     a, b_value, acc, a_scale, b_scale = op.operands[:5]
     a_type, b_type, n_bars = op.attrs["a_type"], op.attrs["b_type"], op.attrs["num_barriers"]
     kind, vec = scaled_kind(a_type, b_type, a_scale.type.element)
-    m, n = acc.type.shape
+    m, n = pair_mma_shape(acc.type)  # one instruction's (a cluster of pairs holds one per pair)
     group = _group(ctx, op, acc.type.layout.two_ctas)
     # cta_group::2: the descriptors describe each CTA's share, the instruction descriptor the whole [M, N].
     a_share, b_share = cta_share_type(a.type), cta_share_type(b_value.type)
@@ -227,7 +236,7 @@ def _tcgen05_mma_scaled(ctx: KernelLowering, op: Operation) -> None:
                                               issuer])
     for i in range(n_bars):
         _commit(ctx, _barrier_address(ctx, op.operands[7 + i]), b.and_(issuer, ctx.get(op.operands[7 + n_bars + i])),
-                group)
+                group, op.attrs.get("multicast_bits", ()))
     if not op.attrs["is_async"]:
         _wait_synchronously(ctx, issuer)
 

@@ -17,7 +17,8 @@ import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, TensorType, element_type
 from ..context import KernelLowering
-from ..llvm_types import I32, llvm_type
+from ..llvm_types import llvm_type
+from ..register_words import pack_words, unpack_word, word_type
 from ..registry import lowering
 
 __all__ = []
@@ -27,37 +28,6 @@ def _per_register(dtype, pack: int) -> int:
     """Elements of ``dtype`` that share one register when ``pack`` are processed together."""
     bits = dtype.primitive_bitwidth
     return max(1, min(pack, 32 // bits)) if bits < 32 else 1
-
-
-def _pack(ctx: KernelLowering, values: List[lir.Value], per: int) -> List[lir.Value]:
-    if per == 1:
-        return values
-    b = ctx.builder
-    out = []
-    for i in range(0, len(values), per):
-        vector = lir.Constant(lir.VectorType(values[0].type, per), None)
-        for j, v in enumerate(values[i:i + per]):
-            vector = b.insert_element(vector, v, I32(j))
-        out.append(b.bitcast(vector, lir.IntType(32)) if per * _bits(values[0].type) == 32 else vector)
-    return out
-
-
-def _bits(ty: lir.Type) -> int:
-    return ty.width if isinstance(ty, lir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(ty)]
-
-
-def _unpack(ctx: KernelLowering, word: lir.Value, elem: lir.Type, per: int) -> List[lir.Value]:
-    if per == 1:
-        return [word]
-    b = ctx.builder
-    vector = b.bitcast(word, lir.VectorType(elem, per))
-    return [b.extract_element(vector, I32(j)) for j in range(per)]
-
-
-def _register_type(elem: lir.Type, per: int) -> lir.Type:
-    if per == 1:
-        return elem
-    return lir.IntType(32) if per * _bits(elem) == 32 else lir.VectorType(elem, per)
 
 
 @lowering("inline_asm_elementwise")
@@ -74,18 +44,18 @@ def _inline_asm(ctx: KernelLowering, op: Operation) -> None:
     arg_per = [_per_register(element_type(v.type), pack) for v in op.operands]
     res_elems = [llvm_type(r.type) for r in op.results]
     res_per = [_per_register(element_type(r.type), pack) for r in op.results]
-    out_types = [_register_type(e, p) for e, p in zip(res_elems, res_per) for _ in range(pack // p)]
+    out_types = [word_type(e, p) for e, p in zip(res_elems, res_per) for _ in range(pack // p)]
     ret_ty = out_types[0] if len(out_types) == 1 else lir.LiteralStructType(out_types)
     results: List[List[lir.Value]] = [[] for _ in op.results]
     for g in range(0, count, pack):
-        operands = [w for regs, per in zip(args, arg_per) for w in _pack(ctx, regs[g:g + pack], per)]
+        operands = [w for regs, per in zip(args, arg_per) for w in pack_words(b, regs[g:g + pack], per)]
         fn_ty = lir.FunctionType(ret_ty, [v.type for v in operands])
         call = b.asm(fn_ty, op.attrs["asm"], op.attrs["constraints"], operands, side_effect=not op.attrs["is_pure"])
         words = [call] if len(out_types) == 1 else [b.extract_value(call, i) for i in range(len(out_types))]
         k = 0
         for i, (elem, per) in enumerate(zip(res_elems, res_per)):
             for _ in range(pack // per):
-                results[i].extend(_unpack(ctx, words[k], elem, per))
+                results[i].extend(unpack_word(b, words[k], elem, per))
                 k += 1
     for r, regs in zip(op.results, results):
         ctx.set(r, regs if isinstance(r.type, TensorType) else regs[0])
