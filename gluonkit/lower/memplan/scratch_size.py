@@ -61,8 +61,9 @@ def conversion_plan(op: Operation):
 
 def captured_values(op: Operation) -> List[Value]:
     """The values a ``warp_specialize``'s workers use from the code around it, in first-use order:
-    everything defined outside the worker partitions except the kernel's arguments and constants,
-    which the workers' code can use directly."""
+    everything defined outside the worker partitions except the kernel's arguments and constants
+    (``hint`` ops on them included: they lower to their operand), which the workers' code can
+    use directly."""
     seen = {}
     for region in op.regions[1:]:
         defined = set()
@@ -73,10 +74,17 @@ def captured_values(op: Operation) -> List[Value]:
             for value in inner.operands:
                 if value.uid in defined or value.uid in seen:
                     continue
-                producer = value.defining_op
-                if producer is not None and producer.name != "constant":
+                if _needs_capture(value):
                     seen[value.uid] = value
     return list(seen.values())
+
+
+def _needs_capture(value: Value) -> bool:
+    """Whether ``value`` is computed by the kernel, not a kernel argument or constant seen through hints."""
+    producer = value.defining_op
+    while producer is not None and producer.name == "hint":
+        producer = producer.operands[0].defining_op
+    return producer is not None and producer.name != "constant"
 
 
 def scratch_bytes(func: Function, op: Operation) -> int:
