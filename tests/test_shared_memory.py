@@ -137,6 +137,20 @@ def dead_buffer_scratch_kernel(x_ptr, out_ptr, STAGES: gl.constexpr, ITERS: gl.c
     gl.store(out_ptr + tr[:, None] * 64 + tc[None, :], acc)
 
 
+@gluonkit.jit
+def live_buffer_scratch_kernel(x_ptr, out_ptr):
+    """As :func:`dead_buffer_scratch_kernel`, but the staging buffer is read again after the conversion: live
+    across it, so its 229376 bytes and the conversion's 32768 pass sm_90a's limit."""
+    rows_l: gl.constexpr = ROWS_L
+    cols_l: gl.constexpr = COLS_L
+    r = gl.arange(0, 128, gl.SliceLayout(1, rows_l))
+    c = gl.arange(0, 64, gl.SliceLayout(0, rows_l))
+    staged = gl.allocate_shared_memory(gl.float32, [7, 128, 64], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    staged.index(0).store(gl.load(x_ptr + r[:, None] * 64 + c[None, :]))
+    t = gl.convert_layout(staged.index(0).load(rows_l), cols_l)  # the conversion
+    gl.store(out_ptr + r[:, None] * 64 + c[None, :], staged.index(0).load(rows_l) + gl.convert_layout(t, rows_l))
+
+
 def dead_buffer_scratch_expected(x):
     """The float64 reference of :func:`dead_buffer_scratch_kernel`."""
     return sum(x[i].astype(np.float64) * (i + 1) for i in range(len(x)))
@@ -392,6 +406,16 @@ def test_a_conversion_through_a_dead_buffer_computes_the_right_answer():
     out = np.full((128, 64), np.nan, np.float32)
     _interpret(dead_buffer_scratch_kernel, x, out, STAGES=7, ITERS=3)
     np.testing.assert_allclose(out, dead_buffer_scratch_expected(x), rtol=1e-6, atol=1e-6)
+
+
+def test_the_interpreter_counts_scratch_in_the_budget():
+    """The interpreter refuses what compiling refuses, with the same plan: the conversion's scratch is listed."""
+    x = np.random.default_rng(1).standard_normal((128, 64)).astype(np.float32)
+    with pytest.raises(CompilationError, match=r"Required: 262144, Hardware limit: 232448(.|\n)*32768 bytes of scratch "
+                                               r"at offset 229376: a layout conversion between warps(.|\n)*# the conversion"):
+        _interpret(live_buffer_scratch_kernel, x, np.zeros_like(x))
+    with pytest.raises(CompilationError, match="Required: 262144"):
+        live_buffer_scratch_kernel.compile("*fp32:16", "*fp32:16", target="sm_90a")
 
 
 @needs_ptxas
