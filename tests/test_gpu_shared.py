@@ -57,3 +57,14 @@ def test_mbarrier_phases_match_the_interpreter(rounds):
     shared.phases_kernel[(1,)](out, ROUNDS=rounds)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.cpu().numpy(), expected)
+
+
+@pytest.mark.parametrize("iters", [1, 4])
+def test_a_conversion_through_a_dead_buffer_matches_float64(iters):
+    """The conversion's scratch reuses the staging buffer's bytes; a missing barrier between the buffer's
+    readers and the scratch writers (or back, in the next iteration) would corrupt tiles."""
+    x = np.random.default_rng(iters).standard_normal((iters, 128, 64)).astype(np.float32)
+    out = torch.full((128, 64), float("nan"), dtype=torch.float32, device="cuda")
+    shared.dead_buffer_scratch_kernel[(1,)](torch.from_numpy(x).cuda(), out, STAGES=7, ITERS=iters)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), shared.dead_buffer_scratch_expected(x), rtol=1e-6, atol=1e-6)

@@ -102,7 +102,7 @@ def too_much_kernel(x_ptr, STAGES: gl.constexpr):
 @gluonkit.jit
 def scratch_in_a_gap_kernel(x_ptr, out_ptr, STAGES: gl.constexpr):
     """16 bytes at 0, then a 1024-aligned buffer that ends exactly at sm_90a's limit when STAGES=113: the
-    cross-warp sum's scratch only fits in the gap the alignment leaves."""
+    cross-warp sum's scratch fits only where a buffer dead by then was."""
     small = gl.allocate_shared_memory(gl.float32, [4], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     big = gl.allocate_shared_memory(gl.float16, [STAGES, 16, 64], gl.NVMMASharedLayout.get_default_for([16, 64],
                                                                                                       gl.float16))
@@ -110,7 +110,50 @@ def scratch_in_a_gap_kernel(x_ptr, out_ptr, STAGES: gl.constexpr):
     mbarrier.init(bars.index(0), count=1)
     mbarrier.wait(bars.index(0), 0, deps=[small, big])  # both live (compiled, never run)
     L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    gl.store(out_ptr, gl.sum(gl.load(x_ptr + gl.arange(0, 128, L)), axis=0))
+    gl.store(out_ptr, gl.sum(gl.load(x_ptr + gl.arange(0, 128, L)), axis=0))  # the sum
+
+
+ROWS_L = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
+COLS_L = gl.BlockedLayout([4, 1], [32, 1], [1, 4], [0, 1])
+
+
+@gluonkit.jit
+def dead_buffer_scratch_kernel(x_ptr, out_ptr, STAGES: gl.constexpr, ITERS: gl.constexpr):
+    """Each iteration stages a 128 x 64 tile in the first of STAGES such buffers (nearly all of sm_90a's
+    shared memory when STAGES=7), reads it back and converts it between warps: the conversion's 32 KiB of
+    scratch fit only in the buffer's bytes, dead by then; the next iteration's store waits for its reads."""
+    rows_l: gl.constexpr = ROWS_L
+    cols_l: gl.constexpr = COLS_L
+    r = gl.arange(0, 128, gl.SliceLayout(1, rows_l))
+    c = gl.arange(0, 64, gl.SliceLayout(0, rows_l))
+    acc = gl.zeros([128, 64], gl.float32, cols_l)
+    for i in range(ITERS):
+        staged = gl.allocate_shared_memory(gl.float32, [STAGES, 128, 64], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+        staged.index(0).store(gl.load(x_ptr + i * 128 * 64 + r[:, None] * 64 + c[None, :]))
+        top = staged.index(0).load(rows_l)
+        acc += gl.convert_layout(top, cols_l) * (i + 1.0)  # the conversion
+    tr = gl.arange(0, 128, gl.SliceLayout(1, cols_l))
+    tc = gl.arange(0, 64, gl.SliceLayout(0, cols_l))
+    gl.store(out_ptr + tr[:, None] * 64 + tc[None, :], acc)
+
+
+@gluonkit.jit
+def live_buffer_scratch_kernel(x_ptr, out_ptr):
+    """As :func:`dead_buffer_scratch_kernel`, but the staging buffer is read again after the conversion: live
+    across it, so its 229376 bytes and the conversion's 32768 pass sm_90a's limit."""
+    rows_l: gl.constexpr = ROWS_L
+    cols_l: gl.constexpr = COLS_L
+    r = gl.arange(0, 128, gl.SliceLayout(1, rows_l))
+    c = gl.arange(0, 64, gl.SliceLayout(0, rows_l))
+    staged = gl.allocate_shared_memory(gl.float32, [7, 128, 64], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    staged.index(0).store(gl.load(x_ptr + r[:, None] * 64 + c[None, :]))
+    t = gl.convert_layout(staged.index(0).load(rows_l), cols_l)  # the conversion
+    gl.store(out_ptr + r[:, None] * 64 + c[None, :], staged.index(0).load(rows_l) + gl.convert_layout(t, rows_l))
+
+
+def dead_buffer_scratch_expected(x):
+    """The float64 reference of :func:`dead_buffer_scratch_kernel`."""
+    return sum(x[i].astype(np.float64) * (i + 1) for i in range(len(x)))
 
 
 def _interpret(kernel, *args, **kw):
@@ -314,25 +357,71 @@ def test_slices_and_permutes_lower():
     assert "ld.shared" in c.asm["ptx"] and "cubin" in c.asm
 
 
-def test_scratch_memory_starts_after_the_buffers():
+def test_the_shared_size_counts_the_buffers():
     c = quadrant_kernel.compile("*fp16:16", "*fp16:16", M=M, N=N, layout=SRC, smem_layout=SMEM_LAYOUTS["nvmma128"])
     assert c.metadata["shared"] >= M * N * 2
 
 
 @needs_ptxas
-def test_scratch_goes_into_a_gap_no_buffer_uses_when_the_end_is_full():
-    """The 1024-aligned buffer leaves bytes 16..1023 unused; with the buffers ending at the limit the
-    reduction's scratch goes there rather than past the limit (tutorial 11's WS kernel needs this)."""
+def test_scratch_reuses_the_bytes_of_a_buffer_dead_at_its_op():
+    """With the buffers ending at the limit, the reduction's scratch goes where ``small`` was (dead after the
+    wait), not past the limit; the budget error lists it with the reduction's line."""
     func = scratch_in_a_gap_kernel._build([ir.PointerType(ir.float32)] * 2, {"STAGES": 113}, 4, {})
     from gluonkit.lower.memplan.smem import plan_shared_memory
     plan = plan_shared_memory(func)
     assert sorted((r.offset, r.nbytes) for r in plan.regions.values()) == [(0, 16), (16, 8), (1024, 231424)]
-    assert plan.unused_range(16) == 32 and plan.unused_range(992) == 32 and plan.unused_range(993) is None
+    assert [(r.op.name, r.offset, r.nbytes) for r in plan.scratch.values()] == [("reduce", 0, 16)]
     c = scratch_in_a_gap_kernel.compile("*fp32:16", "*fp32:16", STAGES=113, target="sm_90a")
     assert c.metadata["shared"] == 232448 and "cubin" in c.asm
-    with pytest.raises(CompilationError, match=r"Required: 234496(.|\n)*16 bytes of scratch .* at offset 32, in a gap "
-                                               "no buffer uses"):  # one more stage: the buffers alone pass the limit
+    with pytest.raises(CompilationError, match=r"Required: 234496(.|\n)*16 bytes of scratch at offset 0: a reduction "
+                                               r"across warps(.|\n)*# the sum"):  # one more stage: too much
         scratch_in_a_gap_kernel.compile("*fp32:16", "*fp32:16", STAGES=114, target="sm_90a")
+
+
+def _dead_buffer_scratch_ir(stages=7, iters=2):
+    return dead_buffer_scratch_kernel._build([ir.PointerType(ir.float32)] * 2, {"STAGES": stages, "ITERS": iters}, 4, {})
+
+
+def test_a_conversion_fits_only_by_reusing_a_dead_buffer():
+    """7 x 128 x 64 floats (229376 bytes) plus the conversion's 32768 bytes pass sm_90a's 232448: the scratch
+    takes the dead buffer's first bytes, and the next iteration's store and the conversion wait for each
+    other's readers at a barrier."""
+    from gluonkit.lower.infer.solve import infer_layouts
+    from gluonkit.lower.memplan.barriers import plan_barriers
+    from gluonkit.lower.memplan.smem import plan_shared_memory
+    func = _dead_buffer_scratch_ir()
+    infer_layouts(func)
+    plan = plan_shared_memory(func)
+    (buffer,), (scratch,) = plan.regions.values(), plan.scratch.values()
+    assert (buffer.offset, buffer.nbytes, scratch.op.name, scratch.offset, scratch.nbytes) == \
+        (0, 229376, "convert_layout", 0, 32768)
+    assert plan.size == 229376
+    barriers = plan_barriers(func, plan)
+    store = next(op for op in func.walk() if op.name == "local_store")
+    assert barriers.needs_barrier(scratch.op) and barriers.needs_barrier(store)
+
+
+def test_a_conversion_through_a_dead_buffer_computes_the_right_answer():
+    x = np.random.default_rng(7).standard_normal((3, 128, 64)).astype(np.float32)
+    out = np.full((128, 64), np.nan, np.float32)
+    _interpret(dead_buffer_scratch_kernel, x, out, STAGES=7, ITERS=3)
+    np.testing.assert_allclose(out, dead_buffer_scratch_expected(x), rtol=1e-6, atol=1e-6)
+
+
+def test_the_interpreter_counts_scratch_in_the_budget():
+    """The interpreter refuses what compiling refuses, with the same plan: the conversion's scratch is listed."""
+    x = np.random.default_rng(1).standard_normal((128, 64)).astype(np.float32)
+    with pytest.raises(CompilationError, match=r"Required: 262144, Hardware limit: 232448(.|\n)*32768 bytes of scratch "
+                                               r"at offset 229376: a layout conversion between warps(.|\n)*# the conversion"):
+        _interpret(live_buffer_scratch_kernel, x, np.zeros_like(x))
+    with pytest.raises(CompilationError, match="Required: 262144"):
+        live_buffer_scratch_kernel.compile("*fp32:16", "*fp32:16", target="sm_90a")
+
+
+@needs_ptxas
+def test_a_conversion_through_a_dead_buffer_compiles_within_the_limit():
+    c = dead_buffer_scratch_kernel.compile("*fp32:16", "*fp32:16", STAGES=7, ITERS=2, target="sm_90a")
+    assert c.metadata["shared"] == 229376 and "cubin" in c.asm
 
 
 def test_shared_memory_limit_lists_every_buffer():

@@ -3,8 +3,9 @@
 Buffers that are never live together share bytes; buffers that are live together never do.
 Kernels are compiled for sm_90a on the CPU with the plan captured as the lowering makes it,
 and run in the interpreter to check they still compute the right answer.  A property test
-plans random straight-line code with one loop level and checks every pair of overlapping
-lifetimes (from its own model of the program) against the placement.
+plans random straight-line code with one loop level, buffers and layout conversions through
+scratch memory, and checks every pair of overlapping lifetimes (from its own model of the
+program) against the placement.
 """
 
 from __future__ import annotations
@@ -229,17 +230,20 @@ def test_the_limit_error_lists_every_live_buffer_with_its_offset_and_line():
     too_big_kernel.compile("*fp32", ROWS=64, target="sm_90a")
 
 
-# -------------------------------------------------- (c) property: live buffers never share
+# ------------------------------------- (c) property: live buffers and scratch never share
 LAYOUTS = [gl.SwizzledSharedLayout(1, 1, 1, [1, 0]), gl.NVMMASharedLayout.get_default_for([8, 64], gl.float16),
            gl.SwizzledSharedLayout(8, 2, 4, [1, 0])]
+CONVERT_SIZES = [16, 32, 64]  # f32 tiles of 1, 4 and 16 KiB
 
 
 @st.composite
 def programs(draw):
-    """Events ``("alloc", layout index, stages, in_loop)`` / ``("use", buffer, view, in_loop)``.
+    """Events ``("alloc", layout index, stages, in_loop)`` / ``("use", buffer, view, in_loop)`` /
+    ``("convert", tile size, None, in_loop)``.
 
     Straight-line code where a run of events may sit inside one ``for`` loop; a use refers
-    to an earlier allocation that is visible there (not one made inside an earlier loop).
+    to an earlier allocation that is visible there (not one made inside an earlier loop); a
+    conversion moves a tile between warps through scratch memory.
     """
     events, allocated, loop_state = [], [], 0  # loop_state: 0 before, 1 inside, 2 after the loop
     for _ in range(draw(st.integers(1, 14))):
@@ -247,7 +251,9 @@ def programs(draw):
             loop_state += 1
         in_loop = loop_state == 1
         visible = [i for i, (_, _, _, inner) in enumerate(allocated) if in_loop or not inner]
-        if visible and draw(st.booleans()):
+        if draw(st.integers(0, 3)) == 0:
+            events.append(("convert", draw(st.sampled_from(CONVERT_SIZES)), None, in_loop))
+        elif visible and draw(st.booleans()):
             events.append(("use", draw(st.sampled_from(visible)), draw(st.booleans()), in_loop))
         else:
             alloc = ("alloc", draw(st.integers(0, len(LAYOUTS) - 1)), draw(st.integers(1, 3)), in_loop)
@@ -257,12 +263,13 @@ def programs(draw):
 
 
 def _build(events):
-    """The IR of ``events`` and each allocation's expected ``(start, end)`` in walk order."""
+    """The IR of ``events``, each allocation's expected ``(start, end)`` in walk order, and each
+    conversion with its position."""
     func = ir.Function("random", [], [])
     builder = ir.Builder(func.body)
     zero = builder.create("constant", [], [ir.int32], {"value": 0}).result
     positions = [1]  # the next op's position in walk order (the constant is 0)
-    allocs, spans, loop = [], [], None
+    allocs, spans, loop, converts = [], [], None, []
 
     def emit(name, operands, types, attrs=None):
         positions[0] += 1
@@ -282,7 +289,10 @@ def _build(events):
                 if used_inside and not inside:
                     spans[i] = (start, max(end, loop_end), inside, False)
             builder.block = func.body
-        if kind == "alloc":
+        if kind == "convert":
+            tile = emit("constant", [], [ir.TensorType(ir.float32, (a, a), L)], {"value": 1.0}).result
+            converts.append((emit("convert_layout", [tile], [ir.TensorType(ir.float32, (a, a), L_T)]), positions[0] - 1))
+        elif kind == "alloc":
             ty = ir.SharedMemoryDescType(ir.float16, (b, 8, 64), LAYOUTS[a], (b, 8, 64))
             op = emit("local_alloc", [], [ty])
             allocs.append(op)
@@ -302,12 +312,12 @@ def _build(events):
         spans = [(s, max(e, loop_end) if used and not inside else e, inside, False) for s, e, inside, used in spans]
         builder.block = func.body
     builder.create("return")
-    return func, allocs, [(s, e) for s, e, _, _ in spans]
+    return func, allocs, [(s, e) for s, e, _, _ in spans], converts
 
 
 @given(programs())
-def test_buffers_whose_lifetimes_overlap_never_share_bytes(events):
-    func, allocs, spans = _build(events)
+def test_buffers_and_scratch_whose_lifetimes_overlap_never_share_bytes(events):
+    func, allocs, spans, converts = _build(events)
     plan = plan_shared_memory(func)
     lifetimes = buffer_lifetimes(func)
     regions = [plan.regions[op.results[0].uid] for op in allocs]
@@ -315,9 +325,14 @@ def test_buffers_whose_lifetimes_overlap_never_share_bytes(events):
         assert (lifetimes[op.results[0].uid].start, lifetimes[op.results[0].uid].end) == (start, end)
         assert region.offset % alignment_of(op.results[0].type.layout) == 0
         assert region.nbytes == op.results[0].type.alloc_shape[0] * 8 * 64 * 2
-        assert plan.scratch_start >= region.offset + region.nbytes
-    assert plan.scratch_start % SCRATCH_ALIGNMENT == 0
-    for i in range(len(allocs)):
+    assert set(plan.scratch) == {id(op) for op, _ in converts}
+    for op, _ in converts:  # a transpose of warps: the whole f32 tile goes through scratch
+        region = plan.scratch_of(op)
+        assert region.offset % SCRATCH_ALIGNMENT == 0 and region.nbytes == op.results[0].type.numel * 4
+    regions += [plan.scratch_of(op) for op, _ in converts]
+    spans += [(pos, pos) for _, pos in converts]  # scratch is live at its op alone, in a loop too
+    assert plan.size == max(r.offset + r.nbytes for r in regions) if regions else plan.size == 0
+    for i in range(len(regions)):
         for j in range(i):
             live_together = spans[i][0] <= spans[j][1] and spans[j][0] <= spans[i][1]
             apart = (regions[i].offset + regions[i].nbytes <= regions[j].offset
@@ -330,10 +345,10 @@ def test_the_plan_shares_when_nothing_overlaps():
     """Three buffers each used right after its allocation all start at byte 0."""
     events = [("alloc", 0, 1, False), ("use", 0, False, False), ("alloc", 1, 2, False),
               ("use", 1, True, False), ("alloc", 2, 1, False), ("use", 2, False, False)]
-    func, allocs, _ = _build(events)
+    func, allocs, _, _ = _build(events)
     plan = plan_shared_memory(func)
     assert [plan.regions[op.results[0].uid].offset for op in allocs] == [0, 0, 0]
-    assert plan.scratch_start == 2 * 8 * 64 * 2
+    assert plan.size == 2 * 8 * 64 * 2
 
 
 # ------------------------------------------------ hand-built IR: wgmma and control flow

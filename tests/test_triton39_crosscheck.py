@@ -247,6 +247,23 @@ def test_tcgen05_instructions_match_triton(case):
     assert ours == theirs, f"gluonkit - triton: {dict(ours - theirs)}; triton - gluonkit: {dict(theirs - ours)}"
 
 
+# Tutorial 10's largest tiles: the conversion after tcgen05_copy goes through scratch as large as the tile, which
+# fits in sm_100a's shared memory only in the bytes of the staging buffer, dead by then (Triton reuses them too).
+BIG_COPIES = [_tile_copy(128, 256, 64, 128), _tile_copy(256, 128, 64, 128), _tile_copy(256, 64, 32, 128)]
+
+
+@pytest.mark.parametrize("case", BIG_COPIES, ids=lambda c: c.name)
+def test_conversion_scratch_reuses_dead_buffers_as_in_triton(case):
+    fn = gluon.jit(case.factory(tr_gl, tr_blackwell))
+    constexprs = case.constexprs(tr_blackwell)
+    src = GluonASTSource(fn, {**case.pointers, **{k: "constexpr" for k in constexprs}}, constexprs)
+    theirs = triton.compile(src, target=GPUTarget("cuda", 100, 32), options={"num_warps": case.num_warps})
+    ours = gluonkit.jit(case.factory(gk_gl, gk_blackwell)).compile(
+        *[f"{t}:16" for t in case.pointers.values()], target="sm_100a", num_warps=case.num_warps,
+        **case.constexprs(gk_blackwell))
+    assert ours.metadata["shared"] == theirs.metadata.shared
+
+
 def _constant(ptx: str, register: str) -> int:
     """The immediate a 32-bit register is set to (``mov.b32 reg, imm``)."""
     return int(re.search(rf"mov\.(?:b|u|s)32\s+{re.escape(register)}, (-?\d+);", ptx).group(1)) & 0xFFFFFFFF

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import llvmlite.ir as lir
 from llvmlite.ir.values import FunctionAttributes
 
-from ..ir import Function, TensorDescType, TensorType, Value, int1
+from ..ir import Function, Operation, TensorDescType, TensorType, Value, int1
 from ..ir.warp_specialize import kernel_warps
 from ..layouts.linear import LinearLayout
 from .axis_info import AxisInfo, analyze_axis_info
@@ -76,16 +76,16 @@ class KernelLowering:
         self._cta_rank: Optional[lir.Value] = None
         self._thread_parts: Dict[LinearLayout, Tuple[lir.Value, ...]] = {}
         self._axis_info = None
-        self.shared_plan = plan_shared_memory(func)  # the buffers' regions of global_smem (see smem_plan)
-        self.scratch_bytes = 0  # scratch shared memory after the buffers (see shared_scratch)
-        self.shared_bytes = 0  # all dynamic shared memory, set when lowering ends
-        self.scratch_used = False  # whether an op before the current one used scratch memory
-        self.barrier_plan = plan_barriers(func, self.shared_plan)  # where buffer accesses need bar.sync
+        # The buffers' and scratch uses' regions of global_smem (memplan/smem.py), and all of it the kernel needs.
+        self.shared_plan = plan_shared_memory(func)
+        self.shared_bytes = self.shared_plan.size
+        self.barrier_plan = plan_barriers(func, self.shared_plan)  # where shared-memory accesses need bar.sync
+        # The op whose scratch region scratch accesses use, and that region's offset (memplan/scratch.py).
+        self.scratch_op: Optional[Operation] = None
+        self.scratch_start = 0
         # The named barrier ``bar.sync`` uses in the code being lowered: (id, threads), threads None for the whole
-        # CTA.  Warp specialization (ops/warp_specialize.py) gives each partition its own, and moves scratch
-        # memory (``scratch_offset`` bytes after the usual start) so that partitions never share it.
+        # CTA.  Warp specialization (ops/warp_specialize.py) gives each partition its own.
         self.sync_group: Tuple[int, object] = (0, None)
-        self.scratch_offset = 0
         self.warp_specialization = None  # the dispatch state, in kernels with warp_specialize ops
         # Measured-timeline records around the pipeline's ops (lower/instrument.py), or None.
         self.instrumentation = instrumentation_for(instrument, self.module, self.prologue, self.lane)

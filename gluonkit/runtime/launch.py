@@ -444,13 +444,12 @@ def _check_constexpr_values(kernel: JITFunction, bound: Dict[str, Any]) -> None:
 
 
 def _check_shared_budget(func) -> None:
-    """Stop an interpreted kernel whose buffers would not fit in the GPU's shared memory,
-    with the same report (every buffer's size, offset and line) that compiling gives, so
-    the interpreter never runs a kernel the GPU could not launch.  The limit is the
-    smallest of the supported targets'; scratch for layout conversions is not counted
-    (it depends on the lowering), so compiling may still find a few bytes more."""
+    """Stop an interpreted kernel whose buffers and scratch would not fit in the GPU's shared
+    memory, with the same report (every buffer's and scratch use's size, offset and line) and
+    the same plan that compiling gives, so the interpreter never runs a kernel the GPU could
+    not launch.  The limit is the smallest of the supported targets'."""
     target = min(TARGETS.values(), key=lambda t: t.max_shared_memory_per_block)
-    check_budget(func, plan_shared_memory(func), 0, target.max_shared_memory_per_block, target.arch)
+    check_budget(func, plan_shared_memory(func), target.max_shared_memory_per_block, target.arch)
 
 
 # ---------------------------------------------------------------------------- helpers

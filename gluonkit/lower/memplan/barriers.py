@@ -26,7 +26,14 @@ whose allocation cannot be traced (a block argument or region result) covers eve
 Two accesses conflict when their ranges overlap and one is a WRITE, or the new one is an
 ASYNC_WRITE.  An op whose access conflicts with a pending one gets a barrier, which clears
 the pending set.  Ops that always emit ``bar.sync 0`` in every thread (``thread_barrier``,
-and ``convert_layout``/``reduce`` when they go through scratch memory) clear it as well.
+``cluster_barrier``) clear it as well.
+
+**Scratch.**  An op with a scratch region (:mod:`.smem`: conversions and reductions across
+warps, scans, histograms, gathers, broadcast atomics) writes it, waits at ``bar.sync`` and
+reads it back.  Scratch regions share bytes with dead buffers and with each other, so its
+first write is a WRITE of the region (a barrier before the op when it conflicts: the lowering
+asks :meth:`BarrierPlan.needs_barrier`), its own barrier clears the pending set, and its reads
+stay pending.  A ``warp_specialize``'s captured values are a WRITE of its region before the fork.
 
 **Asynchronous reads.**  An asynchronous ``warpgroup_mma`` and a TMA store keep reading
 after they are issued, so a barrier between the issue and the wait that retires them does
@@ -57,13 +64,10 @@ path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, List, Set, Tuple
+from typing import FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ...ir import Block, Function, Operation, SharedMemoryDescType, Value
 from ...ir.memdesc import stage_strides
-from ...layouts.conversion import plan_conversion
-from ..llvm_types import byte_size, llvm_type
-from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
 from .smem import SharedPlan
 
 __all__ = ["READ", "WRITE", "ASYNC_WRITE", "BarrierPlan", "plan_barriers", "conflicts"]
@@ -196,20 +200,15 @@ class _Analysis:
             return [(ASYNC_WRITE, self._bytes(operands[0]))]
         return []
 
-    def _emits_full_barrier(self, op: Operation) -> bool:
-        """Whether lowering ``op`` always executes ``bar.sync 0`` in every thread at its position."""
-        if op.name in ("thread_barrier", "cluster_barrier"):  # a cluster barrier waits for every thread too
-            return True
-        if op.name == "convert_layout":
-            src, dst = op.operands[0].type, op.results[0].type
-            plan = plan_conversion(src.layout.to_linear_layout(list(src.shape)),
-                                   dst.layout.to_linear_layout(list(dst.shape)),
-                                   element_bitwidth=8 * byte_size(llvm_type(dst)))
-            return converts_through_scratch(plan)
-        if op.name == "reduce":  # partials cross warps through scratch memory
-            src = op.operands[0].type
-            return bool(warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape))))
-        return atomic_broadcasts_through_scratch(self.func, op)
+    def _scratch(self, op: Operation) -> Optional[Range]:
+        """The bytes of ``op``'s scratch region, if it has one."""
+        region = self.shared.scratch_of(op)
+        return None if region is None else (region.offset, region.offset + region.nbytes)
+
+    def _write_waits(self, op: Operation, rng: Range, pending: FrozenSet[_Pending]) -> None:
+        """Plan a barrier before ``op`` when its write of ``rng`` conflicts with a pending access."""
+        if any(conflicts(WRITE, rng, p.kind, (p.lo, p.hi)) for p in pending):
+            self.plan.before.add(id(op))
 
     # ------------------------------------------------------------ transfer
     def _op(self, op: Operation, state: _State) -> _State:
@@ -225,8 +224,12 @@ class _Analysis:
             return self._warp_specialize(op, state)
         for region in op.regions:  # other regions (reduce's combine) may run any number of times
             state = self._loop(state, lambda s, r=region: self._block(r, s))
-        if self._emits_full_barrier(op):
+        if op.name in ("thread_barrier", "cluster_barrier"):  # a cluster barrier waits for every thread too
             return _State(frozenset(), state.in_flight)
+        scratch = self._scratch(op)
+        if scratch is not None:  # write, bar.sync, read (module docstring)
+            self._write_waits(op, scratch, state.pending)
+            return _State(frozenset([_Pending(*scratch, READ)]), state.in_flight)
         accesses = self._accesses(op)
         pending = state.pending
         if id(op) in self.plan.before or any(
@@ -259,6 +262,9 @@ class _Analysis:
         starts and the kernel resumes with nothing pending; the default partition runs on the
         kernel's threads and keeps their asynchronous groups, the workers start with none."""
         default, *workers = op.regions
+        captures = self._scratch(op)
+        if captures is not None:
+            self._write_waits(op, captures, state.pending)
         after = self._block(default, _State(frozenset(), state.in_flight))
         for region in workers:
             self._block(region, _State())

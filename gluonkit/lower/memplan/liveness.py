@@ -43,6 +43,15 @@ regions' ``yield``/``condition``).
 The order is the program order of a single thread of control.  The partitions of a
 ``warp_specialize`` run at the same time, so an allocation made inside one is live over the
 whole ``warp_specialize`` op: no two partitions' buffers share bytes.
+
+**Scratch uses** (:func:`scratch_lifetimes`).  An op that goes through scratch memory
+(:mod:`.scratch_size`) writes and reads it within the op, so its scratch is live at that op
+alone — in a loop too: the next iteration writes it anew, after a barrier (:mod:`.barriers`).
+Inside a partition the op's position is not enough: the other partitions run at the same
+time, so a scratch use there also overlaps every use in another partition of the same
+``warp_specialize`` (:attr:`Lifetime.partition`).  The slots of a ``warp_specialize``'s
+captured values are written before the fork and read by the workers after it, while the
+default partition runs: they are live over the whole op.
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ from ...ir import Block, Function, Operation, SharedMemoryDescType
 from ...ir.warp_specialize import enclosing_partition
 from ...layouts.barrier import MBarrierLayout
 
-__all__ = ["Lifetime", "buffer_lifetimes"]
+__all__ = ["Lifetime", "buffer_lifetimes", "scratch_lifetimes"]
 
 _TERMINATORS = ("yield", "condition")
 _WGMMA, _TMA_STORE, _TMA_LOAD, _CP_ASYNC = "wgmma", "tma_store", "tma_load", "cp_async"
@@ -62,19 +71,41 @@ _WGMMA, _TMA_STORE, _TMA_LOAD, _CP_ASYNC = "wgmma", "tma_store", "tma_load", "cp
 
 @dataclass(frozen=True)
 class Lifetime:
-    """Allocation ``op`` is live from position ``start`` to ``end``, both included."""
+    """Allocation (or scratch use) ``op`` is live from position ``start`` to ``end``, both included.
+
+    ``partition`` is ``(id of the warp_specialize op, partition index)`` for a scratch use
+    inside a partition: it is live while every other partition of that op runs.
+    """
 
     op: Operation
     start: int
     end: int
+    partition: Optional[Tuple[int, int]] = None
 
     def overlaps(self, other: "Lifetime") -> bool:
-        return self.start <= other.end and other.start <= self.end
+        if self.start <= other.end and other.start <= self.end:
+            return True
+        mine, theirs = self.partition, other.partition
+        return mine is not None and theirs is not None and mine[0] == theirs[0] and mine[1] != theirs[1]
 
 
 def buffer_lifetimes(func: Function) -> Dict[int, Lifetime]:
     """Every ``local_alloc`` of ``func`` (by result value id) and its lifetime (module docstring)."""
     return _Liveness(func).run()
+
+
+def scratch_lifetimes(func: Function, ops: List[Operation]) -> Dict[int, Lifetime]:
+    """The lifetime of each scratch use by ``ops`` (by op identity; module docstring)."""
+    liveness = _Liveness(func)
+    lifetimes = {}
+    for op in ops:
+        pos = liveness.pos[id(op)]
+        if op.name == "warp_specialize":  # its captured values' slots
+            lifetimes[id(op)] = Lifetime(op, pos, liveness.last[id(op)])
+            continue
+        where = enclosing_partition(op)
+        lifetimes[id(op)] = Lifetime(op, pos, pos, None if where is None else (id(where[0]), where[1]))
+    return lifetimes
 
 
 def _is_loop(op: Optional[Operation]) -> bool:

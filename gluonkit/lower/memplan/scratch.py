@@ -2,10 +2,9 @@
 
 Layout conversions that move data between warps, and reductions across warps, store each
 thread's registers at an offset computed from the element's coordinates, synchronize the
-block, and load the elements each thread needs.  The scratch buffer is the part of the
-kernel's dynamic shared memory (``global_smem``) after the user's buffers
-(:mod:`.smem_plan`); its size is the largest any op needs, recorded in
-``KernelLowering.scratch_bytes`` for the launch.
+block, and load the elements each thread needs.  Each such op has its own region of the
+kernel's dynamic shared memory (``global_smem``), planned before lowering with the buffers
+(:mod:`.smem`, sized by :mod:`.scratch_size`); :func:`begin_use` selects it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I32, byte_size
 
-__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
+__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "store_scratch", "load_scratch",
            "store_vector", "load_vector"]
 
 SHARED = 3
@@ -36,23 +35,20 @@ def barrier(ctx: KernelLowering) -> None:
 
 
 def begin_use(ctx: KernelLowering, op) -> None:
-    """Start an op's use of the scratch buffer: wait for earlier readers, if there can be any.
+    """Start a round trip of ``op`` through its planned scratch region.
 
-    The barrier is needed when an earlier op used the buffer, or when ``op`` sits in a loop
-    (its previous iteration read it); the first use in straight-line code skips it.
+    The first round trip waits at a barrier where the barrier plan (:mod:`.barriers`) says
+    earlier accesses of those bytes may be pending (a previous iteration's reads, a dead
+    buffer's last reads); a later round trip of the same op always waits for the earlier one's reads.
     """
-    if ctx.scratch_used or _in_loop(op):
+    if ctx.scratch_op is op:
         barrier(ctx)
-    ctx.scratch_used = True
-
-
-def _in_loop(op) -> bool:
-    block = op.parent
-    while block is not None and block.parent_op is not None:
-        if block.parent_op.name in ("for", "while"):
-            return True
-        block = block.parent_op.parent
-    return False
+        return
+    region = ctx.shared_plan.scratch_of(op)
+    assert region is not None, f"{op.name} has no planned scratch region (memplan/scratch_size.py)"
+    ctx.scratch_op, ctx.scratch_start = op, region.offset
+    if ctx.barrier_plan.needs_barrier(op):
+        barrier(ctx)
 
 
 def _shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
@@ -72,11 +68,10 @@ def shared_base(ctx: KernelLowering) -> lir.GlobalVariable:
 
 
 def scratch_pointer(ctx: KernelLowering, element: lir.Type, offset: lir.Value) -> lir.Value:
-    """Address of element ``offset`` of a scratch array of ``element``s (after the buffers)."""
+    """Address of element ``offset`` of a scratch array of ``element``s (in the current op's region)."""
     base = _shared_base(ctx)
-    start = ctx.shared_plan.scratch_start + ctx.scratch_offset
-    if start:
-        base = ctx.builder.gep(base, [I32(start)], source_etype=I8)
+    if ctx.scratch_start:
+        base = ctx.builder.gep(base, [I32(ctx.scratch_start)], source_etype=I8)
     return ctx.builder.gep(base, [offset], source_etype=element)
 
 
@@ -89,11 +84,6 @@ def row_major_offset(ctx: KernelLowering, coords: Sequence[lir.Value], shape: Se
         offset = b.add(offset, b.mul(c, I32(stride)) if stride != 1 else c)
         stride *= size
     return offset
-
-
-def reserve(ctx: KernelLowering, nbytes: int) -> None:
-    """Make sure the scratch buffer has at least ``nbytes``."""
-    ctx.scratch_bytes = max(ctx.scratch_bytes, nbytes)
 
 
 def store_scratch(ctx: KernelLowering, values: List[lir.Value], offsets: List[lir.Value]) -> None:

@@ -1,9 +1,10 @@
 """Which layout conversions, reductions and atomics go through scratch shared memory.
 
 Those ops execute ``bar.sync 0`` in every thread (between writing scratch and reading it
-back).  Their lowering rules (:mod:`.layout_ops`, :mod:`.reduce`, :mod:`gluonkit.lower.ops.atomics`) and the barrier planner
-(:mod:`.barrier_plan`), which counts on those barriers, decide it with the functions here,
-so the two cannot disagree.
+back).  Their lowering rules (:mod:`gluonkit.lower.ops.layout_ops`, :mod:`gluonkit.lower.ops.reduce`,
+:mod:`gluonkit.lower.ops.atomics`) and the scratch sizes the shared-memory planner places
+(:mod:`.scratch_size`, which the barrier planner follows) decide it with the functions here,
+so they cannot disagree.
 """
 
 from __future__ import annotations

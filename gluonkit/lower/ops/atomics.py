@@ -172,7 +172,6 @@ def _broadcast(ctx: KernelLowering, op: Operation, old, owner) -> List[lir.Value
         numel = math.prod(ty.shape)
     else:
         offsets, numel = [I32(0)], 1
-    scratch.reserve(ctx, numel * max(1, bits // 8))
     scratch.begin_use(ctx, op)
     for r, value in enumerate(old):
         if value is None:

@@ -30,6 +30,7 @@ from ...ir import CompilationError, Operation, TensorType
 from ..context import KernelLowering
 from ..llvm_types import I1, I32, byte_size, llvm_type
 from ..memplan import scratch as scratch
+from ..memplan.scratch_size import packed_arrays
 from ..registry import lowering
 from ..walk import lower_block
 from .shuffle import shuffle
@@ -113,14 +114,7 @@ def _exchange_across_warps(ctx, op, ty, coords, total, axis: int, step: int) -> 
     through scratch memory: one row-major array per operand."""
     b = ctx.builder
     types = [llvm_type(r.type.element) for r in op.results]
-    bases, offset = [], 0
-    numel = ty.numel
-    for t in types:
-        size = byte_size(t)
-        offset = (offset + size - 1) // size * size
-        bases.append(offset // size)
-        offset += numel * size
-    scratch.reserve(ctx, offset)
+    bases, _ = packed_arrays([byte_size(t) for t in types], ty.numel)
     scratch.begin_use(ctx, op)
     for r, values in enumerate(total):
         element = scratch.row_major_offset(ctx, coords[r], ty.shape)
@@ -168,7 +162,6 @@ def _histogram(ctx: KernelLowering, op: Operation) -> None:
     ll = ctx.linear_layout(x_ty)
     values = ctx.get(op.operands[0])
     mask = ctx.get(op.operands[1]) if op.attrs["has_mask"] else None
-    scratch.reserve(ctx, 4 * bins)
     scratch.begin_use(ctx, op)
     tid = b.add(ctx.lane, b.mul(ctx.warp, I32(32)))
     threads = ctx.num_threads
@@ -209,7 +202,6 @@ def _gather(ctx: KernelLowering, op: Operation) -> None:
     src_ty: TensorType = op.operands[0].type
     idx_ty: TensorType = op.operands[1].type
     element = llvm_type(src_ty.element)
-    scratch.reserve(ctx, src_ty.numel * byte_size(element))
     scratch.begin_use(ctx, op)
     src = ctx.get(op.operands[0])
     src_coords = ctx.element_coordinates(src_ty)

@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ...ir import CompilationError, Operation, TensorType
-from ...layouts.conversion import plan_conversion
 from ...layouts.linear import LinearLayout
 from ..memplan import scratch as scratch
 from ..context import KernelLowering
-from ..llvm_types import I1, I8, byte_size, llvm_type
+from ..llvm_types import I1, I8, llvm_type
 from ..registry import lowering
+from ..memplan.scratch_size import conversion_plan
 from ..memplan.scratch_use import converts_through_scratch
 from .shuffle import shuffle
 
@@ -176,8 +176,7 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
     """Convert by the plan of :func:`~gluonkit.layouts.conversion.plan_conversion`."""
     source, result = op.operands[0], op.results[0]
     element = llvm_type(result.type)
-    plan = plan_conversion(ctx.linear_layout(source.type), ctx.linear_layout(result.type),
-                           element_bitwidth=8 * byte_size(element))
+    plan = conversion_plan(op)  # the plan the shared-memory planner sized its scratch by
     values = ctx.get(source)
     if converts_through_scratch(plan):
         converted = _through_shared_memory(ctx, op, plan, values, element)
@@ -194,7 +193,6 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
 def _through_shared_memory(ctx: KernelLowering, op: Operation, plan, values: list, element) -> list:
     """Store the source registers into the plan's scratch layout, then load the result's."""
     memory_type = I8 if element == I1 else element
-    scratch.reserve(ctx, byte_size(memory_type) * plan.scratch_elements)
     scratch.begin_use(ctx, op)
     store_offsets = ctx.register_images(plan.store_offsets)
     for group in plan.store.vector.register_groups():

@@ -32,6 +32,7 @@ from ..context import KernelLowering
 from ..llvm_types import I32, byte_size, llvm_type
 from ..registry import lowering
 from ..walk import lower_block
+from ..memplan.scratch_size import packed_arrays
 from ..memplan.scratch_use import moves_along_axis, warp_axis_bits
 from .shuffle import shuffle
 
@@ -129,19 +130,13 @@ def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
     slots = 1 << len(warp_bits)
     b = ctx.builder
     index = _warp_axis_index(ctx, warp_bits)
-    offsets = []
-    base = 0
-    for v in values:
-        offsets.append(base)
-        base += slots * byte_size(v.type)
-    scratch.reserve(ctx, base)
+    starts, _ = packed_arrays([byte_size(v.type) for v in values], slots)
     scratch.begin_use(ctx, op)
-    for v, offset in zip(values, offsets):
-        slot = b.add(I32(offset // byte_size(v.type)), index)
-        scratch.store_scratch(ctx, [v], [slot])
+    for v, start in zip(values, starts):
+        scratch.store_scratch(ctx, [v], [b.add(I32(start), index)])
     scratch.barrier(ctx)
-    partials = [[scratch.load_scratch(ctx, v.type, [I32(offset // byte_size(v.type) + w)])[0]
-                 for v, offset in zip(values, offsets)] for w in range(slots)]
+    partials = [[scratch.load_scratch(ctx, v.type, [I32(start + w)])[0] for v, start in zip(values, starts)]
+                for w in range(slots)]
     return _butterfly(ctx, op, partials)
 
 
@@ -155,14 +150,7 @@ def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
     for s in kept_shape:
         kept_count *= s
     types = [llvm_type(r.type) for r in op.results]
-    regions = []
-    base = 0
-    for ty in types:
-        size = byte_size(ty)
-        base = (base + size - 1) // size * size
-        regions.append(base // size)
-        base += kept_count * slots * size
-    scratch.reserve(ctx, base)
+    regions, _ = packed_arrays([byte_size(ty) for ty in types], kept_count * slots)
     warp_index = _warp_axis_index(ctx, warp_bits)
     thread_coords = ctx.element_coordinates(src_ty)
     scratch.begin_use(ctx, op)

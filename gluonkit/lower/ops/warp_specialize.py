@@ -23,7 +23,12 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
   its elected thread and its wgmma warpgroups are its own; ``bar.sync`` (``thread_barrier``,
   shared-memory ordering, conversions through scratch) is named barrier ``2 + i`` over worker
   ``i``'s threads, or barrier 0 over the kernel's warps in the default partition and the
-  rest of the kernel; each partition gets its own slice of scratch memory after the others'.
+  rest of the kernel.  Scratch memory used inside a partition never shares bytes with another
+  partition's (the planner, :mod:`gluonkit.lower.memplan.liveness`, knows they run at once).
+* **Captured values.**  Values the workers use from the code around the op
+  (:func:`~gluonkit.lower.memplan.scratch_size.captured_values`) go through shared memory:
+  thread 0 writes them to the op's planned scratch region before the fork, the workers read
+  them after it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I1, I8, I32
 from ..memplan.scratch import SHARED, barrier, shared_base
+from ..memplan.scratch_size import CAPTURE_SLOT, captured_values
 from .shared_memory import SharedPointer
 from ..registry import lowering
 from ..walk import lower_block
@@ -47,7 +53,6 @@ __all__ = ["prepare", "finish", "partition_report"]
 FORK_BARRIER = 1
 FIRST_WORKER_BARRIER = 2
 MAX_BARRIERS = 16
-CAPTURE_SLOT = 8  # bytes per captured value
 
 
 class _WarpSpecialization:
@@ -149,42 +154,21 @@ def _fork_join(builder: lir.IRBuilder, threads: int) -> None:
     emit_ptx(builder, f"barrier.sync {FORK_BARRIER}, {threads};")
 
 
-def _captures(ctx: KernelLowering, op: Operation) -> List[Value]:
-    """The values the workers use from outside whose lowered form does not dominate the worker chain."""
-    seen: Dict[int, Value] = {}
-    for region in op.regions[1:]:
-        defined = set()
-        for inner in region.walk():
-            defined.update(r.uid for r in inner.results)
-            defined.update(a.uid for reg in inner.regions for a in reg.args)
-        for inner in region.walk():
-            for value in inner.operands:
-                if value.uid not in defined and value.uid not in seen and _needs_capture(ctx, value):
-                    seen[value.uid] = value
-    return list(seen.values())
-
-
 def _llvm_part(lowered) -> lir.Value:
     return lowered.pointer if isinstance(lowered, SharedPointer) else lowered
 
 
-def _needs_capture(ctx: KernelLowering, value: Value) -> bool:
-    part = _llvm_part(ctx.get(value))
-    if isinstance(part, (lir.Constant, lir.Argument)):
-        return False
-    return getattr(part, "parent", None) is not ctx.prologue.block
-
-
-def _slot(ctx: KernelLowering, builder: lir.IRBuilder, index: int, ty: lir.Type) -> lir.Value:
-    base = builder.gep(shared_base(ctx), [I32(ctx.shared_plan.scratch_start + CAPTURE_SLOT * index)],
-                       source_etype=I8)
+def _slot(ctx: KernelLowering, op: Operation, builder: lir.IRBuilder, index: int, ty: lir.Type) -> lir.Value:
+    """The shared-memory slot of ``op``'s ``index``-th captured value, as a pointer to ``ty``."""
+    start = ctx.shared_plan.scratch_of(op).offset
+    base = builder.gep(shared_base(ctx), [I32(start + CAPTURE_SLOT * index)], source_etype=I8)
     return base if ty == I8 else builder.bitcast(base, lir.PointerType(addrspace=SHARED))
 
 
-def _store_captures(ctx: KernelLowering, captures: List[Value]) -> None:
+def _store_captures(ctx: KernelLowering, op: Operation, captures: List[Value]) -> None:
     """Thread 0 of the kernel's warps writes the captured values to their slots (before the fork)."""
     b = ctx.builder
-    if ctx.scratch_used:  # other threads may still read scratch memory, where the slots are
+    if ctx.barrier_plan.needs_barrier(op):  # other threads may still read the slots' bytes
         barrier(ctx)
     first = b.icmp_unsigned("==", b.or_(ctx.lane, ctx.warp), I32(0))
     with b.if_then(first):
@@ -192,17 +176,17 @@ def _store_captures(ctx: KernelLowering, captures: List[Value]) -> None:
             part = _llvm_part(ctx.get(value))
             if part.type == I1:
                 part = b.zext(part, I8)
-            b.store(part, _slot(ctx, b, index, part.type))
+            b.store(part, _slot(ctx, op, b, index, part.type))
 
 
-def _load_captures(ctx: KernelLowering, chain: lir.IRBuilder, captures: List[Value]) -> Dict[int, object]:
+def _load_captures(ctx: KernelLowering, op: Operation, chain: lir.IRBuilder, captures: List[Value]) -> Dict[int, object]:
     """The workers read the captured values back (after the fork), as lowered values by value id."""
     loaded = {}
     for index, value in enumerate(captures):
         lowered = ctx.get(value)
         part = _llvm_part(lowered)
         ty = I8 if part.type == I1 else part.type
-        got = chain.load(_slot(ctx, chain, index, ty), typ=ty)
+        got = chain.load(_slot(ctx, op, chain, index, ty), typ=ty)
         if part.type == I1:
             got = chain.trunc(got, I1)
         loaded[value.uid] = SharedPointer(got, lowered.xor, lowered.align) if isinstance(lowered, SharedPointer) \
@@ -225,27 +209,23 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
     ws: _WarpSpecialization = ctx.warp_specialization
     plan, threads = ws.plan, ws.plan.num_threads
     debug = ctx.debug.location(op.loc)
-    captures = _captures(ctx, op)
-    capture_bytes = -(-CAPTURE_SLOT * len(captures) // 16) * 16
+    captures = captured_values(op)
     # The kernel's warps: publish the captures, fork, run the default partition inline, join.
     if captures:
-        _store_captures(ctx, captures)
+        _store_captures(ctx, op, captures)
     _fork_join(ctx.builder, threads)
-    outer_scratch = ctx.scratch_bytes
-    ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = capture_bytes, 0, False
     terminator = _lower_partition(ctx, op, op.regions[0])
     for result, value in zip(op.results, terminator.operands):
         ctx.set(result, ctx.get(value))
     ctx.builder.debug_metadata = debug
     _fork_join(ctx.builder, threads)
-    cursor = capture_bytes + -(-ctx.scratch_bytes // 16) * 16
     # The other warps, in their warpgroup's chain: fork, read the captures, dispatch to their
     # partition, join.
     switches, joins, loaded = {}, {}, {}
     for g, chain in ws.chains.items():
         chain.debug_metadata = debug
         _fork_join(chain, threads)
-        loaded[g] = _load_captures(ctx, chain, captures)
+        loaded[g] = _load_captures(ctx, op, chain, captures)
         joins[g] = ctx.fn.append_basic_block(f"ws.join.group{g}")
         switches[g] = chain.switch(ws.warp_id, joins[g])
     saved = (ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, dict(ctx.values))
@@ -263,17 +243,13 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
             ctx.warp = ctx.prologue.sub(saved[1], I32(first), name=f"partition{i}.warp")
             ctx._thread_parts = {}
             ctx.sync_group = (FIRST_WORKER_BARRIER + i, 32 * count)
-            ctx.scratch_offset, ctx.scratch_bytes, ctx.scratch_used = cursor, 0, False
             _lower_partition(ctx, op, region)
-            cursor += -(-ctx.scratch_bytes // 16) * 16
             ctx.builder.branch(joins[group])
     finally:
         ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, values = saved
         ctx.values.clear()
         ctx.values.update(values)
         ctx.values.update((r.uid, ctx.get(v)) for r, v in zip(op.results, terminator.operands))
-    ctx.scratch_offset = 0
-    ctx.scratch_bytes, ctx.scratch_used = max(outer_scratch, cursor), True
     for g, join in joins.items():
         ws.chains[g] = lir.IRBuilder(join)
         ws.chains[g].debug_metadata = debug

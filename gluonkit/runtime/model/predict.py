@@ -211,7 +211,7 @@ def ptxas_notes(func, arch: str) -> tuple:
 def _ctas_per_sm(func) -> int:
     """How many CTAs of ``func`` fit on an SM: by shared memory and warps; one when its
     partitions set register budgets (``setmaxnreg`` shares out the whole register file)."""
-    smem = plan_shared_memory(func).scratch_start
+    smem = plan_shared_memory(func).size
     plans = [op_plan(op, func.num_warps, func.maxnreg) for op in func.walk() if op.name == "warp_specialize"]
     if any(plan.default_regs is not None for plan in plans):
         return 1

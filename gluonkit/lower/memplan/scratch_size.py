@@ -1,0 +1,124 @@
+"""How many bytes of scratch shared memory each op needs, known before lowering.
+
+The shared-memory planner (:mod:`.smem`) gives every op that goes through scratch memory a
+region of its own, live at that op only, so it needs the size before anything is lowered;
+the lowering rules lay their arrays out with the same functions (:func:`packed_arrays`,
+:func:`conversion_plan`, :func:`captured_values`), so the planned size and the bytes the
+code touches cannot disagree.
+
+The ops and their scratch:
+
+* ``convert_layout`` that moves data between warps: the conversion plan's scratch layout
+  (``i1`` stored as bytes);
+* ``reduce`` whose axis crosses warps: one slot per warp along the axis, per kept element and
+  per result;
+* ``scan`` whose axis crosses warps: the whole tensor once per result;
+* ``histogram``: one ``int32`` counter per bin; ``gather``: the source tensor;
+* ``atomic_rmw``/``atomic_cas`` whose old values go to other threads: the result tensor;
+* ``warp_specialize`` with captured values: one :data:`CAPTURE_SLOT` each, which the kernel's
+  warps write before the fork and the workers read after it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import List, Sequence, Tuple
+
+from ...ir import Function, Operation, TensorType, Value
+from ...ir.types import element_type
+from ...layouts.conversion import plan_conversion
+from ..llvm_types import byte_size, llvm_type
+from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
+
+__all__ = ["CAPTURE_SLOT", "scratch_bytes", "packed_arrays", "conversion_plan", "captured_values"]
+
+CAPTURE_SLOT = 8  # bytes per value captured by warp_specialize's workers
+
+
+def packed_arrays(element_sizes: Sequence[int], count: int) -> Tuple[List[int], int]:
+    """Arrays of ``count`` elements each, one per element size, one after the other, each
+    aligned to its element size: the element index where each starts, and the total bytes."""
+    starts, offset = [], 0
+    for size in element_sizes:
+        offset = -(-offset // size) * size
+        starts.append(offset // size)
+        offset += count * size
+    return starts, offset
+
+
+@lru_cache(maxsize=4096)
+def _cached_conversion(src, dst, bitwidth: int):
+    return plan_conversion(src, dst, element_bitwidth=bitwidth)
+
+
+def conversion_plan(op: Operation):
+    """The :func:`~gluonkit.layouts.conversion.plan_conversion` plan of a ``convert_layout``."""
+    src, dst = op.operands[0].type, op.results[0].type
+    return _cached_conversion(src.layout.to_linear_layout(list(src.shape)), dst.layout.to_linear_layout(list(dst.shape)),
+                              8 * byte_size(llvm_type(dst)))
+
+
+def captured_values(op: Operation) -> List[Value]:
+    """The values a ``warp_specialize``'s workers use from the code around it, in first-use order:
+    everything defined outside the worker partitions except the kernel's arguments and constants
+    (``hint`` ops on them included: they lower to their operand), which the workers' code can
+    use directly."""
+    seen = {}
+    for region in op.regions[1:]:
+        defined = set()
+        for inner in region.walk():
+            defined.update(r.uid for r in inner.results)
+            defined.update(a.uid for reg in inner.regions for a in reg.args)
+        for inner in region.walk():
+            for value in inner.operands:
+                if value.uid in defined or value.uid in seen:
+                    continue
+                if _needs_capture(value):
+                    seen[value.uid] = value
+    return list(seen.values())
+
+
+def _needs_capture(value: Value) -> bool:
+    """Whether ``value`` is computed by the kernel, not a kernel argument or constant seen through hints."""
+    producer = value.defining_op
+    while producer is not None and producer.name == "hint":
+        producer = producer.operands[0].defining_op
+    return producer is not None and producer.name != "constant"
+
+
+def scratch_bytes(func: Function, op: Operation) -> int:
+    """The bytes of scratch shared memory ``op`` needs (0 for an op that needs none)."""
+    name = op.name
+    if name == "convert_layout":
+        plan = conversion_plan(op)
+        return plan.scratch_elements * byte_size(llvm_type(op.results[0].type)) if converts_through_scratch(plan) else 0
+    if name == "reduce":
+        src = op.operands[0].type
+        warp_bits = warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape)))
+        if not warp_bits:
+            return 0
+        kept = math.prod(s for d, s in enumerate(src.shape) if d != op.attrs["axis"])
+        return packed_arrays(_element_sizes(op), kept << len(warp_bits))[1]
+    if name == "scan":
+        ty = op.operands[0].type
+        bases = ty.layout.to_linear_layout(list(ty.shape)).bases.get("warp", [])
+        crosses = any(basis[op.attrs["axis"]] for basis in bases)
+        return packed_arrays(_element_sizes(op), ty.numel)[1] if crosses else 0
+    if name == "histogram":
+        return 4 * op.attrs["num_bins"]
+    if name == "gather":
+        ty = op.operands[0].type
+        return ty.numel * byte_size(llvm_type(ty))
+    if name in ("atomic_rmw", "atomic_cas") and atomic_broadcasts_through_scratch(func, op):
+        ty = op.results[0].type
+        numel = ty.numel if isinstance(ty, TensorType) else 1
+        return numel * max(1, element_type(ty).primitive_bitwidth // 8)
+    if name == "warp_specialize":
+        return CAPTURE_SLOT * len(captured_values(op))
+    return 0
+
+
+def _element_sizes(op: Operation) -> List[int]:
+    """Bytes of one element of each of ``op``'s results (a reduction's or scan's operands)."""
+    return [byte_size(llvm_type(r.type)) for r in op.results]
