@@ -285,6 +285,12 @@ class Semantic(ElementwiseSemantic):
 
     def _reduce_axis(self, xs: List[tensor], axis: int, combine) -> List[tensor]:
         src = xs[0].type
+        if self.partition_warps is not None and not isinstance(src.layout, AutoLayout) and any(
+                b[axis] for b in src.layout.to_linear_layout(list(src.shape)).bases.get("block", [])):
+            self.error(f"reduce along axis {axis} inside a warp_specialize partition: the operand's cga_layout splits "
+                       "the axis between the CTAs of the cluster, and combining their partials takes cluster "
+                       "barriers, which the warps of the other partitions never reach; reduce outside "
+                       "warp_specialize")
         elems = [x.dtype for x in xs]
         region = Block(elems + elems)
         with self.builder.at_end_of(region):

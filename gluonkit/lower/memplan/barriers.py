@@ -63,7 +63,7 @@ from ...ir import Block, Function, Operation, SharedMemoryDescType, Value
 from ...ir.memdesc import stage_strides
 from ...layouts.conversion import plan_conversion
 from ..llvm_types import byte_size, llvm_type
-from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
+from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, cta_axis_bits, warp_axis_bits
 from .smem import SharedPlan
 
 __all__ = ["READ", "WRITE", "ASYNC_WRITE", "BarrierPlan", "plan_barriers", "conflicts"]
@@ -206,9 +206,10 @@ class _Analysis:
                                    dst.layout.to_linear_layout(list(dst.shape)),
                                    element_bitwidth=8 * byte_size(llvm_type(dst)))
             return converts_through_scratch(plan)
-        if op.name == "reduce":  # partials cross warps through scratch memory
+        if op.name == "reduce":  # partials cross warps through scratch memory, or CTAs between cluster barriers
             src = op.operands[0].type
-            return bool(warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape))))
+            ll = src.layout.to_linear_layout(list(src.shape))
+            return bool(warp_axis_bits(op, ll) or cta_axis_bits(op, ll))
         return atomic_broadcasts_through_scratch(self.func, op)
 
     # ------------------------------------------------------------ transfer

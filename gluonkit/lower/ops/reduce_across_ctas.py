@@ -1,0 +1,124 @@
+"""Step 4 of a reduction whose ``cga_layout`` splits the axis: combining the CTAs' partials.
+
+After steps 1-3 (:mod:`.reduce`) each CTA of the cluster holds, in every result register,
+its partial of that element.  The CTAs that share a result element differ only in the
+rank bits whose ``block`` bases move along the axis (``bits``); they exchange their partials
+through distributed shared memory:
+
+1. every thread stores its result registers in its CTA's scratch memory, value ``j`` at
+   slot ``thread`` of region ``j``.  A thread holds the same result elements in the same
+   registers in every CTA of the group: the result's layout, the slice of the operand's,
+   has no ``block`` basis along the axis;
+2. a cluster barrier (``barrier.cluster.arrive.aligned`` releases, ``barrier.cluster.wait.aligned``
+   acquires, at cluster scope): every CTA's partials are written and visible;
+3. each thread reads its slots in each of the ``2**len(bits)`` CTAs of its group, its own
+   included (``mapa.shared::cluster.u32`` + ``ld.shared::cluster``), and combines them in
+   CTA order — :func:`~gluonkit.ir.reduce_order.combine_butterfly` over the group index
+   (the rank's ``bits`` packed, lowest first), as the interpreter does
+   (:mod:`gluonkit.interpret.reduce`) — so every CTA gets the same bits;
+4. a second cluster barrier: no CTA overwrites its scratch (a later op) or exits while
+   another may still read it.
+
+Triton 3.9 folds the CTAs into its cross-warp step instead (one tree over warps and CTAs)
+and defers the second barrier to the next use of its scratch; the instructions are the same.
+A cluster barrier needs every thread of every CTA, so this cannot run inside a
+``warp_specialize`` partition (an error, as in Gluon).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List
+
+import llvmlite.ir as lir
+
+from ...ir import CompilationError, Operation
+from ...ir.reduce_order import combine_butterfly
+from ..context import KernelLowering
+from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
+from ..llvm_types import I8, I16, I32, I64, bit_width, byte_size
+from ..memplan import scratch
+
+__all__ = ["combine_across_ctas"]
+
+_INT = {8: I8, 16: I16, 32: I32, 64: I64}
+# ld.shared::cluster's register class per width (a byte is loaded into a 16-bit register).
+_LOAD = {8: ("b8", "h", I16), 16: ("b16", "h", I16), 32: ("b32", "r", I32), 64: ("b64", "l", I64)}
+
+
+def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[lir.Value]], bits: List[int],
+                        combine: Callable) -> List[List[lir.Value]]:
+    """``outputs`` (per result, this CTA's partial in each register) combined over the CTAs
+    whose rank differs from this one's in ``bits`` only; the same layout of values back."""
+    if ctx.sync_group[1] is not None:
+        raise CompilationError(
+            f"reduce along axis {op.attrs['axis']}: the operand's cga_layout splits the axis between CTAs, and "
+            "combining their partials needs cluster barriers, which every thread of the CTA must reach; inside a "
+            "warp_specialize partition only its warps run — reduce before warp_specialize or in the default "
+            "partition's caller", op.loc)
+    b = ctx.builder
+    registers = len(outputs[0])
+    threads = ctx.func.num_warps * 32
+    thread = b.add(b.mul(ctx.warp, I32(32)), ctx.lane)
+    slots = []  # (result, register) -> byte offset of this thread's slot in scratch
+    offset = 0
+    for values in outputs:
+        for value in values:
+            size = byte_size(value.type)
+            offset = (offset + size - 1) // size * size
+            slots.append(offset)
+            offset += threads * size
+    scratch.reserve(ctx, offset)
+    scratch.begin_use(ctx, op)
+    flat = [v for values in outputs for v in values]
+    addresses = []
+    for value, start in zip(flat, slots):
+        bits_value = _to_bits(b, value)
+        pointer = scratch.scratch_pointer(ctx, bits_value.type, b.add(I32(start // byte_size(value.type)), thread))
+        b.store(bits_value, pointer)
+        addresses.append(b.ptrtoint(pointer, I32))
+    emit_ptx(b, CLUSTER_BARRIER)
+    group = [_group_rank(ctx, bits, w) for w in range(1 << len(bits))]
+    partials = []  # per CTA of the group: per result, its registers
+    for rank in group:
+        loaded = [_from_bits(b, _load_remote(b, address, rank, bit_width(v.type)), v.type)
+                  for address, v in zip(addresses, flat)]
+        partials.append([loaded[i * registers:(i + 1) * registers] for i in range(len(outputs))])
+    emit_ptx(b, CLUSTER_BARRIER)
+    combined = [combine_butterfly([[p[i][r] for i in range(len(outputs))] for p in partials], combine)
+                for r in range(registers)]
+    return [[combined[r][i] for r in range(registers)] for i in range(len(outputs))]
+
+
+def _group_rank(ctx: KernelLowering, bits: List[int], w: int) -> lir.Value:
+    """The rank of the ``w``-th CTA of this CTA's group: this rank with ``bits`` set to ``w``'s."""
+    b = ctx.builder
+    mask = sum(1 << bit for bit in bits)
+    place = sum(1 << bit for i, bit in enumerate(bits) if w >> i & 1)
+    return b.or_(b.and_(ctx.cta_rank(), I32(~mask & 0xFFFFFFFF)), I32(place))
+
+
+def _to_bits(b: lir.IRBuilder, value: lir.Value) -> lir.Value:
+    """``value`` as an integer of its width in memory (``i1`` as a byte)."""
+    width = bit_width(value.type)
+    if isinstance(value.type, lir.IntType):
+        return b.zext(value, I8) if width < 8 else value
+    return b.bitcast(value, _INT[width])
+
+
+def _from_bits(b: lir.IRBuilder, raw: lir.Value, ty: lir.Type) -> lir.Value:
+    width = max(8, bit_width(ty))
+    if raw.type != _INT[width]:
+        raw = b.trunc(raw, _INT[width])
+    if isinstance(ty, lir.IntType):
+        return b.trunc(raw, ty) if bit_width(ty) < width else raw
+    return b.bitcast(raw, ty)
+
+
+def _load_remote(b: lir.IRBuilder, address: lir.Value, rank: lir.Value, width: int) -> lir.Value:
+    """``ld.shared::cluster`` of the word at ``address`` (this CTA's shared window) in CTA ``rank``."""
+    suffix, constraint, register = _LOAD[max(8, width)]
+    text = ("{ .reg .b32 remote;\n"
+            "mapa.shared::cluster.u32 remote, $1, $2;\n"
+            f"ld.shared::cluster.{suffix} $0, [remote]; }}")
+    return b.asm(lir.FunctionType(register, [I32, I32]), text, f"={constraint},r,r,~{{memory}}", [address, rank],
+                 side_effect=True)

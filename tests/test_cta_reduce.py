@@ -1,0 +1,148 @@
+"""Reductions along an axis split between the CTAs of a cluster (``cga_layout``): the interpreter
+against float64 numpy for 2 and 4 CTAs (sums, maxima, 2-D tiles, a two-operand argmax, a row
+softmax), the PTX for sm_90a and sm_100a (ptxas assembles it: partials through distributed
+shared memory between cluster barriers), and the refusal inside a partition.  The GPU runs the
+same kernels in ``tests/test_gpu_cta_reduce.py``."""
+
+import re
+
+import numpy as np
+import pytest
+
+import gluonkit
+import gluonkit.language as gl
+from gluonkit.ir.diagnostics import CompilationError
+
+from cta_reduce_kernels import (row_softmax, row_softmax_reference, split_1d, split_2d, tile_sum_max,
+                                tile_sum_max_reference, vector_argmax, vector_sum_max, vector_sum_max_reference)
+from interpreting import interpreter_on
+from kernel_checks import marked_line, needs_ptxas
+
+TARGETS = ["sm_90a", "sm_100a"]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(14)
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_vector_sum_and_max_over_the_cluster(rng, num_ctas, num_warps):
+    n = 4 * 32 * num_warps * num_ctas * 2  # two registers' worth of chunks per thread
+    x = rng.standard_normal((3, n)).astype(np.float32)
+    out = np.full(6, np.nan, np.float32)
+    with interpreter_on():
+        vector_sum_max[(3,)](x, out, n, split_1d(num_ctas, num_warps), num_warps=num_warps, num_ctas=num_ctas)
+    ref = vector_sum_max_reference(x)
+    np.testing.assert_array_equal(out[1::2], ref[1::2])  # the max is exact
+    np.testing.assert_allclose(out[0::2], ref[0::2], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_ctas, cga, axis", [
+    (2, [[0, 1]], 1),             # columns over 2 CTAs, row sums cross CTAs and warps
+    (4, [[0, 1], [0, 2]], 1),     # columns over 4 CTAs
+    (4, [[1, 0], [0, 1]], 1),     # rows over bit 0 (kept), columns over bit 1: pairs of CTAs combine
+    (4, [[0, 1], [1, 0]], 0),     # column sums: rows over bit 1
+    (2, [[1, 0]], 1),             # rows split, the axis whole in each CTA: no exchange
+    (4, [[0, 0], [0, 1]], 1),     # columns over bit 1, replicated over bit 0
+])
+def test_tile_reductions_along_a_split_axis(rng, num_ctas, cga, axis):
+    m, n = 32, 256
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    out = np.full((m, n)[1 - axis] * 2, np.nan, np.float32)
+    with interpreter_on():
+        tile_sum_max[(1,)](x, out, m, n, split_2d(cga), axis, num_ctas=num_ctas)
+    ref = tile_sum_max_reference(x, axis)
+    half = len(out) // 2
+    np.testing.assert_array_equal(out[half:], ref[half:])
+    np.testing.assert_allclose(out[:half], ref[:half], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_a_two_operand_argmax_over_the_cluster(rng, num_ctas):
+    n = 1024
+    x = rng.integers(-20, 20, (4, n)).astype(np.float32)  # ties: the first index must win
+    x[1, 3] = x[1, n - 5] = 99.0  # a tie across the two halves
+    values = np.full(4, np.nan, np.float32)
+    index = np.full(4, -1, np.int32)
+    with interpreter_on():
+        vector_argmax[(4,)](x, values, index, n, split_1d(num_ctas), num_ctas=num_ctas)
+    np.testing.assert_array_equal(values, x.max(1))
+    np.testing.assert_array_equal(index, x.argmax(1))
+    assert index[1] == 3
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_row_softmax_over_the_cluster(rng, num_ctas):
+    n = 2048
+    x = (3 * rng.standard_normal((3, n))).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    with interpreter_on():
+        row_softmax[(3,)](x, y, n, split_1d(num_ctas), num_ctas=num_ctas)
+    np.testing.assert_allclose(y, row_softmax_reference(x), rtol=1e-5, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- PTX
+def _lines(ptx: str, word: str):
+    return [line.strip() for line in ptx.splitlines() if word in line]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_partials_cross_ctas_through_distributed_shared_memory(target, num_ctas):
+    c = vector_sum_max.compile("*fp32:16", "*fp32:16", N=4096, layout=split_1d(num_ctas), num_ctas=num_ctas,
+                               target=target)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    # per reduce: store, cluster barrier, one remote load per CTA of the group, cluster barrier
+    assert len(_lines(ptx, "mapa.shared::cluster.u32")) == 2 * num_ctas
+    assert len(_lines(ptx, "ld.shared::cluster.b32")) == 2 * num_ctas
+    assert len(_lines(ptx, "barrier.cluster.arrive.aligned;")) == 2 * 2 + 1  # and one before ret
+    assert len(_lines(ptx, "barrier.cluster.wait.aligned;")) == 2 * 2 + 1
+
+
+@needs_ptxas
+def test_each_operand_of_a_multi_operand_reduce_crosses_ctas():
+    ptx = vector_argmax.compile("*fp32:16", "*fp32:16", "*i32:16", N=1024, layout=split_1d(2), num_ctas=2,
+                                target="sm_90a").asm["ptx"]
+    assert len(_lines(ptx, "ld.shared::cluster.b32")) == 2 * 2  # value and index, from 2 CTAs
+
+
+@needs_ptxas
+def test_pairs_of_ctas_combine_only_with_each_other():
+    """Rows over bit 0, columns over bit 1 of 4 CTAs: each row sum reads 2 CTAs (rank & ~2 | 0, | 2)."""
+    c = tile_sum_max.compile("*fp32:16", "*fp32:16", M=32, N=256, layout=split_2d([[1, 0], [0, 1]]), AXIS=1,
+                             num_ctas=4, target="sm_90a")
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    registers = len(_lines(ptx, "mapa.shared::cluster.u32")) // 2 // 2  # 2 reduces, 2 CTAs each
+    assert registers >= 1 and len(_lines(ptx, "ld.shared::cluster.b32")) == 2 * 2 * registers
+    rank = re.search(r"mov\.u32\s+(%r\d+), %cluster_ctarank;", ptx).group(1)
+    # the group's ranks: rank & ~2 (LLVM knows rank < 4: rank & 1) and rank | 2
+    assert re.search(rf"and\.b32\s+%r\d+, {rank}, 1;", ptx) and re.search(rf"or\.b32\s+%r\d+, {rank}, 2;", ptx)
+
+
+def test_an_axis_whole_in_each_cta_needs_no_exchange():
+    ptx = tile_sum_max.compile("*fp32:16", "*fp32:16", M=32, N=256, layout=split_2d([[1, 0]]), AXIS=1,
+                               num_ctas=2, target="sm_90a").asm["ptx"]
+    assert "shared::cluster" not in ptx and len(_lines(ptx, "barrier.cluster.arrive")) == 1
+
+
+@gluonkit.jit
+def _sum_in_partition(x_ptr, out_ptr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[1]])
+    gl.store(out_ptr, gl.sum(gl.load(x_ptr + gl.arange(0, 64, layout)), axis=0))  # IN_PARTITION
+
+
+@gluonkit.jit
+def _reduce_in_a_partition(x_ptr, out_ptr):
+    gl.warp_specialize([(_sum_in_partition, (x_ptr, out_ptr)), (_sum_in_partition, (x_ptr, out_ptr))], [1])
+
+
+def test_a_cross_cta_reduce_inside_a_partition_is_refused():
+    with pytest.raises(CompilationError, match="inside a warp_specialize partition") as info:
+        _reduce_in_a_partition.compile("*fp32:16", "*fp32:16", num_warps=1, num_ctas=2, target="sm_90a")
+    assert f":{marked_line(_sum_in_partition, 'IN_PARTITION')}:" in str(info.value)
+    assert "cga_layout splits the axis" in str(info.value)
