@@ -39,6 +39,19 @@ def test_vector_sum_and_max_over_the_cluster(rng, num_ctas, num_warps):
     np.testing.assert_allclose(out[0::2], ref[0::2], rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_a_row_smaller_than_the_layout_tile(rng, num_ctas):
+    """64 elements per CTA under a 512-element tile: lanes and warps hold copies, counted once."""
+    n = 64 * num_ctas
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    out = np.full(4, np.nan, np.float32)
+    with interpreter_on():
+        vector_sum_max[(2,)](x, out, n, split_1d(num_ctas), num_ctas=num_ctas)
+    ref = vector_sum_max_reference(x)
+    np.testing.assert_array_equal(out[1::2], ref[1::2])
+    np.testing.assert_allclose(out[0::2], ref[0::2], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("num_ctas, cga, axis", [
     (2, [[0, 1]], 1),             # columns over 2 CTAs, row sums cross CTAs and warps
     (4, [[0, 1], [0, 2]], 1),     # columns over 4 CTAs
@@ -73,9 +86,9 @@ def test_a_two_operand_argmax_over_the_cluster(rng, num_ctas):
     assert index[1] == 3
 
 
-@pytest.mark.parametrize("num_ctas", [2, 4])
+@pytest.mark.parametrize("num_ctas", [2, 4, 16])
 def test_row_softmax_over_the_cluster(rng, num_ctas):
-    n = 2048
+    n = 1024 * num_ctas
     x = (3 * rng.standard_normal((3, n))).astype(np.float32)
     y = np.full_like(x, np.nan)
     with interpreter_on():
