@@ -1,6 +1,7 @@
-"""Reductions along an axis that a ``cga_layout`` splits between the CTAs of a cluster: kernels
-and float64 references, run by the interpreter and compiled (``tests/test_cta_reduce.py``) and on
-the GPU (``tests/test_gpu_cta_reduce.py``)."""
+"""Reductions along an axis that a ``cga_layout`` splits between the CTAs of a cluster, and
+layout conversions between different ``cga_layout``: kernels and float64 references, run by the
+interpreter and compiled (``tests/test_cta_reduce.py``) and on the GPU
+(``tests/test_gpu_cta_reduce.py``)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,29 @@ def row_softmax(x_ptr, y_ptr, N: gl.constexpr, layout: gl.constexpr):
 def row_softmax_reference(x: np.ndarray) -> np.ndarray:
     e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
+
+
+@gluonkit.jit
+def convert_tile(x_ptr, y_ptr, M: gl.constexpr, N: gl.constexpr, SRC: gl.constexpr, DST: gl.constexpr):
+    """``y = 2 x + 1`` of an ``M x N`` tile, loaded in layout ``SRC`` and stored in ``DST``."""
+    rows = gl.arange(0, M, gl.SliceLayout(1, SRC))
+    cols = gl.arange(0, N, gl.SliceLayout(0, SRC))
+    y = gl.convert_layout(gl.load(x_ptr + rows[:, None] * N + cols[None, :]) * 2 + 1, DST)
+    rows_d = gl.arange(0, M, gl.SliceLayout(1, DST))
+    cols_d = gl.arange(0, N, gl.SliceLayout(0, DST))
+    gl.store(y_ptr + rows_d[:, None] * N + cols_d[None, :], y)
+
+
+# (num_ctas, source layout, destination layout) of convert_tile, on a 64 x 128 tile
+CONVERSIONS = [
+    (2, gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[1, 0]]),
+     gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[0, 0]])),        # rows split -> every CTA all (gather)
+    (2, gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[1, 0]]),
+     gl.BlockedLayout([4, 1], [8, 4], [1, 4], [0, 1], [[0, 1]])),        # rows split -> columns split
+    (4, gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[1, 0], [2, 0]]),
+     gl.BlockedLayout([2, 2], [8, 4], [2, 2], [1, 0], [[0, 1], [1, 0]])),  # 4 row chunks -> 2 x 2 blocks
+    (2, gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[0, 0]]),
+     gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[0, 1]])),        # replicated -> columns split
+    (4, gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[1, 0], [0, 0]]),
+     gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0], [[0, 0], [0, 1]])),  # replicated over bit 1 -> over bit 0
+]

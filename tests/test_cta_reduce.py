@@ -1,7 +1,8 @@
 """Reductions along an axis split between the CTAs of a cluster (``cga_layout``): the interpreter
 against float64 numpy for 2 and 4 CTAs (sums, maxima, 2-D tiles, a two-operand argmax, a row
 softmax), the PTX for sm_90a and sm_100a (ptxas assembles it: partials through distributed
-shared memory between cluster barriers), and the refusal inside a partition.  The GPU runs the
+shared memory between cluster barriers), and the refusal inside a partition; likewise layout
+conversions between different ``cga_layout``.  The GPU runs the
 same kernels in ``tests/test_gpu_cta_reduce.py``."""
 
 import re
@@ -13,8 +14,9 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit.ir.diagnostics import CompilationError
 
-from cta_reduce_kernels import (row_softmax, row_softmax_reference, split_1d, split_2d, tile_sum_max,
-                                tile_sum_max_reference, vector_argmax, vector_sum_max, vector_sum_max_reference)
+from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_softmax_reference, split_1d, split_2d,
+                                tile_sum_max, tile_sum_max_reference, vector_argmax, vector_sum_max,
+                                vector_sum_max_reference)
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -159,3 +161,45 @@ def test_a_cross_cta_reduce_inside_a_partition_is_refused():
         _reduce_in_a_partition.compile("*fp32:16", "*fp32:16", num_warps=1, num_ctas=2, target="sm_90a")
     assert f":{marked_line(_sum_in_partition, 'IN_PARTITION')}:" in str(info.value)
     assert "cga_layout splits the axis" in str(info.value)
+
+
+# ----------------------------------------------------------------------------- conversions between CTAs
+@pytest.mark.parametrize("case", range(len(CONVERSIONS)))
+def test_conversions_between_cga_layouts(rng, case):
+    num_ctas, src, dst = CONVERSIONS[case]
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    with interpreter_on():
+        convert_tile[(1,)](x, y, 64, 128, src, dst, num_ctas=num_ctas)
+    np.testing.assert_array_equal(y, x * 2 + 1)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", range(len(CONVERSIONS)))
+def test_a_conversion_between_ctas_reads_each_register_from_its_owner(target, case):
+    num_ctas, src, dst = CONVERSIONS[case]
+    c = convert_tile.compile("*fp32:16", "*fp32:16", M=64, N=128, SRC=src, DST=dst, num_ctas=num_ctas, target=target)
+    ptx = c.asm["ptx"]
+    assert "cubin" in c.asm
+    registers = dst.to_linear_layout([64, 128]).in_dim_size("register")  # the destination's, per thread
+    assert len(_lines(ptx, "ld.shared::cluster.b32")) == registers
+    assert len(_lines(ptx, "barrier.cluster.arrive.aligned;")) == 2 + 1
+
+
+@gluonkit.jit
+def _convert_in_partition(x_ptr):
+    a: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[1]])
+    b: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[0]])
+    gl.convert_layout(gl.load(x_ptr + gl.arange(0, 64, a)), b)  # IN_PARTITION
+
+
+@gluonkit.jit
+def _conversion_in_a_partition(x_ptr):
+    gl.warp_specialize([(_convert_in_partition, (x_ptr,)), (_convert_in_partition, (x_ptr,))], [1])
+
+
+def test_a_conversion_between_ctas_inside_a_partition_is_refused():
+    with pytest.raises(CompilationError, match="inside a warp_specialize partition") as info:
+        _conversion_in_a_partition.compile("*fp32:16", num_warps=1, num_ctas=2, target="sm_90a")
+    assert f":{marked_line(_convert_in_partition, 'IN_PARTITION')}:" in str(info.value)

@@ -1,6 +1,7 @@
 """Reductions across the CTAs of a cluster on the GPU (Hopper or Blackwell): the kernels of
 ``cta_reduce_kernels.py`` against float64 numpy and against the interpreter (same combine
-order: sums, maxima and argmax agree bit for bit), and a row softmax vs torch.  Marked ``gpu``
+order: sums, maxima and argmax agree bit for bit), a row softmax vs torch, and layout
+conversions between different ``cga_layout`` (exact).  Marked ``gpu``
 (skipped without a CUDA GPU and torch).  Outputs are poisoned before each launch."""
 
 import numpy as np
@@ -8,8 +9,8 @@ import pytest
 
 from gluonkit.runtime.driver import has_gpu
 
-from cta_reduce_kernels import (row_softmax, split_1d, split_2d, tile_sum_max, tile_sum_max_reference, vector_argmax,
-                                vector_sum_max, vector_sum_max_reference)
+from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, split_1d, split_2d, tile_sum_max,
+                                tile_sum_max_reference, vector_argmax, vector_sum_max, vector_sum_max_reference)
 from interpreting import interpreter_on
 
 torch = pytest.importorskip("torch") if has_gpu() else None
@@ -65,3 +66,13 @@ def test_row_softmax_matches_torch(num_ctas, n):
     row_softmax[(64,)](x, y, n, split_1d(num_ctas), num_ctas=num_ctas)
     torch.cuda.synchronize()
     torch.testing.assert_close(y, torch.softmax(x, dim=1), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", range(len(CONVERSIONS)))
+def test_conversions_between_cga_layouts(case):
+    num_ctas, src, dst = CONVERSIONS[case]
+    x = torch.randn((64, 128), device="cuda")
+    y = torch.full_like(x, float("nan"))
+    convert_tile[(1,)](x, y, 64, 128, src, dst, num_ctas=num_ctas)
+    torch.cuda.synchronize()
+    assert torch.equal(y, x * 2 + 1)

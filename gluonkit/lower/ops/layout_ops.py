@@ -23,6 +23,7 @@ from ..context import KernelLowering
 from ..llvm_types import I1, I8, byte_size, llvm_type
 from ..registry import lowering
 from ..memplan.scratch_use import converts_through_scratch
+from .convert_across_ctas import convert_across_ctas
 from .shuffle import shuffle
 
 __all__ = ["gather_registers", "coordinate_map"]
@@ -179,7 +180,9 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
     plan = plan_conversion(ctx.linear_layout(source.type), ctx.linear_layout(result.type),
                            element_bitwidth=8 * byte_size(element))
     values = ctx.get(source)
-    if converts_through_scratch(plan):
+    if plan.kind == "cluster_exchange":
+        converted = convert_across_ctas(ctx, op, plan, values, element)
+    elif converts_through_scratch(plan):
         converted = _through_shared_memory(ctx, op, plan, values, element)
     elif plan.kind == "identical":
         converted = list(values)

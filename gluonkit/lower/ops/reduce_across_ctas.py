@@ -31,30 +31,22 @@ from typing import Callable, List
 
 import llvmlite.ir as lir
 
-from ...ir import CompilationError, Operation
+from ...ir import Operation
 from ...ir.reduce_order import combine_butterfly
 from ..context import KernelLowering
 from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
-from ..llvm_types import I8, I16, I32, I64, bit_width, byte_size
+from ..llvm_types import I32, bit_width, byte_size
 from ..memplan import scratch
+from .dsmem import from_bits, load_remote, require_every_thread, to_bits
 
 __all__ = ["combine_across_ctas"]
-
-_INT = {8: I8, 16: I16, 32: I32, 64: I64}
-# ld.shared::cluster's register class per width (a byte is loaded into a 16-bit register).
-_LOAD = {8: ("b8", "h", I16), 16: ("b16", "h", I16), 32: ("b32", "r", I32), 64: ("b64", "l", I64)}
 
 
 def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[lir.Value]], bits: List[int],
                         combine: Callable) -> List[List[lir.Value]]:
     """``outputs`` (per result, this CTA's partial in each register) combined over the CTAs
     whose rank differs from this one's in ``bits`` only; the same layout of values back."""
-    if ctx.sync_group[1] is not None:
-        raise CompilationError(
-            f"reduce along axis {op.attrs['axis']}: the operand's cga_layout splits the axis between CTAs, and "
-            "combining their partials needs cluster barriers, which every thread of the CTA must reach; inside a "
-            "warp_specialize partition only its warps run — reduce before warp_specialize or in the default "
-            "partition's caller", op.loc)
+    require_every_thread(ctx, op, f"reduce along axis {op.attrs['axis']} (the operand's cga_layout splits the axis)")
     b = ctx.builder
     registers = len(outputs[0])
     threads = ctx.func.num_warps * 32
@@ -72,7 +64,7 @@ def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[l
     flat = [v for values in outputs for v in values]
     addresses = []
     for value, start in zip(flat, slots):
-        bits_value = _to_bits(b, value)
+        bits_value = to_bits(b, value)
         pointer = scratch.scratch_pointer(ctx, bits_value.type, b.add(I32(start // byte_size(value.type)), thread))
         b.store(bits_value, pointer)
         addresses.append(b.ptrtoint(pointer, I32))
@@ -80,7 +72,7 @@ def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[l
     group = [_group_rank(ctx, bits, w) for w in range(1 << len(bits))]
     partials = []  # per CTA of the group: per result, its registers
     for rank in group:
-        loaded = [_from_bits(b, _load_remote(b, address, rank, bit_width(v.type)), v.type)
+        loaded = [from_bits(b, load_remote(b, address, rank, bit_width(v.type)), v.type)
                   for address, v in zip(addresses, flat)]
         partials.append([loaded[i * registers:(i + 1) * registers] for i in range(len(outputs))])
     emit_ptx(b, CLUSTER_BARRIER)
@@ -95,30 +87,3 @@ def _group_rank(ctx: KernelLowering, bits: List[int], w: int) -> lir.Value:
     mask = sum(1 << bit for bit in bits)
     place = sum(1 << bit for i, bit in enumerate(bits) if w >> i & 1)
     return b.or_(b.and_(ctx.cta_rank(), I32(~mask & 0xFFFFFFFF)), I32(place))
-
-
-def _to_bits(b: lir.IRBuilder, value: lir.Value) -> lir.Value:
-    """``value`` as an integer of its width in memory (``i1`` as a byte)."""
-    width = bit_width(value.type)
-    if isinstance(value.type, lir.IntType):
-        return b.zext(value, I8) if width < 8 else value
-    return b.bitcast(value, _INT[width])
-
-
-def _from_bits(b: lir.IRBuilder, raw: lir.Value, ty: lir.Type) -> lir.Value:
-    width = max(8, bit_width(ty))
-    if raw.type != _INT[width]:
-        raw = b.trunc(raw, _INT[width])
-    if isinstance(ty, lir.IntType):
-        return b.trunc(raw, ty) if bit_width(ty) < width else raw
-    return b.bitcast(raw, ty)
-
-
-def _load_remote(b: lir.IRBuilder, address: lir.Value, rank: lir.Value, width: int) -> lir.Value:
-    """``ld.shared::cluster`` of the word at ``address`` (this CTA's shared window) in CTA ``rank``."""
-    suffix, constraint, register = _LOAD[max(8, width)]
-    text = ("{ .reg .b32 remote;\n"
-            "mapa.shared::cluster.u32 remote, $1, $2;\n"
-            f"ld.shared::cluster.{suffix} $0, [remote]; }}")
-    return b.asm(lir.FunctionType(register, [I32, I32]), text, f"={constraint},r,r,~{{memory}}", [address, rank],
-                 side_effect=True)
