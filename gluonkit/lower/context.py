@@ -80,6 +80,9 @@ class KernelLowering:
         self.scratch_bytes = 0  # scratch shared memory after the buffers (see shared_scratch)
         self.shared_bytes = 0  # all dynamic shared memory, set when lowering ends
         self.scratch_used = False  # whether an op before the current one used scratch memory
+        # other CTAs of the cluster may still read this CTA's scratch: the cluster barrier's wait is
+        # still to come (memplan/scratch.py, release_scratch_to_peers)
+        self.cluster_wait_pending = False
         self.barrier_plan = plan_barriers(func, self.shared_plan)  # where buffer accesses need bar.sync
         # The named barrier ``bar.sync`` uses in the code being lowered: (id, threads), threads None for the whole
         # CTA.  Warp specialization (ops/warp_specialize.py) gives each partition its own, and moves scratch

@@ -18,7 +18,7 @@ from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I32, byte_size
 
-__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
+__all__ = ["barrier", "begin_use", "release_scratch_to_peers", "wait_for_peers", "row_major_offset", "scratch_pointer", "shared_base", "reserve", "store_scratch", "load_scratch",
            "store_vector", "load_vector"]
 
 SHARED = 3
@@ -39,11 +39,32 @@ def begin_use(ctx: KernelLowering, op) -> None:
     """Start an op's use of the scratch buffer: wait for earlier readers, if there can be any.
 
     The barrier is needed when an earlier op used the buffer, or when ``op`` sits in a loop
-    (its previous iteration read it); the first use in straight-line code skips it.
+    (its previous iteration read it); the first use in straight-line code skips it.  When other
+    CTAs of the cluster may still read it (:func:`release_scratch_to_peers`), the pending cluster
+    wait is that barrier: it waits for every thread of the cluster, this CTA's included.
     """
-    if ctx.scratch_used or _in_loop(op):
+    if ctx.cluster_wait_pending:
+        wait_for_peers(ctx)
+    elif ctx.scratch_used or _in_loop(op):
         barrier(ctx)
     ctx.scratch_used = True
+
+
+def release_scratch_to_peers(ctx: KernelLowering) -> None:
+    """This CTA has read what it needed of the other CTAs' scratch (distributed shared memory):
+    ``barrier.cluster.arrive.aligned`` (release) now, the matching ``wait`` only where it is needed
+    (:func:`wait_for_peers`): before this CTA's next use of scratch, a cluster barrier, control
+    flow, or the end of the block.  As Triton does, the CTAs overlap the wait with other work."""
+    emit_ptx(ctx.builder, "barrier.cluster.arrive.aligned;")
+    ctx.cluster_wait_pending = True
+
+
+def wait_for_peers(ctx: KernelLowering) -> None:
+    """The ``barrier.cluster.wait.aligned`` (acquire) that :func:`release_scratch_to_peers` left
+    pending, if any: after it no CTA of the cluster still reads this CTA's scratch."""
+    if ctx.cluster_wait_pending:
+        emit_ptx(ctx.builder, "barrier.cluster.wait.aligned;")
+        ctx.cluster_wait_pending = False
 
 
 def _in_loop(op) -> bool:

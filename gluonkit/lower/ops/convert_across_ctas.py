@@ -13,7 +13,8 @@ from rows to columns …).  Through distributed shared memory:
    source layout (its rank's split bits from the element's coordinates; a bit along which the
    source is replicated keeps this CTA's own) — ``mapa.shared::cluster.u32`` +
    ``ld.shared::cluster``, one load per register;
-4. a second cluster barrier before the scratch is reused or the CTA exits.
+4. a second cluster barrier before the scratch is reused or the CTA exits (its wait deferred:
+   :func:`~..memplan.scratch.release_scratch_to_peers`).
 
 A source replicated on the CTAs (no split) is read from each CTA's own copy; the loads still
 go through ``shared::cluster`` addresses.  Like a reduction across CTAs, this cannot run
@@ -63,7 +64,7 @@ def convert_across_ctas(ctx: KernelLowering, op: Operation, plan, values: List[l
         pointer = scratch.scratch_pointer(ctx, memory, _local_index(b, coords, masks, extents))
         raw = load_remote(b, b.ptrtoint(pointer, I32), rank, bit_width(element))
         out.append(from_bits(b, raw, element))
-    emit_ptx(b, CLUSTER_BARRIER)
+    scratch.release_scratch_to_peers(ctx)
     return out
 
 

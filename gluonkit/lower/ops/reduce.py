@@ -58,15 +58,17 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
     src_ty: TensorType = op.operands[0].type
     ll = ctx.linear_layout(src_ty)
     cta_bits = cta_axis_bits(op, ll)
-    outputs = _reduce_in_cta(ctx, op, ll, axis)
+    outputs, warp_bytes = _reduce_in_cta(ctx, op, ll, axis)
     if cta_bits:
-        outputs = combine_across_ctas(ctx, op, outputs, cta_bits, lambda lhs, rhs: _combine(ctx, op, lhs, rhs))
+        outputs = combine_across_ctas(ctx, op, outputs, cta_bits, lambda lhs, rhs: _combine(ctx, op, lhs, rhs),
+                                      warp_bytes)
     for result, values in zip(op.results, outputs):
         ctx.set(result, values[0] if not isinstance(result.type, TensorType) else values)
 
 
-def _reduce_in_cta(ctx: KernelLowering, op: Operation, ll, axis: int) -> List[List[lir.Value]]:
-    """This CTA's reduction: for each result, its registers (one value for a scalar result)."""
+def _reduce_in_cta(ctx: KernelLowering, op: Operation, ll, axis: int) -> Tuple[List[List[lir.Value]], int]:
+    """This CTA's reduction: for each result, its registers (one value for a scalar result); and
+    the bytes of scratch its exchange across warps used (0: none)."""
     operands = [ctx.get(v) for v in op.operands]
     # 1. Within the thread: one partial per kept (non-axis) register coordinate.
     members: Dict[Tuple[int, ...], List[List[lir.Value]]] = {}
@@ -90,8 +92,8 @@ def _reduce_in_cta(ctx: KernelLowering, op: Operation, ll, axis: int) -> List[Li
     warp_bits = warp_axis_bits(op, ll)
     results = op.results
     if not isinstance(results[0].type, TensorType):  # a 1-D reduction to scalars
-        final = _across_warps_scalar(ctx, op, partials[()], warp_bits) if warp_bits else partials[()]
-        return [[value] for value in final]
+        final, used = _across_warps_scalar(ctx, op, partials[()], warp_bits) if warp_bits else (partials[()], 0)
+        return [[value] for value in final], used
     if warp_bits:
         return _across_warps(ctx, op, ll, axis, partials, warp_bits)
     # 4. No warp exchange: the result layout's registers pick this thread's partials.
@@ -104,7 +106,7 @@ def _reduce_in_cta(ctx: KernelLowering, op: Operation, ll, axis: int) -> List[Li
         raise CompilationError(f"reduce result layout {results[0].type.layout!r} does not keep each partial in "
                                "its thread; use the slice of the operand's layout", op.loc)
     return [[partials[tuple(result_ll.apply({"register": r}).values())][i]
-             for r in range(result_ll.in_dim_size("register"))] for i in range(len(results))]
+             for r in range(result_ll.in_dim_size("register"))] for i in range(len(results))], 0
 
 
 def _warp_axis_index(ctx: KernelLowering, warp_bits: List[int]) -> lir.Value:
@@ -123,8 +125,9 @@ def _butterfly(ctx, op, partials: List[List[lir.Value]]) -> List[lir.Value]:
     return combine_butterfly(partials, lambda lhs, rhs: _combine(ctx, op, lhs, rhs))
 
 
-def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
-    """Every thread gets the combination of all warps' partials of a 1-D reduction."""
+def _across_warps_scalar(ctx, op, values, warp_bits) -> Tuple[List[lir.Value], int]:
+    """Every thread gets the combination of all warps' partials of a 1-D reduction (and the
+    scratch bytes used)."""
     slots = 1 << len(warp_bits)
     b = ctx.builder
     index = _warp_axis_index(ctx, warp_bits)
@@ -141,11 +144,12 @@ def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
     scratch.barrier(ctx)
     partials = [[scratch.load_scratch(ctx, v.type, [I32(offset // byte_size(v.type) + w)])[0]
                  for v, offset in zip(values, offsets)] for w in range(slots)]
-    return _butterfly(ctx, op, partials)
+    return _butterfly(ctx, op, partials), base
 
 
-def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> List[List[lir.Value]]:
-    """Exchange partials through scratch: slot = kept element (row-major) * warps + warp."""
+def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> Tuple[List[List[lir.Value]], int]:
+    """Exchange partials through scratch: slot = kept element (row-major) * warps + warp (and
+    the scratch bytes used)."""
     b = ctx.builder
     slots = 1 << len(warp_bits)
     src_ty = op.operands[0].type
@@ -189,4 +193,4 @@ def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> List[List[lir.Value
         combined = _butterfly(ctx, op, partials)
         for out, value in zip(outputs, combined):
             out.append(value)
-    return outputs
+    return outputs, base

@@ -16,11 +16,13 @@ through distributed shared memory:
    CTA order — :func:`~gluonkit.ir.reduce_order.combine_butterfly` over the group index
    (the rank's ``bits`` packed, lowest first), as the interpreter does
    (:mod:`gluonkit.interpret.reduce`) — so every CTA gets the same bits;
-4. a second cluster barrier: no CTA overwrites its scratch (a later op) or exits while
-   another may still read it.
+4. a second cluster barrier, so that no CTA overwrites its scratch (a later op) or exits
+   while another may still read it: its arrival right after the reads, its wait deferred to
+   where it is needed (:func:`~..memplan.scratch.release_scratch_to_peers`), as Triton 3.9
+   does.
 
-Triton 3.9 folds the CTAs into its cross-warp step instead (one tree over warps and CTAs)
-and defers the second barrier to the next use of its scratch; the instructions are the same.
+Triton 3.9 folds the CTAs into its cross-warp step instead (one tree over warps and CTAs);
+the instructions are the same.
 A cluster barrier needs every thread of every CTA, so this cannot run inside a
 ``warp_specialize`` partition (an error, as in Gluon).
 """
@@ -43,16 +45,21 @@ __all__ = ["combine_across_ctas"]
 
 
 def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[lir.Value]], bits: List[int],
-                        combine: Callable) -> List[List[lir.Value]]:
+                        combine: Callable, after: int = 0) -> List[List[lir.Value]]:
     """``outputs`` (per result, this CTA's partial in each register) combined over the CTAs
-    whose rank differs from this one's in ``bits`` only; the same layout of values back."""
+    whose rank differs from this one's in ``bits`` only; the same layout of values back.
+
+    ``after``: the scratch bytes this op's exchange across warps used.  The slots go after
+    them, and that exchange's barrier already separates them from earlier readers of scratch
+    (its start waited for the other CTAs, its ``bar.sync`` for this CTA's threads), so the
+    slots are written without another barrier."""
     require_every_thread(ctx, op, f"reduce along axis {op.attrs['axis']} (the operand's cga_layout splits the axis)")
     b = ctx.builder
     registers = len(outputs[0])
     threads = ctx.func.num_warps * 32
     thread = b.add(b.mul(ctx.warp, I32(32)), ctx.lane)
     slots = []  # (result, register) -> byte offset of this thread's slot in scratch
-    offset = 0
+    offset = after
     for values in outputs:
         for value in values:
             size = byte_size(value.type)
@@ -60,7 +67,8 @@ def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[l
             slots.append(offset)
             offset += threads * size
     scratch.reserve(ctx, offset)
-    scratch.begin_use(ctx, op)
+    if not after:
+        scratch.begin_use(ctx, op)
     flat = [v for values in outputs for v in values]
     addresses = []
     for value, start in zip(flat, slots):
@@ -75,9 +83,9 @@ def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[l
         loaded = [from_bits(b, load_remote(b, address, rank, bit_width(v.type)), v.type)
                   for address, v in zip(addresses, flat)]
         partials.append([loaded[i * registers:(i + 1) * registers] for i in range(len(outputs))])
-    emit_ptx(b, CLUSTER_BARRIER)
     combined = [combine_butterfly([[p[i][r] for i in range(len(outputs))] for p in partials], combine)
                 for r in range(registers)]
+    scratch.release_scratch_to_peers(ctx)
     return [[combined[r][i] for r in range(registers)] for i in range(len(outputs))]
 
 
