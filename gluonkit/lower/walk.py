@@ -15,8 +15,9 @@ REGION_TERMINATORS = ("yield", "condition")
 # Ops before which a pending cluster-barrier wait (memplan/scratch.py) is emitted: control flow
 # (the wait stays in the block that arrived), other cluster barriers and the end of a block
 # (but not of a combine or map function of reduce, scan, map_elementwise: inline scalar code).
+# ``local_alloc`` too: a buffer planned into bytes scratch used must not be written while peers read them.
 _WAIT_FOR_PEERS_BEFORE = REGION_TERMINATORS + ("return", "if", "for", "while", "warp_specialize",
-                                               "cluster_barrier", "inline_asm_elementwise")
+                                               "cluster_barrier", "inline_asm_elementwise", "local_alloc")
 
 
 def lower_block(ctx: KernelLowering, block: Block) -> Operation | None:
