@@ -37,6 +37,24 @@ def vector_sum_max_reference(x: np.ndarray) -> np.ndarray:
 
 
 @gluonkit.jit
+def row_sums_in_a_loop(x_ptr, out_ptr, ROWS: gl.constexpr, N: gl.constexpr, layout: gl.constexpr):
+    """``out[r]``: the sum of row ``r``, one row per iteration (an exchange between CTAs in a loop,
+    and one under a branch taken on odd rows)."""
+    offs = gl.arange(0, N, layout)
+    for r in range(ROWS):
+        x = gl.load(x_ptr + r * N + offs)
+        total = gl.sum(x, axis=0)
+        if r % 2 == 1:
+            total = total + gl.max(x, axis=0)
+        gl.store(out_ptr + r, total)
+
+
+def row_sums_in_a_loop_reference(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    return x64.sum(1) + np.where(np.arange(len(x)) % 2 == 1, x64.max(1), 0)
+
+
+@gluonkit.jit
 def tile_sum_max(x_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr, layout: gl.constexpr, AXIS: gl.constexpr):
     """The sums then the maxima of an ``M x N`` tile along ``AXIS``, stored one after the other."""
     rows = gl.arange(0, M, gl.SliceLayout(1, layout))

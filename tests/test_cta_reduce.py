@@ -14,9 +14,9 @@ import gluonkit
 import gluonkit.language as gl
 from gluonkit.ir.diagnostics import CompilationError
 
-from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_softmax_reference, split_1d, split_2d,
-                                tile_sum_max, tile_sum_max_reference, vector_argmax, vector_sum_max,
-                                vector_sum_max_reference)
+from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_softmax_reference, row_sums_in_a_loop,
+                                row_sums_in_a_loop_reference, split_1d, split_2d, tile_sum_max, tile_sum_max_reference,
+                                vector_argmax, vector_sum_max, vector_sum_max_reference)
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -116,6 +116,41 @@ def test_partials_cross_ctas_through_distributed_shared_memory(target, num_ctas)
     assert len(_lines(ptx, "ld.shared::cluster.b32")) == 2 * num_ctas
     assert len(_lines(ptx, "barrier.cluster.arrive.aligned;")) == 2 * 2 + 1  # and one before ret
     assert len(_lines(ptx, "barrier.cluster.wait.aligned;")) == 2 * 2 + 1
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_exchanges_in_a_loop_and_under_a_branch(rng, num_ctas):
+    x = rng.standard_normal((5, 2048)).astype(np.float32)
+    out = np.full(5, np.nan, np.float32)
+    with interpreter_on():
+        row_sums_in_a_loop[(1,)](x, out, 5, 2048, split_1d(num_ctas), num_ctas=num_ctas)
+    np.testing.assert_allclose(out, row_sums_in_a_loop_reference(x), rtol=1e-5, atol=1e-4)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_deferred_cluster_wait_stays_in_its_block(target):
+    """Each exchange arrives after its reads and waits later, but within its own block: the
+    loop body's and the branch's waits come before the block's end, so every thread alternates
+    arrive and wait on every path."""
+    c = row_sums_in_a_loop.compile("*fp32:16", "*fp32:16", ROWS=5, N=2048, layout=split_1d(2), num_ctas=2,
+                                   target=target)
+    assert "cubin" in c.asm
+    ptx = c.asm["ptx"]
+    body = [line.strip() for line in ptx.splitlines()
+            if "barrier.cluster" in line or re.match(r"(@%p\d+ )?bra\b|\$L__BB|ret;", line.strip())]
+    pending = False
+    for line in body:  # straight-line PTX between labels and branches: arrive and wait alternate
+        if line.startswith("barrier.cluster.arrive"):
+            assert not pending, body
+            pending = True
+        elif line.startswith("barrier.cluster.wait"):
+            assert pending, body
+            pending = False
+        else:
+            assert not pending, f"a pending cluster wait crosses {line!r}: {body}"
+    assert len(_lines(ptx, "barrier.cluster.arrive.aligned;")) == 4 + 1  # 2 exchanges x 2, and before ret
+    assert sum(line.endswith(":") for line in body) >= 2 and any("bra" in line for line in body)  # a loop, a branch
 
 
 @needs_ptxas

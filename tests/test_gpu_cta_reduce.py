@@ -9,8 +9,9 @@ import pytest
 
 from gluonkit.runtime.driver import has_gpu
 
-from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, split_1d, split_2d, tile_sum_max,
-                                tile_sum_max_reference, vector_argmax, vector_sum_max, vector_sum_max_reference)
+from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_sums_in_a_loop, split_1d, split_2d,
+                                tile_sum_max, tile_sum_max_reference, vector_argmax, vector_sum_max,
+                                vector_sum_max_reference)
 from interpreting import interpreter_on
 
 torch = pytest.importorskip("torch") if has_gpu() else None
@@ -76,3 +77,15 @@ def test_conversions_between_cga_layouts(case):
     convert_tile[(1,)](x, y, 64, 128, src, dst, num_ctas=num_ctas)
     torch.cuda.synchronize()
     assert torch.equal(y, x * 2 + 1)
+
+
+@pytest.mark.parametrize("num_ctas", [2, 4])
+def test_exchanges_in_a_loop_and_under_a_branch_match_the_interpreter(num_ctas):
+    x = np.random.default_rng(5).standard_normal((5, 2048)).astype(np.float32)
+    out = torch.full((5,), float("nan"), device="cuda")
+    row_sums_in_a_loop[(1,)](torch.from_numpy(x).cuda(), out, 5, 2048, split_1d(num_ctas), num_ctas=num_ctas)
+    torch.cuda.synchronize()
+    expected = np.full(5, np.nan, np.float32)
+    with interpreter_on():
+        row_sums_in_a_loop[(1,)](x, expected, 5, 2048, split_1d(num_ctas), num_ctas=num_ctas)
+    np.testing.assert_array_equal(out.cpu().numpy(), expected)
