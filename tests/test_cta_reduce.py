@@ -12,6 +12,7 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
+from gluonkit.interpret.errors import InterpreterError
 from gluonkit.ir.diagnostics import CompilationError
 
 from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_softmax_reference, row_sums_in_a_loop,
@@ -238,3 +239,18 @@ def test_a_conversion_between_ctas_inside_a_partition_is_refused():
     with pytest.raises(CompilationError, match="inside a warp_specialize partition") as info:
         _conversion_in_a_partition.compile("*fp32:16", num_warps=1, num_ctas=2, target="sm_90a")
     assert f":{marked_line(_convert_in_partition, 'IN_PARTITION')}:" in str(info.value)
+
+
+@gluonkit.jit
+def _scan_over_the_cluster(x_ptr, y_ptr):
+    layout: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0], [[1]])
+    offs = gl.arange(0, 1024, layout)
+    gl.store(y_ptr + offs, gl.cumsum(gl.load(x_ptr + offs), axis=0))
+
+
+def test_a_scan_along_a_split_axis_is_refused_in_both():
+    with pytest.raises(CompilationError, match="scans across the CTAs of a cluster are not built"):
+        _scan_over_the_cluster.compile("*fp32:16", "*fp32:16", num_ctas=2, target="sm_90a")
+    x = np.ones(1024, np.float32)
+    with interpreter_on(), pytest.raises(InterpreterError, match="scans across the CTAs of a cluster are not built"):
+        _scan_over_the_cluster[(1,)](x, np.zeros_like(x), num_ctas=2)
