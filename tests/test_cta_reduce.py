@@ -18,6 +18,8 @@ from gluonkit.ir.diagnostics import CompilationError
 from cta_reduce_kernels import (CONVERSIONS, convert_tile, row_softmax, row_softmax_reference, row_sums_in_a_loop,
                                 row_sums_in_a_loop_reference, split_1d, split_2d, tile_sum_max, tile_sum_max_reference,
                                 vector_argmax, vector_sum_max, vector_sum_max_reference)
+from cluster_kernels import multicast_args, multicast_reference
+from gluonkit.language.nvidia.hopper import cluster, mbarrier, tma
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -254,3 +256,51 @@ def test_a_scan_along_a_split_axis_is_refused_in_both():
     x = np.ones(1024, np.float32)
     with interpreter_on(), pytest.raises(InterpreterError, match="scans across the CTAs of a cluster are not built"):
         _scan_over_the_cluster[(1,)](x, np.zeros_like(x), num_ctas=2)
+
+
+
+@gluonkit.jit
+def _multicast_then_reduce(desc, out_ptr, v_ptr, layout: gl.constexpr, vec: gl.constexpr, N: gl.constexpr,
+                           K_TILES: gl.constexpr, SYNC: gl.constexpr):
+    """cluster_kernels.multicast_sum with the cluster barrier after each read replaced by a reduction
+    across the CTAs (SYNC) or by nothing: the exchange orders every CTA's read before CTA 0's next
+    multicast into that buffer."""
+    BM: gl.constexpr = desc.block_type.shape[0]
+    BN: gl.constexpr = desc.block_type.shape[1]
+    smem = gl.allocate_shared_memory(desc.dtype, [BM, BN], desc.layout)
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    cluster.barrier()
+    acc = gl.zeros([BM, BN], gl.float32, layout)
+    total = gl.to_tensor(0.0)
+    for k in range(K_TILES):
+        mbarrier.expect(bar, desc.nbytes_per_cta)
+        tma.async_load(desc, [0, k * BN], bar, smem, multicast=True)  # MULTICAST
+        mbarrier.wait(bar, k % 2)
+        acc += smem.load(layout).to(gl.float32)
+        if SYNC:
+            total += gl.sum(gl.load(v_ptr + k * N + gl.arange(0, N, vec)), axis=0)
+    rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * BN + cols[None, :], acc)
+    gl.store(out_ptr + BM * BN, total)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_the_exchange_orders_the_ctas_like_a_cluster_barrier(rng, sync):
+    x = rng.standard_normal((64, 256)).astype(np.float16)
+    v = rng.standard_normal((4, 1024)).astype(np.float32)
+    out = np.zeros(64 * 64 + 1, np.float32)
+    desc, layout = multicast_args(x, 2)
+    run = lambda: _multicast_then_reduce[(1,)](desc, out, v, layout, split_1d(2), 1024, 4, sync,  # noqa: E731
+                                               num_ctas=2)
+    if not sync:
+        # CTA 0 runs ahead: its next multicast lands in CTA 1's buffer while CTA 1 may still use it
+        with interpreter_on(), pytest.raises(InterpreterError, match="may still") as info:
+            run()
+        assert f":{marked_line(_multicast_then_reduce, 'MULTICAST')}:" in str(info.value)
+        return
+    with interpreter_on():
+        run()
+    np.testing.assert_allclose(out[:-1].reshape(64, 64), multicast_reference(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[-1], v.astype(np.float64).sum(), rtol=1e-5)
