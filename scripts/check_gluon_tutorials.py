@@ -10,7 +10,10 @@ a subprocess of its own, with:
 * the CPU interpreter (``GLUONKIT_INTERPRET=1``): CUDA tensors the tutorial asks torch for are
   made on the CPU, and the GPU queries the tutorials gate their tests on answer as a
   Blackwell GPU (capability 10.0, 148 SMs) would (the cuBLAS handle some make at import for
-  their benchmarks is a stub);
+  their benchmarks is a stub).  Benchmarks are not timed: ``triton.testing.do_bench`` and
+  ``do_bench_cudagraph`` return NaN without calling the function, and tensors of more than
+  2**26 elements (a benchmark's, as tutorial 14 makes at import) are made on torch's ``meta``
+  device, which holds no data;
 * every kernel launch first compiled for sm_100a (``kernel.compile(..., target="sm_100a")``,
   ptxas included when it is found) with the launch's own arguments, then interpreted;
 * with ``--renames-39``, also the renames Gluon 3.9 made (``async_copy_global_to_shared`` →
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -141,6 +145,10 @@ def _failure_text(report) -> str:
     return text[:300]
 
 
+# Tensors the tutorials ask for on the GPU above this many elements are benchmarks' (not timed here).
+_BENCHMARK_NUMEL = 1 << 26
+
+
 def _pretend_blackwell() -> None:
     """CUDA tensors on the CPU, and the GPU queries answered as a Blackwell GPU would."""
     import types
@@ -151,11 +159,16 @@ def _pretend_blackwell() -> None:
     def cpu(device):
         return "cpu" if device is not None and str(device).startswith("cuda") else device
 
+    def numel(args) -> int:
+        dims = args[0] if args and isinstance(args[0], (tuple, list, torch.Size)) else args
+        return math.prod(dims) if all(isinstance(d, int) for d in dims) else 0
+
     class CudaOnCpu(TorchFunctionMode):
         def __torch_function__(self, func, types_, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
             if "device" in kwargs:
-                kwargs["device"] = cpu(kwargs["device"])
+                big = str(kwargs["device"]).startswith("cuda") and numel(args) > _BENCHMARK_NUMEL
+                kwargs["device"] = "meta" if big else cpu(kwargs["device"])
             if func is torch.Tensor.cuda:
                 return args[0]
             if func is torch.Tensor.to:
@@ -191,6 +204,8 @@ def _pretend_blackwell() -> None:
             raise RuntimeError("cuBLAS is not available in the interpreter")
 
     nvidia.cublas.CublasLt = NoCublas
+    import triton.testing
+    triton.testing.do_bench = triton.testing.do_bench_cudagraph = lambda *args, **kwargs: float("nan")
 
 
 def _compile_each_launch(report: dict) -> None:

@@ -80,11 +80,11 @@ def test_a_grid_callable_sees_the_launch_options(rng):
 
 def test_bad_cluster_sizes_are_refused_at_launch_and_compile(rng):
     x = np.zeros(128, np.int32)
-    with pytest.raises(ArgumentError, match="num_ctas=16: a cluster has at most 8 CTAs") as info:
-        options_kernel[(1,)](x, x, num_ctas=16)
+    with pytest.raises(ArgumentError, match="num_ctas=32: a cluster has at most 16 CTAs") as info:
+        options_kernel[(1,)](x, x, num_ctas=32)
     assert f":{line_containing(options_kernel.fn, 'def options_kernel')}:" in str(info.value)
-    with pytest.raises(ArgumentError, match="a cluster has at most 8 CTAs"):
-        warps_kernel.compile("*i32", "*i32", num_warps=4, num_ctas=32)
+    with pytest.raises(ArgumentError, match="a cluster has at most 16 CTAs"):
+        warps_kernel.compile("*i32", "*i32", num_warps=4, num_ctas=64)
     with pytest.raises(ArgumentError, match="num_ctas must be a positive power of two"):
         warps_kernel[(1,)](x, x, num_warps=4, num_ctas=3)
     with pytest.raises(ArgumentError, match="num_warps must be a positive power of two"):

@@ -7,10 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gluonkit
 import gluonkit.language as gl
 from gluonkit import ir
-from gluonkit.interpret.errors import InterpreterError
 from gluonkit.ir.diagnostics import CompilationError
 from gluonkit.nvidia.hopper import TensorDescriptor
 
@@ -42,20 +40,6 @@ def test_pair_barrier_rounds():
     with interpreter_on():
         pair_barrier_rounds[(3,)](x, y, 256, 5, num_ctas=2)
     np.testing.assert_array_equal(y, x * 5)
-
-
-@gluonkit.jit
-def _sum_across_ctas(x_ptr, y_ptr):
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0], [[1]])
-    gl.store(y_ptr, gl.sum(gl.load(x_ptr + gl.arange(0, 256, layout)), axis=0))
-
-
-def test_a_reduction_across_the_ctas_of_a_split_is_refused():
-    x = np.ones(256, np.float32)
-    with interpreter_on(), pytest.raises(InterpreterError, match="reduce across blocks"):
-        _sum_across_ctas[(1,)](x, np.zeros(1, np.float32), num_ctas=2)
-    with pytest.raises(CompilationError, match="reduction across CTAs is not supported"):
-        _sum_across_ctas.compile("*fp32:16", "*fp32:16", num_ctas=2, target="sm_90a")
 
 
 @needs_ptxas

@@ -801,3 +801,44 @@ def test_packed_arithmetic_matches_triton(dtype, op):
                 ("x_ptr", "y_ptr", "z_ptr", "out_ptr")}, lambda bw: {"OP": op, "N": 512, "SPT": 4})
     ours, theirs = _packed_instructions(_gluonkit_ptx(case)), _packed_instructions(_triton_ptx(case))
     assert sum(ours.values()) == 2 and ours == theirs, f"gluonkit: {dict(ours)}; triton: {dict(theirs)}"
+
+def _cluster_softmax_kernel(gl, jit):
+    """Gluon tutorial 14's softmax in short: a row split over the cluster's CTAs, max and sum across them."""
+    @jit
+    def kernel(x_ptr, y_ptr, N: gl.constexpr):
+        cga_layout: gl.constexpr = ((1,), (2,), (4,), (8,))[:gl.num_ctas().bit_length() - 1]
+        layout: gl.constexpr = gl.BlockedLayout([4], [32], [gl.num_warps()], [0], cga_layout=cga_layout)
+        offs = gl.program_id(0) * N + gl.arange(0, N, layout)
+        x = gl.load(x_ptr + offs)
+        e = gl.exp(x - gl.max(x, axis=0))
+        gl.store(y_ptr + offs, e / gl.sum(e, axis=0))
+
+    return kernel
+
+
+def _cluster_forms(ptx: str) -> set:
+    return {line.split()[0] for line in ptx.splitlines() if re.search(r"mapa|shared::cluster|barrier\.cluster", line)}
+
+
+@pytest.mark.parametrize("cc, num_ctas", [(90, 2), (90, 4), (100, 2)])
+def test_a_reduction_across_ctas_uses_the_instructions_triton_uses(cc, num_ctas):
+    """Both exchange the CTAs' partials through distributed shared memory: ``mapa`` +
+    ``ld.shared::cluster`` between ``barrier.cluster`` arrive/wait pairs.  Triton 3.9 folds the
+    CTAs into its cross-warp step and defers the barrier after the reads to the next use of its
+    scratch (one barrier fewer per reduction); gluonkit's order and second barrier are its own
+    (docs/clusters.rst)."""
+    theirs = triton.compile(GluonASTSource(_cluster_softmax_kernel(tr_gl, gluon.jit),
+                                           {"x_ptr": "*fp32", "y_ptr": "*fp32", "N": "constexpr"}, {"N": 4096}),
+                            target=GPUTarget("cuda", cc, 32),
+                            options={"num_warps": 4, "num_ctas": num_ctas}).asm["ptx"]
+    ours = _cluster_softmax_kernel(gk_gl, gluonkit.jit).compile(
+        "*fp32:16", "*fp32:16", N=4096, target=f"sm_{cc}a", num_warps=4, num_ctas=num_ctas).asm["ptx"]
+    forms = {"mapa.shared::cluster.u32", "ld.shared::cluster.b32", "barrier.cluster.arrive.aligned;",
+             "barrier.cluster.wait.aligned;"}
+    assert _cluster_forms(ours) == forms and _cluster_forms(theirs) == forms, (_cluster_forms(theirs))
+    assert f".reqnctapercluster {num_ctas}" in ours and f".reqnctapercluster {num_ctas}" in theirs
+
+    def barriers(ptx):
+        return len(re.findall(r"barrier\.cluster\.arrive", ptx))
+
+    assert barriers(ours) == 2 * 2 + 1 and barriers(theirs) == 2 + 1 + 1  # (+1: the barrier before the kernel exits)

@@ -46,7 +46,8 @@ def _check_scan_layout(program, op, axis: int) -> None:
                 raise InterpreterError(
                     f"scan along axis {axis}: the {dim} basis {list(v)} of the operand's layout "
                     f"{op.operands[0].type.layout!r} does not move along the axis alone by a power of two; "
-                    "convert_layout the operand to a blocked layout first", op.loc)
+                    "convert_layout the operand to a blocked layout first (a block basis: scans across the CTAs of a "
+                    "cluster are not built; use a cga_layout that keeps the axis in each CTA)", op.loc)
 
 
 @rule("scan")

@@ -11,7 +11,12 @@ The reduction runs on the register files in three stages, like Triton's lowering
    the lowest, every thread combines its partial with the partial of the lane that differs
    in that bit (``acc = f(acc, shuffle_xor(acc, bit))``);
 3. **across warps**: the same butterfly over the warp bits along the axis (the GPU
-   exchanges these partials through shared memory; the pairing is the same).
+   exchanges these partials through shared memory; the pairing is the same);
+4. **across the CTAs of a cluster**, when the ``cga_layout`` splits the axis: the CTAs that
+   share a result element (their ranks differ in the axis bits only) exchange their partials
+   between two cluster barriers (:func:`~.nvidia.cluster.exchange_across_ctas`) and each
+   combines them in CTA order (:func:`~gluonkit.ir.reduce_order.combine_butterfly`), as the
+   lowering does, so every CTA and the GPU get the same bits.
 
 With a commutative combine function every thread ends with the same bits; a
 non-commutative one leaves lanes disagreeing, and the replicated-copy check reports it
@@ -26,10 +31,11 @@ from typing import List
 
 import numpy as np
 
-from ..ir.reduce_order import combine_pairwise
+from ..ir.reduce_order import combine_butterfly, combine_pairwise
 from ..ir.types import TensorType
 from .engine import rule
 from .errors import InterpreterError
+from .nvidia.cluster import exchange_across_ctas
 from .values import Tensor, element_text, gather_local
 
 
@@ -67,9 +73,7 @@ def _reduce(program, op, operands):
     p = program.placement(first.type, op)
     bases = p.linear.bases
     lane_bits = len(bases.get("lane", []))
-    for b in bases.get("block", []):
-        if b[axis]:
-            raise InterpreterError("reduce: the interpreter cannot reduce across blocks", op.loc)
+    cta_bits = [bit for bit, kind in enumerate(_classify(op, "block", bases.get("block", []), axis)) if kind == "axis"]
 
     def combine_all(acc, new):
         out = program.run_block(combine, list(acc) + list(new))
@@ -85,6 +89,11 @@ def _reduce(program, op, operands):
         for bit in reversed([b for b, k in enumerate(kinds) if k == "axis"]):
             partner = thread ^ (1 << (offset + bit))
             acc = combine_all(acc, [a[partner] for a in acc])
+    if cta_bits:
+        mask = sum(1 << bit for bit in cta_bits)
+        ranks = [program.cta_rank & ~mask | sum(1 << bit for i, bit in enumerate(cta_bits) if w >> i & 1)
+                 for w in range(1 << len(cta_bits))]
+        acc = combine_butterfly(exchange_across_ctas(program, op, acc, ranks), combine_all)
 
     # The output element each partial belongs to: its first register's coordinate, axis dropped.
     keep = [d for d in range(len(p.shape)) if d != axis]

@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import TensorType
+from ..layouts.conversion import moves_between_ctas
 from .engine import rule
 from .errors import InterpreterError
+from .nvidia.cluster import exchange_across_ctas
 from .values import Tensor, element_text, from_logical, gather_local, to_logical
 
 
@@ -111,7 +113,14 @@ def _join(program, op, operands):
 @rule("convert_layout")
 def _convert_layout(program, op, operands):
     logical = to_logical(operands[0], program.threads, op.loc, "the converted value")
-    return [from_logical(logical, op.results[0].type, program.threads, op.loc)]
+    src, dst = operands[0].type, op.results[0].type
+    if program.cluster is not None and moves_between_ctas(src.layout, dst.layout, list(src.shape)):
+        # each CTA's share, exchanged between two cluster barriers as the GPU does (lower/ops/convert_across_ctas.py)
+        held = program.placement(src, op).owner >= 0
+        logical = logical.copy()
+        for theirs, their_held in exchange_across_ctas(program, op, (logical, held), range(program.cluster.num_ctas)):
+            logical.ravel()[their_held] = theirs.ravel()[their_held]
+    return [from_logical(logical, dst, program.threads, op.loc)]
 
 
 @rule("set_auto_layout")

@@ -8,8 +8,9 @@ positional argument (or the parameter's default) binds only the parameter and le
 option at its default — Triton's binder behaves the same way, which
 ``docs/decisions.rst`` records.
 
-``num_ctas`` (a power of two up to :data:`MAX_NUM_CTAS`, the portable cluster size) launches
-each program as a cluster of that many CTAs (``docs/clusters.rst``).
+``num_ctas`` (a power of two up to :data:`MAX_NUM_CTAS`, as in Gluon) launches each program as a
+cluster of that many CTAs (``docs/clusters.rst``); above :data:`PORTABLE_NUM_CTAS` the runtime
+opts the kernel in to non-portable cluster sizes (Hopper and Blackwell allow 16).
 
 ``maxnreg`` (default ``None``: no cap) caps the registers per thread: the kernel is compiled
 with PTX's ``.maxnreg``, so ptxas spills rather than exceed it.  Like Triton, any positive
@@ -29,10 +30,12 @@ from ..ir.warp_specialize import MAX_WARPS
 from .constexpr import unwrap
 from .errors import ArgumentError
 
-__all__ = ["LAUNCH_OPTIONS", "MAX_NUM_CTAS", "split_launch_options", "check_launch_options"]
+__all__ = ["LAUNCH_OPTIONS", "MAX_NUM_CTAS", "PORTABLE_NUM_CTAS", "split_launch_options", "check_launch_options"]
 
-#: The largest ``num_ctas``: clusters above 8 CTAs are not portable (they need an opt-in per kernel).
-MAX_NUM_CTAS = 8
+#: The largest ``num_ctas`` (Gluon's limit; what Hopper and Blackwell allow with the opt-in below).
+MAX_NUM_CTAS = 16
+#: The largest portable cluster: above it a kernel needs ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``.
+PORTABLE_NUM_CTAS = 8
 
 #: Every launch option and its default.
 LAUNCH_OPTIONS: Dict[str, Any] = {"num_warps": 4, "num_ctas": 1, "maxnreg": None}
@@ -66,8 +69,8 @@ def check_launch_options(options: Dict[str, Any], loc: Location) -> None:
     if not _is_power_of_two(num_ctas):
         raise ArgumentError(f"num_ctas must be a positive power of two, got {num_ctas!r}", loc)
     if num_ctas > MAX_NUM_CTAS:
-        raise ArgumentError(f"num_ctas={num_ctas}: a cluster has at most {MAX_NUM_CTAS} CTAs (the portable "
-                            "cluster size of Hopper and Blackwell)", loc)
+        raise ArgumentError(f"num_ctas={num_ctas}: a cluster has at most {MAX_NUM_CTAS} CTAs (Hopper's and "
+                            f"Blackwell's largest cluster; {PORTABLE_NUM_CTAS} is the portable size)", loc)
     maxnreg = options.get("maxnreg")
     if maxnreg is not None and (not isinstance(maxnreg, int) or isinstance(maxnreg, bool) or maxnreg <= 0):
         raise ArgumentError(f"maxnreg (registers per thread) must be a positive int or None, got {maxnreg!r}", loc)

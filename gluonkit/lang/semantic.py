@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from ..ir import Block
 from ..ir.types import DType, PointerType, TensorType, int32, uint32, float32
-from ..layouts.conversion import plan_conversion
+from ..layouts.conversion import moves_between_ctas, plan_conversion
 from ..layouts.distributed import AutoLayout, SliceLayout
 from .callables import is_jit_function
 from .errors import (
@@ -151,7 +151,12 @@ class Semantic(ElementwiseSemantic):
         move no data between threads (the planner's identical / register permutation)."""
         x = self.require_tensor(x, "convert_layout operand", block=True)
         layout = self.check_layout(layout, x.shape)
-        if assert_trivial and not isinstance(x.layout, AutoLayout) and not isinstance(layout, AutoLayout):
+        concrete = not isinstance(x.layout, AutoLayout) and not isinstance(layout, AutoLayout)
+        if self.partition_warps is not None and concrete and moves_between_ctas(x.layout, layout, list(x.shape)):
+            self.error(f"convert_layout inside a warp_specialize partition from {x.layout!r} to {layout!r} moves "
+                       "values between the CTAs of the cluster (the cga_layouts differ), which takes cluster barriers "
+                       "that the warps of the other partitions never reach; convert outside warp_specialize")
+        if assert_trivial and concrete:
             plan = plan_conversion(x.layout, layout, list(x.shape))
             if plan.kind not in ("identical", "register_permutation"):
                 self.error(f"convert_layout(assert_trivial=True) from {x.layout!r} to {layout!r} is not trivial: "
@@ -285,6 +290,12 @@ class Semantic(ElementwiseSemantic):
 
     def _reduce_axis(self, xs: List[tensor], axis: int, combine) -> List[tensor]:
         src = xs[0].type
+        if self.partition_warps is not None and not isinstance(src.layout, AutoLayout) and any(
+                b[axis] for b in src.layout.to_linear_layout(list(src.shape)).bases.get("block", [])):
+            self.error(f"reduce along axis {axis} inside a warp_specialize partition: the operand's cga_layout splits "
+                       "the axis between the CTAs of the cluster, and combining their partials takes cluster "
+                       "barriers, which the warps of the other partitions never reach; reduce outside "
+                       "warp_specialize")
         elems = [x.dtype for x in xs]
         region = Block(elems + elems)
         with self.builder.at_end_of(region):

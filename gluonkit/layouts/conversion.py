@@ -53,6 +53,9 @@ class ConversionPlan:
       ``scratch`` buffer (``offset → dims``, ``scratch_elements`` long), then loads its
       destination registers from ``load_offsets``; ``store`` and ``load`` give the vector
       widths, wavefronts and bank conflicts of the two accesses.
+    - ``cluster_exchange``: the layouts place elements on the CTAs of a cluster differently
+      (``block`` bases): each CTA's share goes through its shared memory and the CTAs read
+      one another's (distributed shared memory, between cluster barriers).
     """
 
     kind: str
@@ -144,6 +147,7 @@ def plan_conversion(src, dst, shape: Sequence[int] | None = None, element_bitwid
     if s.out_dim_sizes != d.out_dim_sizes:
         raise ValueError(f"src and dst must lay out the same shape, got {s.out_dim_sizes} and {d.out_dim_sizes}")
     d = d.transpose_outs(s.out_dims)
+    s, d = _same_block_count(s, d)
     for dim in THREAD_DIMS:
         if s.in_dim_size(dim) != d.in_dim_size(dim):
             raise ValueError(f"src and dst must have the same number of {dim}s, got {s.in_dim_size(dim)} and {d.in_dim_size(dim)}")
@@ -154,6 +158,8 @@ def plan_conversion(src, dst, shape: Sequence[int] | None = None, element_bitwid
         return ConversionPlan("identical", s, d, bits)
     dims = s.out_dims
     sub = lambda ll, ins: ll.sublayout(ins, dims)  # noqa: E731
+    if _moves_between_ctas(s, d):
+        return ConversionPlan("cluster_exchange", s, d, bits)
     if sub(s, THREAD_DIMS) == sub(d, THREAD_DIMS):
         regs = _solve(sub(d, ["register"]), sub(s, ["register"]))
         if regs is not None:
@@ -162,8 +168,6 @@ def plan_conversion(src, dst, shape: Sequence[int] | None = None, element_bitwid
     if shuffle is not None:
         src_registers, lane_source = shuffle
         return ConversionPlan("warp_shuffle", s, d, bits, src_registers=src_registers, lane_source=lane_source)
-    if sub(s, ["block"]) != sub(d, ["block"]):
-        raise ValueError("conversions that move data between CTAs (different block bases) are not supported")
     scratch, store, load = _choose_scratch(s, d, bits, max_vector_bytes)
     return ConversionPlan("shared_memory", s, d, bits, scratch=scratch, store=store, load=load)
 
@@ -175,6 +179,35 @@ def _distributed(ll: LinearLayout, what: str) -> LinearLayout:
         raise ValueError(f"{what} must be a distributed layout over {list(HW_DIMS)}, got input dimensions {ll.in_dims}")
     bases = ll.bases
     return LinearLayout({d: bases.get(d, []) for d in HW_DIMS}, ll.out_dim_sizes)
+
+
+def moves_between_ctas(src, dst, shape: Sequence[int]) -> bool:
+    """Whether converting from layout ``src`` to ``dst`` moves elements between the CTAs of a
+    cluster: their ``block`` bases (``cga_layout``) place the elements differently (the
+    ``cluster_exchange`` plan of :func:`plan_conversion`)."""
+    s = _distributed(as_linear_layout(src, shape, "src"), "src")
+    d = _distributed(as_linear_layout(dst, shape, "dst"), "dst").transpose_outs(s.out_dims)
+    return _moves_between_ctas(*_same_block_count(s, d))
+
+
+def _moves_between_ctas(s: LinearLayout, d: LinearLayout) -> bool:
+    return s.sublayout(["block"], s.out_dims) != d.sublayout(["block"], s.out_dims)
+
+
+def _same_block_count(s: LinearLayout, d: LinearLayout) -> Tuple[LinearLayout, LinearLayout]:
+    """``s`` and ``d`` with zero ``block`` bases appended to the one with fewer: a layout
+    replicated on the CTAs of a cluster may list no bases for them (``[[0]]`` equals ``[]``)."""
+    blocks = max(len(s.bases["block"]), len(d.bases["block"]))
+
+    def pad(ll: LinearLayout) -> LinearLayout:
+        missing = blocks - len(ll.bases["block"])
+        if not missing:
+            return ll
+        bases = dict(ll.bases)
+        bases["block"] = list(ll.bases["block"]) + [[0] * len(ll.out_dims)] * missing
+        return LinearLayout(bases, ll.out_dim_sizes)
+
+    return pad(s), pad(d)
 
 
 def _solve(target: LinearLayout, source: LinearLayout) -> Optional[LinearLayout]:

@@ -83,6 +83,9 @@ class KernelLowering:
         # The op whose scratch region scratch accesses use, and that region's offset (memplan/scratch.py).
         self.scratch_op: Optional[Operation] = None
         self.scratch_start = 0
+        # Other CTAs of the cluster may still read this CTA's scratch: the cluster barrier's wait is
+        # still to come (memplan/scratch.py, release_scratch_to_peers).
+        self.cluster_wait_pending = False
         # The named barrier ``bar.sync`` uses in the code being lowered: (id, threads), threads None for the whole
         # CTA.  Warp specialization (ops/warp_specialize.py) gives each partition its own.
         self.sync_group: Tuple[int, object] = (0, None)

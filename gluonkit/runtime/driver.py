@@ -370,6 +370,12 @@ class Kernel:
             self._dynamic_allowed = nbytes
         self._dynamic_checked = max(self._dynamic_checked, nbytes)
 
+    def allow_non_portable_clusters(self) -> None:
+        """Allow clusters above 8 CTAs (``.reqnctapercluster 16``): Hopper and Blackwell run
+        them only for a kernel with ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`` set."""
+        call("cuFuncSetAttribute", self.handle,
+             _cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+
     def launch(self, grid: Sequence[int], block: Sequence[int], shared_bytes: int, stream,
                packed_args) -> None:
         """Launch on ``grid`` blocks of ``block`` threads with ``shared_bytes`` dynamic shared memory.

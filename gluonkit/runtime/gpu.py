@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ir import PointerType, TensorDescType
 from ..lang.constexpr import constexpr
+from ..lang.launch_options import PORTABLE_NUM_CTAS
 from ..lower.compiler import CompiledKernel, compile_function, dump_stages
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
 from . import driver
@@ -308,6 +309,8 @@ def _compile_and_load(kernel, names, keys, constexprs, num_warps, no_specialize,
     loaded = module.get_kernel(func.name)
     shared = int(compiled.metadata.get("shared", 0))
     loaded.set_dynamic_shared_memory(shared)
+    if num_ctas > PORTABLE_NUM_CTAS:
+        loaded.allow_non_portable_clusters()
     leaves = [leaf for n, ty in zip(names, arg_types) for leaf in _tuple_leaves(n, ty)]
     packer = ArgPacker([ty for _, ty in leaves], [n for n, _ in leaves])
     return CompiledLaunch(compiled, loaded, packer, (compiled.metadata["num_threads"], 1, 1), shared, driver.current_device(),

@@ -8,9 +8,10 @@ cluster barrier) lets the others run, and when every CTA that has not ended wait
 something that cannot happen, the deadlock report names each CTA and what it waits on.
 
 Each cluster runs twice, CTA 0 first and then CTA ``n-1`` first (memory restored between
-the runs), so a kernel whose result depends on which CTA runs first is caught.  Tensors are
-replicated on every CTA (``docs/clusters.rst``), so global stores and atomics of the other
-ranks are left to rank 0, as on the GPU (``memory_ops.py``, ``atomics.py``).
+the runs), so a kernel whose result depends on which CTA runs first is caught.  A tensor
+replicated on CTAs (``docs/clusters.rst``) is stored and updated by atomics from one of
+them, as on the GPU (``memory_ops.py``, ``atomics.py``).  A reduction across the CTAs of a
+split exchanges their partials here (:func:`exchange_across_ctas`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Cluster:
         self._unobserved: List[tuple] = []
         self.tmem: Dict[int, object] = {}  # rank -> its tensor memory (a CTA pair's MMA writes both: tcgen05.py)
         self.clc_answers: List[object] = []  # the i-th try_cancel's response, the same for every CTA (clc.py)
+        # (rank, number of the cluster barrier after it) -> partials a CTA publishes (exchange_across_ctas)
+        self.published: Dict[Tuple[int, int], tuple] = {}
         self._buffers: Dict[Tuple[int, int], SharedBuffer] = {}  # (rank, id of the local_alloc op) -> latest
         self._origin: Dict[int, int] = {}  # id of a buffer -> id of the local_alloc op that made it
 
@@ -113,9 +116,16 @@ def _run_once(func, pid, grid, values, memory, trace, schedule: Schedule) -> Non
 
 @rule("cluster_barrier")
 def _cluster_barrier(program, op, operands):
-    cluster = program.cluster
-    if cluster is None:  # a one-CTA cluster: the CTA's own threads are already in step
+    if program.cluster is None:  # a one-CTA cluster: the CTA's own threads are already in step
         return []
+    _rendezvous(program, op)
+    return []
+
+
+def _rendezvous(program, op) -> int:
+    """This CTA reaches a cluster barrier (at ``op``) and waits until every CTA has; what each
+    CTA did before it happens before what any does after it.  Returns the barrier's number."""
+    cluster = program.cluster
     cluster.arrivals[program.cta_rank] += 1
     count = cluster.arrivals[program.cta_rank]
     release(cluster, count)  # what this CTA did so far happens before every CTA leaves this barrier
@@ -131,4 +141,21 @@ def _cluster_barrier(program, op, operands):
     if not ready():
         program.blocker(ready, describe)
     acquire_phase(cluster, count)
-    return []
+    return count
+
+
+def exchange_across_ctas(program, op, value, ranks: List[int]) -> list:
+    """The ``value`` that each CTA of ``ranks`` publishes at ``op``, in that order: what a
+    reduction whose ``cga_layout`` splits its axis does through distributed shared memory
+    (``lower/ops/reduce_across_ctas.py``).  As there, this CTA publishes its value, passes a
+    cluster barrier, reads the others' and passes a second one, so the exchange orders the
+    CTAs' memory accesses like two ``cluster.barrier()`` calls.  (Every CTA of a cluster runs
+    the same ops: its scalars, which alone steer control flow, are the same in every CTA.)"""
+    cluster = program.cluster
+    number = cluster.arrivals[program.cta_rank] + 1
+    cluster.published[(program.cta_rank, number)] = value
+    _rendezvous(program, op)
+    values = [cluster.published[(rank, number)] for rank in ranks]
+    _rendezvous(program, op)
+    del cluster.published[(program.cta_rank, number)]  # every CTA read it before the second barrier
+    return values

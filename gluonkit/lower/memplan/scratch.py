@@ -17,7 +17,8 @@ from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I8, I32, byte_size
 
-__all__ = ["barrier", "begin_use", "row_major_offset", "scratch_pointer", "shared_base", "store_scratch", "load_scratch",
+__all__ = ["barrier", "begin_use", "release_scratch_to_peers", "wait_for_peers", "row_major_offset", "scratch_pointer",
+           "shared_base", "store_scratch", "load_scratch",
            "store_vector", "load_vector"]
 
 SHARED = 3
@@ -40,15 +41,37 @@ def begin_use(ctx: KernelLowering, op) -> None:
     The first round trip waits at a barrier where the barrier plan (:mod:`.barriers`) says
     earlier accesses of those bytes may be pending (a previous iteration's reads, a dead
     buffer's last reads); a later round trip of the same op always waits for the earlier one's reads.
+    When other CTAs of the cluster may still read this CTA's scratch (:func:`release_scratch_to_peers`),
+    the pending cluster wait is that barrier: it waits for every thread of the cluster, this CTA's included.
     """
-    if ctx.scratch_op is op:
+    if ctx.scratch_op is not op:
+        region = ctx.shared_plan.scratch_of(op)
+        assert region is not None, f"{op.name} has no planned scratch region (memplan/scratch_size.py)"
+        ctx.scratch_op, ctx.scratch_start = op, region.offset
+        needed = ctx.barrier_plan.needs_barrier(op)
+    else:
+        needed = True
+    if ctx.cluster_wait_pending:
+        wait_for_peers(ctx)
+    elif needed:
         barrier(ctx)
-        return
-    region = ctx.shared_plan.scratch_of(op)
-    assert region is not None, f"{op.name} has no planned scratch region (memplan/scratch_size.py)"
-    ctx.scratch_op, ctx.scratch_start = op, region.offset
-    if ctx.barrier_plan.needs_barrier(op):
-        barrier(ctx)
+
+
+def release_scratch_to_peers(ctx: KernelLowering) -> None:
+    """This CTA has read what it needed of the other CTAs' scratch (distributed shared memory):
+    ``barrier.cluster.arrive.aligned`` (release) now, the matching ``wait`` only where it is needed
+    (:func:`wait_for_peers`): before this CTA's next use of scratch, a cluster barrier, control
+    flow, or the end of the block.  As Triton does, the CTAs overlap the wait with other work."""
+    emit_ptx(ctx.builder, "barrier.cluster.arrive.aligned;")
+    ctx.cluster_wait_pending = True
+
+
+def wait_for_peers(ctx: KernelLowering) -> None:
+    """The ``barrier.cluster.wait.aligned`` (acquire) that :func:`release_scratch_to_peers` left
+    pending, if any: after it no CTA of the cluster still reads this CTA's scratch."""
+    if ctx.cluster_wait_pending:
+        emit_ptx(ctx.builder, "barrier.cluster.wait.aligned;")
+        ctx.cluster_wait_pending = False
 
 
 def _shared_base(ctx: KernelLowering) -> lir.GlobalVariable:

@@ -11,7 +11,10 @@ The ops and their scratch:
 * ``convert_layout`` that moves data between warps: the conversion plan's scratch layout
   (``i1`` stored as bytes);
 * ``reduce`` whose axis crosses warps: one slot per warp along the axis, per kept element and
-  per result;
+  per result; whose axis crosses the CTAs of a cluster: after those, one slot per thread for
+  each result register (:func:`cta_exchange_slots`);
+* ``convert_layout`` between layouts with different ``cga_layout``: the CTA's share of the
+  source, indexed by its local coordinates (:func:`cluster_exchange_extents`);
 * ``scan`` whose axis crosses warps: the whole tensor once per result;
 * ``histogram``: one ``int32`` counter per bin; ``gather``: the source tensor;
 * ``atomic_rmw``/``atomic_cas`` whose old values go to other threads: the result tensor;
@@ -29,9 +32,10 @@ from ...ir import Function, Operation, TensorType, Value
 from ...ir.types import element_type
 from ...layouts.conversion import plan_conversion
 from ..llvm_types import byte_size, llvm_type
-from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, warp_axis_bits
+from .scratch_use import atomic_broadcasts_through_scratch, converts_through_scratch, cta_axis_bits, warp_axis_bits
 
-__all__ = ["CAPTURE_SLOT", "scratch_bytes", "packed_arrays", "conversion_plan", "captured_values"]
+__all__ = ["CAPTURE_SLOT", "scratch_bytes", "packed_arrays", "conversion_plan", "captured_values",
+           "cta_exchange_slots", "local_coordinate_masks", "cluster_exchange_extents"]
 
 CAPTURE_SLOT = 8  # bytes per value captured by warp_specialize's workers
 
@@ -92,14 +96,15 @@ def scratch_bytes(func: Function, op: Operation) -> int:
     name = op.name
     if name == "convert_layout":
         plan = conversion_plan(op)
-        return plan.scratch_elements * byte_size(llvm_type(op.results[0].type)) if converts_through_scratch(plan) else 0
+        element = byte_size(llvm_type(op.results[0].type))
+        if plan.kind == "cluster_exchange":
+            return math.prod(cluster_exchange_extents(plan.src)) * element
+        return plan.scratch_elements * element if converts_through_scratch(plan) else 0
     if name == "reduce":
         src = op.operands[0].type
-        warp_bits = warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape)))
-        if not warp_bits:
-            return 0
-        kept = math.prod(s for d, s in enumerate(src.shape) if d != op.attrs["axis"])
-        return packed_arrays(_element_sizes(op), kept << len(warp_bits))[1]
+        if cta_axis_bits(op, src.layout.to_linear_layout(list(src.shape))):
+            return cta_exchange_slots(func, op)[1]
+        return _warp_exchange_bytes(op)
     if name == "scan":
         ty = op.operands[0].type
         bases = ty.layout.to_linear_layout(list(ty.shape)).bases.get("warp", [])
@@ -117,6 +122,51 @@ def scratch_bytes(func: Function, op: Operation) -> int:
     if name == "warp_specialize":
         return CAPTURE_SLOT * len(captured_values(op))
     return 0
+
+
+def _warp_exchange_bytes(op: Operation) -> int:
+    """The bytes of a ``reduce``'s exchange across warps (0 when no warp bit moves along its axis)."""
+    src = op.operands[0].type
+    warp_bits = warp_axis_bits(op, src.layout.to_linear_layout(list(src.shape)))
+    if not warp_bits:
+        return 0
+    kept = math.prod(s for d, s in enumerate(src.shape) if d != op.attrs["axis"])
+    return packed_arrays(_element_sizes(op), kept << len(warp_bits))[1]
+
+
+def cta_exchange_slots(func: Function, op: Operation) -> Tuple[List[int], int]:
+    """Where a ``reduce`` across the CTAs of a cluster puts its partials in its scratch region:
+    the byte offset of the per-thread slot array of each (result, result register), result
+    by result, after the bytes of its exchange across warps; and the region's total bytes.
+    Every thread of the kernel (a reduction across CTAs never runs in a partition) has a slot."""
+    result = op.results[0].type
+    registers = result.layout.to_linear_layout(list(result.shape)).in_dim_size("register") \
+        if isinstance(result, TensorType) else 1
+    threads = func.num_warps * 32
+    offset, slots = _warp_exchange_bytes(op), []
+    for size in _element_sizes(op):
+        for _ in range(registers):
+            offset = -(-offset // size) * size
+            slots.append(offset)
+            offset += threads * size
+    return slots, offset
+
+
+def local_coordinate_masks(src) -> List[int]:
+    """Per output dimension of the linear layout ``src``, the coordinate bits its register, lane
+    and warp bases take: a CTA's local share of a ``cluster_exchange`` conversion's source."""
+    masks = [0] * len(src.out_dims)
+    for dim in ("register", "lane", "warp"):
+        for basis in src.bases.get(dim, []):
+            for d, c in enumerate(basis):
+                masks[d] |= c
+    return masks
+
+
+def cluster_exchange_extents(src) -> List[int]:
+    """Per dimension, the power-of-two extent covering :func:`local_coordinate_masks`: the CTA's
+    share of a ``cluster_exchange`` conversion's source is stored row-major over these extents."""
+    return [1 << m.bit_length() for m in local_coordinate_masks(src)]
 
 
 def _element_sizes(op: Operation) -> List[int]:

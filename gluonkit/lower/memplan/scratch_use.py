@@ -14,7 +14,7 @@ from typing import List
 from ...ir import CompilationError, Function, Operation, TensorType
 from ...layouts.linear import LinearLayout
 
-__all__ = ["REGISTER_ONLY_CONVERSIONS", "converts_through_scratch", "moves_along_axis", "warp_axis_bits",
+__all__ = ["REGISTER_ONLY_CONVERSIONS", "converts_through_scratch", "moves_along_axis", "warp_axis_bits", "cta_axis_bits",
            "atomic_broadcasts_through_scratch", "is_used"]
 
 # plan_conversion kinds that move data in registers or by warp shuffles only.
@@ -44,6 +44,15 @@ def warp_axis_bits(op: Operation, layout: LinearLayout) -> List[int]:
     axis = op.attrs["axis"]
     return [bit for bit, basis in enumerate(layout.bases.get("warp", []))
             if moves_along_axis(op, basis, axis, "warp")]
+
+
+def cta_axis_bits(op: Operation, layout: LinearLayout) -> List[int]:
+    """The CTA-rank bits of the ``reduce`` op's operand ``layout`` (its ``block`` bases, from
+    ``cga_layout``) that move along its axis: the reduction crosses the CTAs of the cluster
+    (through distributed shared memory, between cluster barriers) exactly when there are any."""
+    axis = op.attrs["axis"]
+    return [bit for bit, basis in enumerate(layout.bases.get("block", []))
+            if moves_along_axis(op, basis, axis, "cga_layout (block)")]
 
 
 def atomic_broadcasts_through_scratch(func: Function, op: Operation) -> bool:

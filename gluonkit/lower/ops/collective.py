@@ -60,7 +60,8 @@ def _axis_bits(op: Operation, ll, axis: int) -> Dict[int, Tuple[str, int]]:
                 raise CompilationError(
                     f"scan along axis {axis}: the {dim} basis {basis} of the operand's layout "
                     f"{op.operands[0].type.layout!r} does not move along the axis alone by a power of two; "
-                    "convert_layout the operand to a blocked layout first", op.loc)
+                    "convert_layout the operand to a blocked layout first (a block basis: scans across the CTAs of a "
+                    "cluster are not built; use a cga_layout that keeps the axis in each CTA)", op.loc)
             owners[along.bit_length() - 1] = (dim, bit)
     return owners
 

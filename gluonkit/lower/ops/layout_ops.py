@@ -23,6 +23,7 @@ from ..llvm_types import I1, I8, llvm_type
 from ..registry import lowering
 from ..memplan.scratch_size import conversion_plan
 from ..memplan.scratch_use import converts_through_scratch
+from .convert_across_ctas import convert_across_ctas
 from .shuffle import shuffle
 
 __all__ = ["gather_registers", "coordinate_map"]
@@ -178,7 +179,9 @@ def _convert_layout(ctx: KernelLowering, op: Operation) -> None:
     element = llvm_type(result.type)
     plan = conversion_plan(op)  # the plan the shared-memory planner sized its scratch by
     values = ctx.get(source)
-    if converts_through_scratch(plan):
+    if plan.kind == "cluster_exchange":
+        converted = convert_across_ctas(ctx, op, plan, values, element)
+    elif converts_through_scratch(plan):
         converted = _through_shared_memory(ctx, op, plan, values, element)
     elif plan.kind == "identical":
         converted = list(values)

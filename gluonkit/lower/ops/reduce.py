@@ -10,7 +10,10 @@ From the operand's linear layout ``L`` and the axis:
 3. if warp bits move along the axis, every thread writes its partial results to scratch
    shared memory at (kept element, warp's position along the axis) and, after a barrier,
    each thread combines the partials of the elements its result holds in the same
-   butterfly order over the warp bits.
+   butterfly order over the warp bits;
+4. if the operand's ``cga_layout`` splits the axis between the CTAs of a cluster, the CTAs'
+   partials are exchanged through distributed shared memory and combined in CTA order
+   (:mod:`.reduce_across_ctas`).
 
 The order is the interpreter's (:mod:`gluonkit.interpret.reduce`), so floating-point
 results agree bit for bit between the GPU and the CPU.
@@ -26,14 +29,15 @@ from typing import Dict, List, Tuple
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, TensorType
-from ...ir.reduce_order import combine_pairwise
+from ...ir.reduce_order import combine_butterfly, combine_pairwise
 from ..memplan import scratch as scratch
 from ..context import KernelLowering
 from ..llvm_types import I32, byte_size, llvm_type
 from ..registry import lowering
 from ..walk import lower_block
 from ..memplan.scratch_size import packed_arrays
-from ..memplan.scratch_use import moves_along_axis, warp_axis_bits
+from ..memplan.scratch_use import cta_axis_bits, moves_along_axis, warp_axis_bits
+from .reduce_across_ctas import combine_across_ctas
 from .shuffle import shuffle
 
 __all__: List[str] = []
@@ -54,11 +58,17 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
     axis = op.attrs["axis"]
     src_ty: TensorType = op.operands[0].type
     ll = ctx.linear_layout(src_ty)
-    if any(basis[axis] for basis in ll.bases.get("block", [])):
-        raise CompilationError(
-            f"reduce along axis {axis}: the operand's layout {src_ty.layout!r} splits that axis between the CTAs of "
-            "the cluster (cga_layout), and a reduction across CTAs is not supported; reduce along an axis each CTA "
-            "holds whole, or use a layout whose cga_layout does not split this axis", op.loc)
+    cta_bits = cta_axis_bits(op, ll)
+    outputs = _reduce_in_cta(ctx, op, ll, axis)
+    if cta_bits:
+        outputs = combine_across_ctas(ctx, op, outputs, cta_bits, lambda lhs, rhs: _combine(ctx, op, lhs, rhs),
+                                      exchanged_across_warps=bool(warp_axis_bits(op, ll)))
+    for result, values in zip(op.results, outputs):
+        ctx.set(result, values[0] if not isinstance(result.type, TensorType) else values)
+
+
+def _reduce_in_cta(ctx: KernelLowering, op: Operation, ll, axis: int) -> List[List[lir.Value]]:
+    """This CTA's reduction: for each result, its registers (one value for a scalar result)."""
     operands = [ctx.get(v) for v in op.operands]
     # 1. Within the thread: one partial per kept (non-axis) register coordinate.
     members: Dict[Tuple[int, ...], List[List[lir.Value]]] = {}
@@ -83,12 +93,9 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
     results = op.results
     if not isinstance(results[0].type, TensorType):  # a 1-D reduction to scalars
         final = _across_warps_scalar(ctx, op, partials[()], warp_bits) if warp_bits else partials[()]
-        for result, value in zip(results, final):
-            ctx.set(result, value)
-        return
+        return [[value] for value in final]
     if warp_bits:
-        _across_warps(ctx, op, ll, axis, partials, warp_bits)
-        return
+        return _across_warps(ctx, op, ll, axis, partials, warp_bits)
     # 4. No warp exchange: the result layout's registers pick this thread's partials.
     result_ll = ctx.linear_layout(results[0].type)
     thread_kept = [tuple(c for d, c in enumerate(v) if d != axis) for v in ll.bases.get("lane", []) + ll.bases.get("warp", [])]
@@ -98,12 +105,8 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
     if expected != thread_result:
         raise CompilationError(f"reduce result layout {results[0].type.layout!r} does not keep each partial in "
                                "its thread; use the slice of the operand's layout", op.loc)
-    for i, result in enumerate(results):
-        values = []
-        for r in range(result_ll.in_dim_size("register")):
-            kept = tuple(result_ll.apply({"register": r}).values())
-            values.append(partials[kept][i])
-        ctx.set(result, values)
+    return [[partials[tuple(result_ll.apply({"register": r}).values())][i]
+             for r in range(result_ll.in_dim_size("register"))] for i in range(len(results))]
 
 
 def _warp_axis_index(ctx: KernelLowering, warp_bits: List[int]) -> lir.Value:
@@ -119,10 +122,7 @@ def _warp_axis_index(ctx: KernelLowering, warp_bits: List[int]) -> lir.Value:
 def _butterfly(ctx, op, partials: List[List[lir.Value]]) -> List[lir.Value]:
     """Combine per-warp partials in the interpreter's butterfly order (highest warp bit
     first), as warp 0 sees it; with a commutative combine every warp gets these bits."""
-    levels = len(partials).bit_length() - 1
-    for bit in reversed(range(levels)):
-        partials = [_combine(ctx, op, partials[w], partials[w ^ (1 << bit)]) for w in range(len(partials))]
-    return partials[0]
+    return combine_butterfly(partials, lambda lhs, rhs: _combine(ctx, op, lhs, rhs))
 
 
 def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
@@ -140,7 +140,7 @@ def _across_warps_scalar(ctx, op, values, warp_bits) -> List[lir.Value]:
     return _butterfly(ctx, op, partials)
 
 
-def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
+def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> List[List[lir.Value]]:
     """Exchange partials through scratch: slot = kept element (row-major) * warps + warp."""
     b = ctx.builder
     slots = 1 << len(warp_bits)
@@ -178,5 +178,4 @@ def _across_warps(ctx, op, ll, axis, partials, warp_bits) -> None:
         combined = _butterfly(ctx, op, partials)
         for out, value in zip(outputs, combined):
             out.append(value)
-    for result, values in zip(op.results, outputs):
-        ctx.set(result, values)
+    return outputs
