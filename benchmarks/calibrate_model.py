@@ -267,10 +267,13 @@ def report(rows) -> None:
           f"{within}/{len(errors)} within ±15%")
 
 
-#: The cost table's fields the fit moves, and the range each is kept in.
+#: The cost table's fields the fit moves, and the range each is kept in.  Not fitted:
+#: ``mma_instr_cycles`` (0: a cost per MMA instruction stands in for the memory traffic of
+#: 128 × 128 tiles and so puts 256 × 128 tiles, which have 128 × 256's traffic, wrongly behind:
+#: docs/benchmarks.rst) and ``wgmma_latency`` (no calibrated kernel's wgmma is serialized).
 FITTED = {"clock_ghz": (1.0, 1.98), "mma_rate": (0.5, 1.0), "mem_bytes_per_cycle": (16.0, 128.0),
-          "load_latency": (200.0, 2000.0), "mma_instr_cycles": (0.0, 32.0), "launch_us": (1.0, 10.0),
-          "max_mem_share": (1.0, 3.0), "wgmma_latency": (0.0, 600.0), "cta_start_us": (0.0, 5.0)}
+          "load_latency": (200.0, 2000.0), "launch_us": (1.0, 10.0),
+          "max_mem_share": (1.0, 3.0), "cta_start_us": (0.0, 5.0)}
 
 
 def _with(table, name: str, value: float):

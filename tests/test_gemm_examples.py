@@ -45,6 +45,26 @@ def test_pipelined_gemm_compiles_for_hopper_without_spills():
     assert compiled.metadata["spill_stores"] == 0 and compiled.metadata["stack_frame"] == 0
 
 
+@needs_ptxas
+@pytest.mark.parametrize("BN, stages", [(128, 4), (256, 3)])
+@pytest.mark.parametrize("sizes", ["i32:16", "i32"])  # strides specialized on 16 or not (4104 x 4104 x 4104)
+def test_pipelined_gemm_keeps_its_wgmma_pipelined(BN, stages, sizes):
+    # Unspecialized strides used to make ptxas serialize every wgmma (note C7514, 1.8x the time on the H100):
+    # O3 sank the epilogue's thread coordinates between the loop's exit and its wgmma.wait_group 0.
+    BM, BK = 128, 64
+    a_layout = gl.NVMMASharedLayout.get_default_for([BM, BK], gl.float16)
+    b_layout = gl.NVMMASharedLayout.get_default_for([BK, BN], gl.float16)
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1], instr_shape=[16, BN, 16])
+    compiled = pipelined_gemm.pipelined_gemm_kernel.compile(
+        TensorDescType((BM, BK), ir.float16, a_layout), TensorDescType((BK, BN), ir.float16, b_layout),
+        "*fp16:16", sizes, sizes, sizes, sizes, STAGES=stages, acc_layout=acc, num_warps=8)
+    assert compiled.metadata["ptxas_notes"] == []
+    ptx = compiled.asm["ptx"]
+    exit_block = ptx[:ptx.index("wgmma.wait_group.sync.aligned 0;")].rsplit("$L__BB", 1)[1]
+    code = [line for line in exit_block.split("\n")[1:] if line.strip() and not line.lstrip().startswith(("//", "."))]
+    assert code == [], code  # the wait opens the loop's exit block
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
 @pytest.mark.parametrize("M, N, K", [(512, 512, 512), (1000, 296, 776)])  # rows: multiples of 16 bytes (TMA)

@@ -539,3 +539,25 @@ def test_sm100a_has_no_wgmma():
     with pytest.raises(CompilationError) as err:
         _compile(m=64, n=64, k=64, target="sm_100a")
     assert "sm_100a has no wgmma" in str(err.value) and "warpgroup_mma(a_op, b_op, acc" in str(err.value)
+
+
+_EXIT_BLOCK = """\
+exit:
+  %acc.lcssa = phi float [ 0.000000e+00, %entry ], [ %acc.next, %loop ]
+  %row = shl i32 %tid, 1
+  %scaled = fmul float %acc.lcssa, 2.000000e+00
+  %col = and i32 %row, 6
+  %waited = call float asm sideeffect "wgmma.wait_group.sync.aligned 0;", "=f,0"(float %scaled)
+  %sum = add i32 %row, %col
+"""
+
+
+def test_a_block_opening_wgmma_wait_moves_ahead_of_the_pure_code_it_does_not_use():
+    from gluonkit.lower.backend.wgmma_wait import wait_first
+
+    lines = wait_first(_EXIT_BLOCK).split("\n")
+    # the wait's own input stays before it; the index math O3 sank there goes after it, in order
+    assert [line.split(" = ")[0].strip() for line in lines[1:7]] == [
+        "%acc.lcssa", "%scaled", "%waited", "%row", "%col", "%sum"]
+    behind_a_store = _EXIT_BLOCK.replace("  %col", "  store i32 0, ptr %p\n  %col")
+    assert wait_first(behind_a_store) == behind_a_store  # only a wait that opens its block moves

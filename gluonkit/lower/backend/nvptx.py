@@ -1,7 +1,8 @@
 """LLVM IR → PTX with llvmlite's NVPTX back end.
 
 The lowering builds an ``llvmlite.ir.Module``; this module verifies it, runs LLVM's O3
-pipeline for the target machine and prints PTX.  The PTX's ``.version`` follows the
+pipeline for the target machine, puts block-opening ``wgmma.wait_group`` back ahead of the
+pure code O3 sank in front of them (:mod:`.wgmma_wait`) and prints PTX.  The PTX's ``.version`` follows the
 target (see :mod:`gluonkit.lower.backend.targets`).
 """
 
@@ -13,6 +14,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as lir
 
 from .targets import Target
+from .wgmma_wait import WAIT, wait_first
 
 __all__ = ["NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "emit_ptx", "new_module"]
 
@@ -57,4 +59,19 @@ def emit_ptx(module: lir.Module | str, target: Target, opt_level: int = 3) -> tu
         pb = llvm.create_pass_builder(tm, pto)
         pm = pb.getModulePassManager()
         pm.run(parsed, pb)
-    return str(parsed), tm.emit_assembly(parsed)
+    llir = str(parsed)
+    if WAIT in llir:
+        parsed = _with_waits_first(parsed, pb if opt_level > 0 else None, tm)
+        llir = str(parsed)
+    return llir, tm.emit_assembly(parsed)
+
+
+def _with_waits_first(parsed: "llvm.ModuleRef", pb, tm) -> "llvm.ModuleRef":
+    """``parsed`` with every value named (so that instructions can move without renumbering)
+    and :func:`.wgmma_wait.wait_first` applied."""
+    namer = llvm.create_new_module_pass_manager()
+    namer.add_instruction_namer_pass()
+    namer.run(parsed, pb or llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options()))
+    moved = llvm.parse_assembly(wait_first(str(parsed)), context=llvm.create_context())
+    moved.verify()
+    return moved
