@@ -222,8 +222,11 @@ def _attend_block(j, c, last, q_free, q, p, k_smem, v_smem, k_ready, v_ready, em
     acc = _issue_pv(c - 1, p, v_smem, v_ready, acc, STAGES)
     mbarrier.arrive(turn.index(1 - WHICH))  # ping-pong: the other warpgroup's turn
     s = warpgroup_mma_wait(num_outstanding=1, deps=[s])
-    _release_q(c, last, q_free)
     p, m_i, l_i, alpha = _softmax(j, s, m_i, l_i, qk_scale, rows, SEQ, MASK, CAUSAL, s_layout, o_layout)
+    # Q's release (a branch) goes between the softmax and the wait for P V on purpose: with the
+    # softmax and that wait in one basic block, ptxas scheduled the wait (WARPGROUP.DEPBAR) first,
+    # ahead of the whole softmax, and the softmax no longer ran under the P V product.
+    _release_q(c, last, q_free)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
     _release(empty.index((c - 1) % STAGES))
     # P_{j-1}'s registers are free only now: converting P_j here keeps one P live, not two.
