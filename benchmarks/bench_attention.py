@@ -6,7 +6,8 @@ kernel is timed call by call, alternating, after an L2 flush (``timing.alternati
 
 Run: ``python benchmarks/bench_attention.py [--samples N] [--shapes "B,H,S,D;..."]
 [--configs "[{'BLOCK_N': 64}, {}]"] [--causal both|yes|no] [--compile-jobs N]`` (several
-configurations are timed side by side).  In the table ``gluonkitI`` is the I-th configuration,
+configurations are timed side by side; a configuration's ``'module': FILE`` times another
+version of the example, to compare a kernel change in one run).  In the table ``gluonkitI`` is the I-th configuration,
 ``flash`` and ``cudnn`` torch SDPA's backends.  ``--compile-jobs N`` compiles every kernel first in
 N processes (on small inputs: the kernels do not depend on B, H or S), which fills gluonkit's disk
 cache, so that the timed process only loads them.
@@ -49,6 +50,16 @@ def _load(path):
     return module
 
 
+def _module(cfg, default):
+    """The example's module that a configuration times: its ``'module'`` file if it names one."""
+    return _load(cfg["module"]) if "module" in cfg else default
+
+
+def _keywords(cfg):
+    """A configuration's ``prepare()`` keywords (all but ``'module'``)."""
+    return {key: value for key, value in cfg.items() if key != "module"}
+
+
 def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
@@ -56,7 +67,7 @@ def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
     fns, cfgs = {}, {}
     for i, cfg in enumerate(configs):
         name = f"gluonkit{i}" if len(configs) > 1 else "gluonkit"
-        fns[name], cfgs[name] = module.prepare(q, k, v, o, lse, causal, **cfg), cfg
+        fns[name], cfgs[name] = _module(cfg, module).prepare(q, k, v, o, lse, causal, **_keywords(cfg)), cfg
     fns["flash"] = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
     fns["cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
     ref = fns["flash"]()
@@ -73,9 +84,9 @@ def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
 def _compile_one(job):
     """Compile (and run once) one configuration on a small input, in a worker process."""
     module_path, D, causal, cfg = job
-    module = _load(module_path) if module_path else flash_attention
+    module = _module(cfg, _load(module_path) if module_path else flash_attention)
     q, k, v = (torch.randn(1, 1, 256, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    module.prepare(q, k, v, torch.empty_like(q), torch.empty(1, 1, 256, device="cuda"), causal, **cfg)()
+    module.prepare(q, k, v, torch.empty_like(q), torch.empty(1, 1, 256, device="cuda"), causal, **_keywords(cfg))()
     torch.cuda.synchronize()
 
 
