@@ -22,7 +22,7 @@ _KERNELS = "regex:attention_fwd_kernel|flash_fprop"
 # Raw metrics worth a row (regular expressions over the metric names ncu prints).
 _ROWS = [
     r"^gpu__time_duration\.sum$", r"^sm__cycles_elapsed\.avg\.per_second$", r"^sm__cycles_elapsed\.max$",
-    r"^launch__grid_size$", r"^launch__registers_per_thread$",
+    r"^launch__(grid_size|block_size|registers_per_thread|shared_mem_per_block_(dynamic|static))$",
     r"^sm__throughput\.avg\.pct_of_peak_sustained_elapsed$",
     r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$", r"^smsp__inst_executed\.sum$",
     r"^sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active$",
