@@ -1,10 +1,11 @@
 """Nsight Compute side by side: gluonkit's Hopper attention kernel and torch SDPA's cuDNN kernel.
 
 Runs itself under ``ncu`` (one launch of each kernel, ``--clock-control none``, raw metrics of
-the SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats, SchedulerStats and InstructionStats
-sections) and prints one table: a metric a row, gluonkit's value beside cuDNN's.  The rows are
+the SpeedOfLight, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis, WarpStateStats, SchedulerStats
+and InstructionStats sections) and prints one table: a metric a row, gluonkit's value beside cuDNN's.  The rows are
 the ones that say where the time goes: duration and clocks, issue slots, pipe utilisation
-(tensor, FMA, ALU, MUFU/XU), instruction counts per pipe, and the warp stall reasons.
+(tensor, FMA, ALU, MUFU/XU), instruction counts per pipe, L2 and DRAM traffic, and the warp
+stall reasons.
 
 Run (H100): ``python benchmarks/attention_ncu.py [--shape B,H,S,D] [--causal] [--config "{...}"]``.
 """
@@ -17,13 +18,17 @@ import subprocess
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "WarpStateStats", "SchedulerStats", "InstructionStats"]
+_SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "WarpStateStats",
+             "SchedulerStats", "InstructionStats"]
 _KERNELS = "regex:attention_fwd_kernel|flash_fprop"
+_METRIC = re.compile(r"^[a-z0-9]+__[A-Za-z0-9_.]+$")
 # Raw metrics worth a row (regular expressions over the metric names ncu prints).
 _ROWS = [
     r"^gpu__time_duration\.sum$", r"^sm__cycles_elapsed\.avg\.per_second$", r"^sm__cycles_elapsed\.max$",
     r"^launch__(grid_size|block_size|registers_per_thread|shared_mem_per_block_(dynamic|static))$",
     r"^sm__throughput\.avg\.pct_of_peak_sustained_elapsed$",
+    r"^(lts|dram|l1tex)__throughput\.avg\.pct_of_peak_sustained_elapsed$", r"^lts__t_sector_hit_rate\.pct$",
+    r"^(dram__bytes_read|lts__t_bytes)\.sum$",
     r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$", r"^smsp__inst_executed\.sum$",
     r"^sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active$",
     r"^sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active$",
@@ -54,15 +59,16 @@ def _run_kernels(args) -> None:
 
 
 def _parse(text: str):
-    """``[(kernel name, {metric: (unit, value)})]`` from ncu's raw page."""
+    """``[(kernel name, {metric: (unit, value)})]`` from ncu's raw page: a kernel's header line, then
+    one line per metric (name, unit if any, value), however the columns are spaced."""
     kernels = []
     for line in text.splitlines():
-        header = re.match(r"^  (\S.*?) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)", line)
+        header = re.match(r"^\s*(\S.*?) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)", line)
         if header:
             kernels.append((header.group(1), {}))
             continue
         fields = line.split()
-        if kernels and len(fields) >= 2 and line.startswith("    ") and "__" in fields[0]:
+        if kernels and len(fields) >= 2 and _METRIC.match(fields[0]):
             unit, value = (fields[1], " ".join(fields[2:])) if len(fields) >= 3 else ("", fields[1])
             kernels[-1][1][fields[0]] = (unit, value)
     return kernels
@@ -97,8 +103,8 @@ def main() -> None:
     proc = subprocess.run(command, capture_output=True, text=True)
     kernels = _parse(proc.stdout)
     print(f"ncu rc={proc.returncode}, shape {args.shape}, causal={args.causal}, config {args.config}")
-    if len(kernels) != 2:
-        print(proc.stdout[-3000:], proc.stderr[-2000:])
+    if len(kernels) != 2 or not all(metrics for _, metrics in kernels):
+        print(proc.stdout[:2500], "\n...\n", proc.stdout[-1500:], proc.stderr[-1500:])
         return
     print(_table(kernels))
 
