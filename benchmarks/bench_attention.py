@@ -6,7 +6,10 @@ kernel is timed call by call, alternating, after an L2 flush (``timing.alternati
 
 Run: ``python benchmarks/bench_attention.py [--samples N] [--shapes "B,H,S,D;..."]
 [--configs "[{'BLOCK_N': 64}, {}]"] [--causal both|yes|no] [--compile-jobs N]`` (several
-configurations are timed side by side).  In the table ``gluonkitI`` is the I-th configuration,
+configurations are timed side by side; a configuration's ``'module': FILE`` times another
+version of the example, to compare a kernel change in one run).  ``--rotate`` turns the order of
+the calls each round (``timing.alternating``), ``--backends cudnn`` times cuDNN alone beside
+gluonkit (flash still gives the reference output).  In the table ``gluonkitI`` is the I-th configuration,
 ``flash`` and ``cudnn`` torch SDPA's backends.  ``--compile-jobs N`` compiles every kernel first in
 N processes (on small inputs: the kernels do not depend on B, H or S), which fills gluonkit's disk
 cache, so that the timed process only loads them.
@@ -49,22 +52,33 @@ def _load(path):
     return module
 
 
-def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
+def _module(cfg, default):
+    """The example's module that a configuration times: its ``'module'`` file if it names one."""
+    return _load(cfg["module"]) if "module" in cfg else default
+
+
+def _keywords(cfg):
+    """A configuration's ``prepare()`` keywords (all but ``'module'``)."""
+    return {key: value for key, value in cfg.items() if key != "module"}
+
+
+def bench(B, H, S, D, causal, configs, samples, module=flash_attention, rotate=False, backends=("flash", "cudnn")):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     fns, cfgs = {}, {}
     for i, cfg in enumerate(configs):
         name = f"gluonkit{i}" if len(configs) > 1 else "gluonkit"
-        fns[name], cfgs[name] = module.prepare(q, k, v, o, lse, causal, **cfg), cfg
-    fns["flash"] = _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)
-    fns["cudnn"] = _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)
-    ref = fns["flash"]()
+        fns[name], cfgs[name] = _module(cfg, module).prepare(q, k, v, o, lse, causal, **_keywords(cfg)), cfg
+    sdpa = {"flash": _sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
+            "cudnn": _sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)}
+    fns.update((name, sdpa[name]) for name in backends)
+    ref = sdpa["flash"]()
     for name, cfg in cfgs.items():
         fns[name]()
         err = (o.float() - ref.float()).abs().max().item()
         assert err < 3e-2, f"{name} {cfg}: max |O - flash| = {err}"
-    medians, _ = alternating(fns, samples)
+    medians, _ = alternating(fns, samples, rotate)
     flops = 4 * B * H * S * S * D / (2 if causal else 1)
     tflops = {name: flops / (ms * 1e-3) / 1e12 for name, ms in medians.items()}
     return tflops
@@ -73,9 +87,9 @@ def bench(B, H, S, D, causal, configs, samples, module=flash_attention):
 def _compile_one(job):
     """Compile (and run once) one configuration on a small input, in a worker process."""
     module_path, D, causal, cfg = job
-    module = _load(module_path) if module_path else flash_attention
+    module = _module(cfg, _load(module_path) if module_path else flash_attention)
     q, k, v = (torch.randn(1, 1, 256, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    module.prepare(q, k, v, torch.empty_like(q), torch.empty(1, 1, 256, device="cuda"), causal, **cfg)()
+    module.prepare(q, k, v, torch.empty_like(q), torch.empty(1, 1, 256, device="cuda"), causal, **_keywords(cfg))()
     torch.cuda.synchronize()
 
 
@@ -97,6 +111,8 @@ def main():
     parser.add_argument("--module", default=None, help="time this file's prepare() instead of the example's")
     parser.add_argument("--causal", default="both", choices=["both", "yes", "no"])
     parser.add_argument("--compile-jobs", type=int, default=0, help="compile all kernels first in N processes")
+    parser.add_argument("--rotate", action="store_true", help="turn the order of the calls by one each round")
+    parser.add_argument("--backends", default="flash,cudnn", help="torch SDPA backends to time beside gluonkit")
     args = parser.parse_args()
     configs = ast.literal_eval(args.configs)
     shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split(","))) for s in args.shapes.split(";")]
@@ -108,12 +124,13 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}, bf16, TFLOP/s (median of {samples} cold-L2 calls)")
     for B, H, S, D in shapes:
         for causal in causals:
-            t = bench(B, H, S, D, causal, configs, samples, _load(args.module) if args.module else flash_attention)
+            t = bench(B, H, S, D, causal, configs, samples, _load(args.module) if args.module else flash_attention,
+                      args.rotate, args.backends.split(","))
             ours = {k: v for k, v in t.items() if k.startswith("gluonkit")}
             best = max(ours.values())
             cols = "  ".join(f"{k} {v:6.1f}" for k, v in t.items())
-            print(f"B={B} H={H} S={S:5d} D={D:3d} causal={causal!s:5}  {cols}  "
-                  f"best/cudnn {best / t['cudnn']:.2f}  best/flash {best / t['flash']:.2f}", flush=True)
+            ratios = "  ".join(f"best/{name} {best / t[name]:.2f}" for name in args.backends.split(","))
+            print(f"B={B} H={H} S={S:5d} D={D:3d} causal={causal!s:5}  {cols}  {ratios}", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 
 from gluonkit import ir
 from gluonkit.ir import TensorDescType
+from gluonkit.lower.backend.cuda_tools import find_disassembler
 from gluonkit.runtime.driver import has_gpu
 from kernel_checks import needs_ptxas
 
@@ -88,6 +89,42 @@ def test_attention_compiles_for_hopper_without_spills(D, BLOCK_N, causal, overla
     assert products and not any("cvt." in body for body in products)
     assert [(p["num_warps"], p["registers"]) for p in meta["partitions"]] == [(4, 240), (4, 240), (1, 24)]
     assert meta["spill_stores"] == 0 and meta["stack_frame"] == 0 and meta["shared"] <= 232448
+
+
+def _loop_bodies(sass: str):
+    """The SASS instructions (text after the address) of each loop of ``sass`` (a conditional backward
+    branch's target up to the branch; ptxas's out-of-line mbarrier retry blocks jump back
+    unconditionally) that issues wgmma (``HGMMA``)."""
+    code = [(int(a, 16), text.strip()) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    at = {address: i for i, (address, _) in enumerate(code)}
+    bodies = []
+    for i, (address, text) in enumerate(code):
+        target = re.search(r"\bBRA\s+0x([0-9a-f]+)", text)
+        if target and text.startswith("@") and int(target.group(1), 16) < address:
+            body = [t for _, t in code[at[int(target.group(1), 16)]:i + 1]]
+            if any("HGMMA" in t for t in body):
+                bodies.append(body)
+    return bodies
+
+
+@needs_ptxas
+@pytest.mark.skipif(find_disassembler() is None, reason="needs cuobjdump or nvdisasm")
+@pytest.mark.parametrize("causal", [False, True])
+def test_softmax_runs_under_the_pv_product_in_the_sass(causal):
+    """Intra-warpgroup overlap as ptxas schedules it: in every key loop, the exponentials come after the
+    wait for the scores (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and before the wait for ``P V`` (``0x0``).
+    ptxas had moved the second wait above the whole softmax while both shared a basic block.  And
+    P, carried from one block to the next in packed pairs, needs no PRMT (32 a block while the
+    lowering gave each bf16 register its own phi)."""
+    sass = _compile(128, 128, causal, overlap=True, stages=3).asm["sass"]
+    loops = [b for b in _loop_bodies(sass) if sum("HGMMA" in t for t in b) == 16]  # S and P V of one block
+    assert len(loops) == 4  # unmasked and masked blocks, two consumer warpgroups
+    for body in loops:
+        scores = next(i for i, t in enumerate(body) if "DEPBAR.LE gsb0, 0x1" in t)
+        pv = next(i for i, t in enumerate(body) if "DEPBAR.LE gsb0, 0x0" in t)
+        exps = [i for i, t in enumerate(body) if "MUFU.EX2" in t]
+        assert len(exps) >= 64 and scores < exps[0] and exps[-1] < pv
+        assert not any(t.startswith("PRMT") for t in body)
 
 
 @pytest.mark.gpu

@@ -209,3 +209,33 @@ def test_cross_entropy_matches_torch_autograd(cols):
     ref.mean().backward()
     assert (loss.double() - ref.detach()).abs().max().item() < 1e-4
     assert (grad.double() - logits.grad.double()).abs().max().item() < 1e-6
+
+
+@gluonkit.jit
+def carried_halves_kernel(x_ptr, out_ptr, steps, BLOCK: gl.constexpr):
+    """bf16 tensors carried by a ``for`` loop and merged by ``if`` s (their phis hold two registers each)."""
+    layout: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])
+    offsets = gl.arange(0, BLOCK, layout=layout)
+    x = gl.load(x_ptr + offsets)
+    for i in range(steps):
+        x = (x.to(gl.float32) * 0.75 + 1.0).to(gl.bfloat16)
+        if i % 3 == 0:
+            x = (x.to(gl.float32) - 0.5).to(gl.bfloat16)
+    if steps > 2:
+        x = (x.to(gl.float32) * 2.0).to(gl.bfloat16)
+    gl.store(out_ptr + offsets, x)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 7])
+def test_carried_16_bit_tensors_match_the_interpreter(steps):
+    """Loop-carried and if-merged bf16 tensors (two registers a phi in the lowering), bit for bit."""
+    import ml_dtypes
+
+    x_np = np.random.default_rng(steps).standard_normal(512).astype(ml_dtypes.bfloat16)
+    out = _poisoned(512, torch.bfloat16)
+    carried_halves_kernel[(1,)](torch.from_numpy(x_np.view(np.int16)).cuda().view(torch.bfloat16), out, steps,
+                                BLOCK=512, num_warps=4)
+    cpu_out = np.full(512, np.nan, ml_dtypes.bfloat16)
+    _interpret(carried_halves_kernel[(1,)], x_np, cpu_out, steps, BLOCK=512, num_warps=4)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.view(torch.int16).cpu().numpy(), cpu_out.view(np.int16))

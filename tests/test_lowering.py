@@ -51,6 +51,7 @@ KERNELS = [
     ("row_loop", launch_kernels.row_sum_loop_kernel, [P32, P32, "i32", "i32"], dict(BLOCK=256), 2),
     ("convert", gpu_kernels.convert_kernel, [P32, P32],
      dict(M=32, N=64, src=BLOCKED_2D, dst=gl.BlockedLayout([4, 1], [4, 8], [1, 4], [0, 1])), 4),
+    ("carried_bf16", gpu_kernels.carried_halves_kernel, ["*bf16:16", "*bf16:16", "i32"], dict(BLOCK=512), 4),
     ("reduce_axis0", gpu_kernels.reduce_kernel, [P32, P32, P32], dict(M=64, N=32, AXIS=0, layout=BLOCKED_2D), 4),
     ("reduce_axis1", gpu_kernels.reduce_kernel, [P32, P32, P32], dict(M=64, N=32, AXIS=1, layout=BLOCKED_2D), 4),
 ]
@@ -174,3 +175,4 @@ def test_two_dimensional_masks_keep_vector_accesses():
     layout = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
     ptx = _ptx(copy_rows, P32, P32, "i32", "i32:16", ROWS=16, BLOCK=32, layout=layout)
     assert set(re.findall(r"ld\.global[\w.]*", ptx)) == {"ld.global.v4.b32"}
+
