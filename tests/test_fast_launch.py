@@ -21,7 +21,7 @@ from gluonkit.lang.errors import ArgumentError
 from gluonkit.lang.jit import fast_launches
 from gluonkit.lower.compiler import CompiledKernel
 from gluonkit import ir
-from gluonkit.runtime import ctlaunch, fastlaunch, gpu, launch
+from gluonkit.runtime import claunch, ctlaunch, fastlaunch, gpu, launch
 from gluonkit.runtime.args import ArgPacker
 from gluonkit.runtime.precompiled import PrecompiledKernel
 
@@ -43,6 +43,7 @@ class RecordingKernel:
         self.launches = []
         # the generated path's (block, dynamic shared memory, config address, (attrs, numAttrs, extra)) of each launch
         self.configs = []
+        self.misaligned = []  # (code, address) of parameters the generated path placed off their alignment
         self.handle = id(self)  # what the generated path passes as the CUfunction
         self._dynamic_checked = shared_bytes
         RECORDERS[self.handle] = self
@@ -70,6 +71,8 @@ def _fake_launch_ex(config, function, params, extra):
     addresses = (ctypes.c_void_p * len(codes)).from_address(params) if codes else []
     values = tuple(v for code, address in zip(codes, addresses)
                    for v in struct.unpack("<" + code, ctypes.string_at(address, struct.calcsize("<" + code))))
+    kernel.misaligned += [(code, address) for code, address in zip(codes, addresses)
+                          if address % (64 if code == "128s" else struct.calcsize("<" + code))]
     kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config, grid_and_block[8:] + (extra,)))
     kernel.launches.append((grid_and_block[:3], grid_and_block[7], values))
     return 0
@@ -79,10 +82,16 @@ LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, cty
                              ctypes.c_void_p)(_fake_launch_ex)
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log."""
+@pytest.fixture(params=["C launcher", "ctypes"])
+def fake_gpu(monkeypatch, request):
+    """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log.
+    Each test runs twice: generated launches ending in the C launcher (built here with the
+    machine's compiler: the test fails where it cannot be built), and ending in ctypes."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
+    if request.param == "ctypes":
+        monkeypatch.setattr(claunch, "module", lambda: None)
+    else:
+        assert claunch.module() is not None, claunch.why_not()
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
     monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
     RECORDERS.clear()
@@ -274,6 +283,7 @@ def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = fast_launches[id(scale_kernel)]
     assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
+    assert ("_claunch(" in fast.source) == (claunch.module() is not None)  # which launcher ends the launch
     assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
     fast((2, 3), y, out, 40, -2.5, BLOCK=32)
@@ -473,6 +483,7 @@ def test_every_parameter_kind_reaches_the_driver_as_its_bytes(fake_gpu, fake_tor
     assert [stream for _, stream, _ in entry.kernel.launches] == [0xABC0, 0x5550, 0x5550]
     assert len(entry.kernel.configs) == 2
     assert all(config[:2] == ((128, 1, 1), 0) and config[3] == (0, 0, None) for config in entry.kernel.configs)
+    assert entry.kernel.misaligned == []  # the tensor map at 64 bytes, every other value at its own size
 
 
 def test_the_tensor_map_is_64_byte_aligned_in_the_launch_block():

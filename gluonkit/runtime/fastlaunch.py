@@ -36,7 +36,7 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
-from . import ctlaunch
+from . import claunch, ctlaunch
 
 __all__ = ["build", "CALL", "HANDLE"]
 
@@ -124,18 +124,33 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
     kernel = entry.kernel
     if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
         kernel.set_dynamic_shared_memory(entry.shared_bytes)
-    names["_function"] = ctypes.c_void_p(int(kernel.handle))
-    gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
-    config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
+    packer = entry.packer
+    plan = claunch.plan(ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block,
+                        entry.shared_bytes, entry.num_ctas, packer._format.format, packer._offsets,
+                        packer._format.size)
     lines += [
         "        _n = len(_grid)",
         "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
-        "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: the general path
-        f"        _stream = {stream}",
-        "        try: _buffer, _offset, _config, _params = _tls.block",
-        "        except AttributeError: _buffer, _offset, _config, _params = _tls.block = _new_block()",
-        f"        _pack_into(_buffer, _offset, {config}{''.join(', ' + v for v in values)})",
-        "        if _launch_ex(_config, _function, _params, None) == 0: return",
+    ]
+    if plan is not None:  # the C launcher packs, checks the grid (1 to 2**32 - 1 each) and launches
+        names.update(_plan=plan, _claunch=claunch.module().launch)
+        lines += [
+            "        if _n > 3: raise _Decline",
+            f"        if _claunch(_plan, _gx, _gy, _gz, {stream}{''.join(', ' + v for v in values)}) == 0: return",
+        ]
+    else:
+        names["_function"] = ctypes.c_void_p(int(kernel.handle))
+        gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
+        config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
+        lines += [
+            "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: general path
+            f"        _stream = {stream}",
+            "        try: _buffer, _offset, _config, _params = _tls.block",
+            "        except AttributeError: _buffer, _offset, _config, _params = _tls.block = _new_block()",
+            f"        _pack_into(_buffer, _offset, {config}{''.join(', ' + v for v in values)})",
+            "        if _launch_ex(_config, _function, _params, None) == 0: return",
+        ]
+    lines += [
         # a driver error (a bad grid, no current context, a sticky error): nothing was launched, and the
         # general path launches through cuda-python, which raises the error by name
         "    except _errors:",
@@ -153,7 +168,7 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
 # Local names of the generated code (all start with "_": a kernel parameter passed by keyword
 # with one of these names, or a global's, gets no generated launch rather than a wrong one).
 _LOCALS = {"_grid", "_extra", "_extra_kw", "_v", "_n", "_gx", "_gy", "_gz", "_stream", "_buffer", "_offset",
-           "_config", "_params", "_function"}
+           "_config", "_params", "_function", "_plan", "_claunch"}
 
 
 def _declined_call(positional: tuple, extra: tuple, named: tuple, extra_kw: dict, keywords: tuple) -> tuple:
