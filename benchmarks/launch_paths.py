@@ -14,7 +14,7 @@ Prints:
    stream;
 3. **bare calls from Python**, the same launch: ctypes ``cuLaunchKernelEx`` on a launch
    block packed once (the ctypes path's floor), and the C launcher's ``launch`` (which packs
-   every time);
+   every time), releasing the GIL during the driver call or not;
 4. pieces that launch nothing: the C launcher with a no-op in place of the driver, ctypes'
    call of that no-op, and the torch reads the argument checks may use.
 
@@ -168,11 +168,14 @@ def main() -> None:
     if loaded is not None:
         fmt, offsets, size = entry.packer._format.format, entry.packer._offsets, entry.packer._format.size
         plan = claunch.plan(_address(launch_ex), handle, entry.block, entry.shared_bytes, 1, fmt, offsets, size)
+        kept = claunch.plan(_address(launch_ex), handle, entry.block, entry.shared_bytes, 1, fmt, offsets, size,
+                            release=False)
         nplan = claunch.plan(_address(noop), handle, entry.block, entry.shared_bytes, 1, fmt, offsets, size)
-        go = loaded.launch
+        go, grid = loaded.launch, (1,)
         xp, yp, op = x.data_ptr(), y.data_ptr(), out.data_ptr()
-        py["C launcher launch(), values given"] = lambda: go(plan, 1, 1, 1, stream, xp, yp, op, N)
-        py["C launcher, no-op driver (nothing launched)"] = lambda: go(nplan, 1, 1, 1, stream, xp, yp, op, N)
+        py["C launcher launch(), values given"] = lambda: go(plan, grid, stream, xp, yp, op, N)
+        py["C launcher launch(), GIL kept"] = lambda: go(kept, grid, stream, xp, yp, op, N)
+        py["C launcher, no-op driver (nothing launched)"] = lambda: go(nplan, grid, stream, xp, yp, op, N)
     cvp = ctypes.c_void_p(1 << 40)
     py["ctypes call of a no-op (nothing launched)"] = lambda: noop(cvp, cvp, cvp, None)
     read = torch._C._cuda_getCurrentRawStream
@@ -184,7 +187,8 @@ def main() -> None:
     py["torch.cuda.current_stream().cuda_stream"] = lambda: torch.cuda.current_stream().cuda_stream
     py["an empty lambda"] = lambda: None
     expected = x + y
-    launching = {*rows, "ctypes cuLaunchKernelEx, launch block", "C launcher launch(), values given"}
+    launching = {*rows, "ctypes cuLaunchKernelEx, launch block", "C launcher launch(), values given",
+                 "C launcher launch(), GIL kept"}
     for name, fn in [*rows.items(), *py.items()]:  # the launches compute the sum
         out.zero_()
         result = fn(1) if name in rows else fn()

@@ -5,14 +5,16 @@
  * Without a compiler the generated launch packs with struct and calls the driver through
  * ctypes instead; this file only makes the same launch cheaper.
  *
- * plan(launch, function, block, shared, ctas, codes, offsets, size) -> capsule
+ * plan(launch, function, block, shared, ctas, codes, offsets, size, release) -> capsule
  *     everything fixed for one loaded kernel: the driver entry point and CUfunction (as
  *     ints), the block, the dynamic shared memory, the CTAs per cluster along x (the grid's
- *     x is multiplied by it), and per kernel parameter its struct code and byte offset.
- * launch(plan, gx, gy, gz, stream, *values) -> CUresult (int)
- *     writes the values into a parameter block on the C stack, fills a CUlaunchConfig and
- *     calls the driver with the GIL released.  A value that does not fit its code raises
- *     (OverflowError, TypeError, ValueError) before anything is launched.
+ *     x is multiplied by it), per kernel parameter its struct code and byte offset, and
+ *     whether to release the GIL during the driver call.
+ * launch(plan, grid, stream, *values) -> CUresult (int)
+ *     grid: a tuple of 1 to 3 ints, each 1 to 2**32 - 1.  Writes the values into a
+ *     parameter block on the C stack, fills a CUlaunchConfig and calls the driver.  A grid
+ *     or value that does not fit raises (OverflowError, TypeError, ValueError) before
+ *     anything is launched.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -43,6 +45,7 @@ typedef struct {
     unsigned int block[3];
     unsigned int shared;
     unsigned int ctas;
+    int release;
     Py_ssize_t count;
     char codes[MAX_PARAMS];
     unsigned int offsets[MAX_PARAMS];
@@ -59,8 +62,9 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     Py_ssize_t ncodes;
     PyObject *offsets;
     Py_ssize_t size;
-    if (!PyArg_ParseTuple(args, "KK(III)IIy#O!n", &launch, &function, &bx, &by, &bz, &shared, &ctas, &codes,
-                          &ncodes, &PyTuple_Type, &offsets, &size))
+    int release;
+    if (!PyArg_ParseTuple(args, "KK(III)IIy#O!np", &launch, &function, &bx, &by, &bz, &shared, &ctas, &codes,
+                          &ncodes, &PyTuple_Type, &offsets, &size, &release))
         return NULL;
     if (ncodes > MAX_PARAMS || PyTuple_GET_SIZE(offsets) != ncodes || size < 0 || size > MAX_BYTES) {
         PyErr_SetString(PyExc_ValueError, "claunch.plan: too many parameters, or offsets not one per code");
@@ -74,6 +78,7 @@ static PyObject *plan(PyObject *self, PyObject *args) {
     p->block[0] = bx, p->block[1] = by, p->block[2] = bz;
     p->shared = shared;
     p->ctas = ctas;
+    p->release = release;
     p->count = ncodes;
     for (Py_ssize_t i = 0; i < ncodes; i++) {
         size_t width = codes[i] == 'D' ? 128 : strchr("bB", codes[i]) ? 1 : strchr("hH", codes[i]) ? 2
@@ -167,48 +172,58 @@ static int pack(char code, PyObject *value, unsigned char *at) {
 }
 
 static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 5) {
-        PyErr_SetString(PyExc_TypeError, "claunch.launch(plan, gx, gy, gz, stream, *values)");
+    if (nargs < 3) {
+        PyErr_SetString(PyExc_TypeError, "claunch.launch(plan, grid, stream, *values)");
         return NULL;
     }
     Plan *p = PyCapsule_GetPointer(args[0], CAPSULE);
     if (p == NULL)
         return NULL;
-    if (nargs - 5 != p->count) {
-        PyErr_Format(PyExc_TypeError, "claunch.launch: %zd values for %zd parameters", nargs - 5, p->count);
+    if (nargs - 3 != p->count) {
+        PyErr_Format(PyExc_TypeError, "claunch.launch: %zd values for %zd parameters", nargs - 3, p->count);
         return NULL;
     }
-    unsigned long long grid[3];
-    for (int i = 0; i < 3; i++)
-        if (integer(args[1 + i], 1, UINT_MAX, &grid[i]))
+    PyObject *dims = args[1];
+    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) < 1 || PyTuple_GET_SIZE(dims) > 3) {
+        PyErr_SetString(PyExc_TypeError, "claunch.launch: the grid is a tuple of 1 to 3 ints");
+        return NULL;
+    }
+    unsigned long long grid[3] = {1, 1, 1};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dims); i++)
+        if (integer(PyTuple_GET_ITEM(dims, i), 1, UINT_MAX, &grid[i]))
             return NULL;
     if (grid[0] * p->ctas > UINT_MAX) {
         PyErr_SetString(PyExc_OverflowError, "grid too large");
         return NULL;
     }
     unsigned long long stream;
-    if (integer(args[4], 0, ULLONG_MAX, &stream))
+    if (integer(args[2], 0, ULLONG_MAX, &stream))
         return NULL;
     _Alignas(64) unsigned char storage[MAX_BYTES];
     void *params[MAX_PARAMS];
     for (Py_ssize_t i = 0; i < p->count; i++) {
         params[i] = storage + p->offsets[i];
-        if (pack(p->codes[i], args[5 + i], params[i]))
+        if (pack(p->codes[i], args[3 + i], params[i]))
             return NULL;
     }
-    _Alignas(64) LaunchConfig config = {(unsigned int)(grid[0] * p->ctas), (unsigned int)grid[1], (unsigned int)grid[2],
-                           p->block[0], p->block[1], p->block[2], p->shared, (void *)(uintptr_t)stream, NULL, 0};
+    _Alignas(64) LaunchConfig config = {(unsigned int)(grid[0] * p->ctas), (unsigned int)grid[1],
+                                        (unsigned int)grid[2], p->block[0], p->block[1], p->block[2], p->shared,
+                                        (void *)(uintptr_t)stream, NULL, 0};
     int result;
-    Py_BEGIN_ALLOW_THREADS
-    result = p->launch(&config, p->function, p->count ? params : NULL, NULL);
-    Py_END_ALLOW_THREADS
+    if (p->release) {
+        Py_BEGIN_ALLOW_THREADS
+        result = p->launch(&config, p->function, p->count ? params : NULL, NULL);
+        Py_END_ALLOW_THREADS
+    } else {
+        result = p->launch(&config, p->function, p->count ? params : NULL, NULL);
+    }
     return PyLong_FromLong(result);
 }
 
 static PyMethodDef methods[] = {
-    {"plan", plan, METH_VARARGS, "plan(launch, function, block, shared, ctas, codes, offsets, size) -> capsule"},
+    {"plan", plan, METH_VARARGS, "plan(launch, function, block, shared, ctas, codes, offsets, size, release) -> capsule"},
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
-     "launch(plan, gx, gy, gz, stream, *values) -> CUresult"},
+     "launch(plan, grid, stream, *values) -> CUresult"},
     {NULL, NULL, 0, NULL},
 };
 

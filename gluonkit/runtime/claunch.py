@@ -117,16 +117,18 @@ def _build(cc: str, include: str, path: Path) -> None:
 
 
 def plan(launch_address: int, function: int, block: Sequence[int], shared: int, ctas: int, format: str,
-         offsets: Sequence[int], size: int):
+         offsets: Sequence[int], size: int, release: bool = True):
     """The C launcher's plan of one loaded kernel (see ``claunch.c``), or ``None`` where the C
     launcher is not in use or cannot pack this parameter list (another ``struct`` code, a block
-    past 4 KB): that kernel keeps the ctypes path."""
+    past 4 KB): that kernel keeps the ctypes path.  ``release``: release the GIL during the
+    driver call (which may wait for room in the launch queue), as ctypes does."""
     loaded = module()
     codes = _codes(format)
     if loaded is None or codes is None or len(codes) != len(offsets):
         return None
     try:
-        return loaded.plan(launch_address, function, tuple(block), shared, ctas, codes.encode(), tuple(offsets), size)
+        return loaded.plan(launch_address, function, tuple(block), shared, ctas, codes.encode(), tuple(offsets), size,
+                           release)
     except ValueError:
         return None
 

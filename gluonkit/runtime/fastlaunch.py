@@ -128,21 +128,16 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
     plan = claunch.plan(ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block,
                         entry.shared_bytes, entry.num_ctas, packer._format.format, packer._offsets,
                         packer._format.size)
-    lines += [
-        "        _n = len(_grid)",
-        "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
-    ]
-    if plan is not None:  # the C launcher packs, checks the grid (1 to 2**32 - 1 each) and launches
+    if plan is not None:  # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1), packs, launches
         names.update(_plan=plan, _claunch=claunch.module().launch)
-        lines += [
-            "        if _n > 3: raise _Decline",
-            f"        if _claunch(_plan, _gx, _gy, _gz, {stream}{''.join(', ' + v for v in values)}) == 0: return",
-        ]
+        lines.append(f"        if _claunch(_plan, _grid, {stream}{''.join(', ' + v for v in values)}) == 0: return")
     else:
         names["_function"] = ctypes.c_void_p(int(kernel.handle))
         gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
         config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
         lines += [
+            "        _n = len(_grid)",
+            "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
             "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: general path
             f"        _stream = {stream}",
             "        try: _buffer, _offset, _config, _params = _tls.block",
