@@ -105,6 +105,7 @@ def fake_gpu(monkeypatch, request):
 
     monkeypatch.setattr(gpu, "_compile_and_load", compile_and_load)
     capturing = {"status": 0}
+    monkeypatch.setattr(gpu.driver, "device_count", lambda: 2)  # tensors' devices are checked with get_device()
     monkeypatch.setattr(gpu.driver, "ensure_context", lambda: None)
     monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
     monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
@@ -323,6 +324,19 @@ def test_a_tensor_on_another_device_gets_the_general_paths_error(fake_gpu):
     with pytest.raises(ArgumentError, match="'x_ptr'"):
         scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", index=1), out, 16, 1.0, BLOCK=32)
     assert len(_recorded(scale_kernel)) == 1
+
+
+def test_with_one_device_the_generated_check_reads_is_cuda_and_still_refuses_host_tensors(fake_gpu, monkeypatch):
+    monkeypatch.setattr(gpu.driver, "device_count", lambda: 1)
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    source = fast_launches[id(scale_kernel)].source
+    assert "not _p0.is_cuda" in source and "get_device" not in source
+    scale_kernel[(2,)](out, x, 32, 2.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'x_ptr'.*cpu"):
+        scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", device_type="cpu"), out, 16, 1.0, BLOCK=32)
+    assert _fast_launched(scale_kernel) == 1
+    assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 16, 1.0)), ((2, 1, 1), (0x20000, 0x10000, 32, 2.0))]
 
 
 @pytest.mark.parametrize("call", [

@@ -36,7 +36,7 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
-from . import claunch, ctlaunch
+from . import claunch, ctlaunch, driver
 
 __all__ = ["build", "CALL", "HANDLE"]
 
@@ -106,8 +106,9 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         fallback = f"    _general(_grid, _declined({rest}), stream)"
     values: List[str] = []
     divisible: List[Tuple[str, bool]] = []
+    one_device = driver.device_count() == 1
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
-        check = _check(i, signature, params[slot], names)
+        check = _check(i, signature, params[slot], names, one_device)
         if check is None:
             return None
         lines += ["        " + line for line in check[0]]
@@ -180,12 +181,15 @@ def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
     return tuple(a for a in positional if a is not _MISSING) + extra
 
 
-def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str], list]]:
+def _check(i: int, signature, source: str, names: dict, one_device: bool) -> \
+        Optional[Tuple[List[str], List[str], list]]:
     """``(lines, values, divisible)``: lines binding the block values of the argument ``source``
     (a parameter of the generated function) when it has ``signature`` and raising ``_Decline``
     otherwise, the expressions of those values, and ``(expression, divisible by 16)`` of the
     values the kernel is specialized on (checked together, :func:`_divisibility`); None for
-    kinds with no cheap check."""
+    kinds with no cheap check.  ``one_device``: the process sees one CUDA device, so a
+    tensor's ``is_cuda`` (a plain attribute read) says it is on the kernel's device, where
+    ``get_device()`` (a method call, several times dearer in torch) is asked otherwise."""
     kind = signature[0] if signature else None
     if kind is float or kind is bool:
         names[f"_type{i}"] = kind
@@ -201,8 +205,9 @@ def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[s
     if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
         dtype, device, aligned = signature
         names[f"_dtype{i}"] = dtype
+        on_device = f"not {source}.is_cuda" if one_device and device == 0 else f"{source}.get_device() != {device}"
         return [f"if {source}.dtype is not _dtype{i} and {source}.dtype != _dtype{i} or "  # torch's dtypes: singletons
-                f"{source}.get_device() != {device}: raise _Decline",
+                f"{on_device}: raise _Decline",
                 f"_r{i} = {source}.data_ptr()"], [f"_r{i}"], [(f"_r{i}", aligned)]
     return None
 
