@@ -60,7 +60,7 @@ def module():
     (:func:`why_not`)."""
     global _module, _reason, _tried
     if not _tried:
-        _tried = True
+        _tried, _reason = True, None
         try:
             _module = _load()
         except (OSError, ImportError, subprocess.SubprocessError) as e:
