@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 from .cache import cache_dir
 
-__all__ = ["module", "why_not", "compiler", "CODES"]
+__all__ = ["module", "why_not", "compiler", "plan", "CODES"]
 
 _SOURCE = Path(__file__).with_name("claunch.c")
 _NAME = "_gluonkit_claunch"

@@ -7,10 +7,12 @@ done with a generic loop (one converter call per argument, a packer, a driver wr
 Python around it costs more than the driver call itself.  :func:`build` writes that work
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
 and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
-constants (dtypes, device, block, shared memory, function handle) are bound once, one
-``struct.pack_into`` writes the grid, the stream and the arguments into this thread's
-:class:`~gluonkit.runtime.ctlaunch.LaunchBlock`, and one foreign call of libcuda's
-``cuLaunchKernelEx`` (:mod:`.ctlaunch`) launches.
+constants (dtypes, device, block, shared memory, function handle) are bound once, and one
+call of the C launcher (:mod:`.claunch`: a CPython extension built on first use) packs the
+grid, the stream and the arguments on the C stack and calls libcuda's ``cuLaunchKernelEx``.
+Where the C launcher cannot be built (no compiler), one ``struct.pack_into`` writes them into
+this thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
+``cuLaunchKernelEx`` through ctypes (:mod:`.ctlaunch`) launches.
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
 it can take — another number of arguments or keywords, other compile-time values, an argument
@@ -24,8 +26,9 @@ tensors (passed by value: the 128-byte tensor map, the shape and the strides).  
 other runtime arguments (CuPy or DLPack arrays, tuples) get no generated function and keep
 the general path, as do all kernels where libcuda cannot be opened through ctypes.
 
-Each thread packs into its own launch block (the driver reads the block during the call,
-which runs without the GIL).
+Both endings release the GIL during the driver call (which may wait for room in the launch
+queue); the C launcher packs on the calling thread's stack, the ctypes ending into the
+thread's own launch block, which the driver reads during the call.
 """
 
 from __future__ import annotations
