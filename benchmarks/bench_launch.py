@@ -7,7 +7,8 @@ so the host is the bottleneck).  Rows:
 - ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``
   (the first line of output says whether its generated launch ends in the C launcher,
   :mod:`gluonkit.runtime.claunch`, or in ctypes); with the C launcher, ``..., ctypes ending``
-  is the same generated launch ending in ctypes, for comparison;
+  is the same generated launch ending in ctypes, for comparison; ``launcher = kernel[grid],
+  kept`` calls the same function without the ``kernel[grid]`` of each call;
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
@@ -139,6 +140,8 @@ def main() -> None:
     print(f"gluonkit kernel[grid] takes the generated launch ending in: {path}"
           + ("" if claunch.module() else f" ({claunch.why_not()})"))
     entry = next(iter(gpu._launches[add_kernel].values()))
+    kept = add_kernel[(1,)]
+    rows["gluonkit launcher = kernel[grid], kept"] = lambda: kept(x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
     if path == "C launcher":
         ctypes_launch = _generated(entry, c_launcher=False)
         rows["gluonkit kernel[grid], ctypes ending"] = lambda: functools.partial(ctypes_launch, (1,))(
