@@ -44,7 +44,6 @@ import triton.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
-from gluonkit.lang.jit import fast_launches  # noqa: E402
 from gluonkit.runtime import claunch, ctlaunch, driver, gpu  # noqa: E402
 from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
@@ -135,7 +134,7 @@ def main() -> None:
     }
     rows["gluonkit kernel[grid]"]()
     torch.cuda.synchronize()
-    fast = fast_launches.get(id(add_kernel))
+    fast = add_kernel._fast_launch
     path = "none" if fast is None else "C launcher" if "_claunch(" in fast.source else "ctypes"
     print(f"gluonkit kernel[grid] takes the generated launch ending in: {path}"
           + ("" if claunch.module() else f" ({claunch.why_not()})"))

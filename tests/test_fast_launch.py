@@ -18,7 +18,7 @@ import gluonkit
 import gluonkit.language as gl
 from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
-from gluonkit.lang.jit import fast_launches
+from gluonkit.lang.jit import JITFunction
 from gluonkit.lower.compiler import CompiledKernel
 from gluonkit import ir
 from gluonkit.runtime import claunch, ctlaunch, fastlaunch, gpu, launch
@@ -110,7 +110,8 @@ def fake_gpu(monkeypatch, request):
     monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
     monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
     monkeypatch.setattr(launch, "_PATTERNS", {})
-    fast_launches.clear()  # no kernel keeps a generated launch of another test's entry
+    for kernel in [v for v in globals().values() if isinstance(v, JITFunction)]:
+        monkeypatch.setattr(kernel, "_fast_launch", None)  # no kernel keeps a generated launch of another test's entry
     yield types.SimpleNamespace(compiled=compiled, capturing=capturing)
 
 
@@ -263,10 +264,10 @@ def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
     kernel = gluonkit.jit(scale_kernel.fn)
     kernel[(1,)](FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32)
     key = id(kernel)
-    assert key in launch._PATTERNS and key in fast_launches
+    assert key in launch._PATTERNS and kernel._fast_launch is not None
     del kernel
     gc.collect()
-    assert key not in launch._PATTERNS and key not in fast_launches
+    assert key not in launch._PATTERNS
 
 
 def _recorded(kernel):
@@ -282,7 +283,7 @@ def _fast_launched(kernel):
 def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
     assert ("_claunch(" in fast.source) == (claunch.module() is not None)  # which launcher ends the launch
     assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
@@ -310,7 +311,7 @@ def test_the_generated_launch_hands_every_other_specialization_to_the_general_pa
     call = dict(x=FakeTorch(0x10000, dtype="float32"), out=FakeTorch(0x20000, dtype="float32"), n=16, factor=1.0,
                 BLOCK=32)
     scale_kernel[(1,)](call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     call.update(change)
     fast((1,), call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
     assert len(fake_gpu.compiled) == 1 + compiles
@@ -330,7 +331,7 @@ def test_with_one_device_the_generated_check_reads_is_cuda_and_still_refuses_hos
     monkeypatch.setattr(gpu.driver, "device_count", lambda: 1)
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
-    source = fast_launches[id(scale_kernel)].source
+    source = scale_kernel._fast_launch.source
     assert "not _p0.is_cuda" in source and "get_device" not in source
     scale_kernel[(2,)](out, x, 32, 2.0, BLOCK=32)
     with pytest.raises(ArgumentError, match="'x_ptr'.*cpu"):
@@ -370,9 +371,9 @@ def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_laun
 
     x = FakeTorch(0x10000, dtype="float32")
     underscored[(1,)](x, _stream=5, BLOCK=128)
-    assert id(underscored) not in fast_launches
+    assert underscored._fast_launch is None
     underscored[(1,)](x, 5, BLOCK=128)  # passed positionally: no clash
-    assert id(underscored) in fast_launches
+    assert underscored._fast_launch is not None
 
 
 @pytest.mark.parametrize("grid, error", [((0,), None), ((2, 0), None), ((-1,), "grid"), ((1, 1, 1, 1), "grid"),
@@ -382,9 +383,9 @@ def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fak
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     if error:
         with pytest.raises(ArgumentError, match=error):
-            fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+            scale_kernel._fast_launch(grid, x, out, 8, 1.0, BLOCK=32)
     else:
-        fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+        scale_kernel._fast_launch(grid, x, out, 8, 1.0, BLOCK=32)
     assert _fast_launched(scale_kernel) == 0
     assert [grid for grid, _ in _recorded(scale_kernel)] == [(1, 1, 1)] + ([(3, 1, 1)] if callable(grid) else [])
 
@@ -407,7 +408,7 @@ def test_the_interpreter_or_a_measured_timeline_bypass_the_generated_launch(fake
 
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     general = []
     monkeypatch.setattr(launch, "launch", lambda kernel, grid, args, kwargs: general.append((kernel, args, kwargs)))
     monkeypatch.setattr(timeline, "_active", object())
@@ -526,4 +527,4 @@ def test_without_libcuda_there_is_no_generated_launch(fake_gpu, monkeypatch):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     scale_kernel[(2,)](x, out, 8, 1.0, BLOCK=32)
-    assert id(scale_kernel) not in fast_launches and len(_recorded(scale_kernel)) == 2
+    assert scale_kernel._fast_launch is None and len(_recorded(scale_kernel)) == 2

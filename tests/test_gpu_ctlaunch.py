@@ -17,7 +17,6 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lang.jit import fast_launches
 from gluonkit.runtime import claunch, driver, launch
 from gluonkit.runtime.driver import CudaError, has_gpu
 
@@ -53,9 +52,9 @@ def ending(request, monkeypatch):
     else:
         assert claunch.module() is not None, claunch.why_not()
     monkeypatch.setattr(launch, "_PATTERNS", {})  # loaded kernels stay loaded; their launches are generated again
-    fast_launches.clear()
-    yield "_claunch(" if request.param == "C launcher" else "_launch_ex("
-    fast_launches.clear()
+    for kernel in (mixed_kernel, t.add_one_kernel):
+        monkeypatch.setattr(kernel, "_fast_launch", None)
+    return "_claunch(" if request.param == "C launcher" else "_launch_ex("
 
 
 @pytest.fixture
@@ -76,7 +75,7 @@ def test_scalars_pointers_and_grids_through_the_generated_launch(no_general_laun
     x = torch.randn(n, device="cuda", generator=generator)
     out = torch.full((n,), float("nan"), device="cuda")
     mixed_kernel[grid](x, out, n, 1.5, BIG, BLOCK=block)  # compiles, loads
-    assert ending in fast_launches[id(mixed_kernel)].source
+    assert ending in mixed_kernel._fast_launch.source
     no_general_launch()
     for alpha, big in [(-0.25, BIG + 3), (3.0, 2**40 - 7), (0.5, 2**62 + 5)]:  # int64, not divisible by 16
         out.fill_(float("nan"))
@@ -107,8 +106,8 @@ def test_tma_descriptors_by_value_through_the_generated_launch(no_general_launch
     x = torch.randn(shape, dtype=torch.float16, device="cuda")
     y = torch.full_like(x, float("nan"))
     t.add_one_kernel[grid](desc(x), desc(y), t.REG)
-    assert "kernel_arg_bytes" in fast_launches[id(t.add_one_kernel)].source
-    assert ending in fast_launches[id(t.add_one_kernel)].source
+    assert "kernel_arg_bytes" in t.add_one_kernel._fast_launch.source
+    assert ending in t.add_one_kernel._fast_launch.source
     no_general_launch()
     x2 = torch.randn(shape, dtype=torch.float16, device="cuda")
     y2 = torch.full_like(x2, float("nan"))
