@@ -8,7 +8,8 @@ so the host is the bottleneck).  Rows:
   (the first line of output says whether its generated launch ends in the C launcher,
   :mod:`gluonkit.runtime.claunch`, or in ctypes); with the C launcher, ``..., ctypes ending``
   is the same generated launch ending in ctypes, for comparison; ``launcher = kernel[grid],
-  kept`` calls the same function without the ``kernel[grid]`` of each call;
+  kept`` calls the same function without the ``kernel[grid]`` of each call; ``GIL kept``
+  is the C launcher holding the GIL during the driver call (it releases it);
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
@@ -145,6 +146,9 @@ def main() -> None:
         ctypes_launch = _generated(entry, c_launcher=False)
         rows["gluonkit kernel[grid], ctypes ending"] = lambda: functools.partial(ctypes_launch, (1,))(
             x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
+        holding = _generated(entry, release=False)
+        rows["gluonkit kernel[grid], GIL kept in the driver"] = lambda: functools.partial(holding, (1,))(
+            x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
     if hasattr(add_kernel, "warmup"):
         handle = add_kernel.warmup(x, y, out, N, BLOCK=N, layout=layout, num_warps=4, grid=(1,))
         launcher = handle[(1,)]
@@ -168,34 +172,36 @@ def main() -> None:
             times[name].append(per_launch_us(fn))
     triton_us = statistics.median(times["triton kernel[grid]"])
     print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches (10-90 % of the rounds)")
-    print(f"{'path':44s} {'median':>8s} {'10 %':>7s} {'90 %':>7s} {'vs triton':>10s}")
+    print(f"{'path':46s} {'median':>8s} {'10 %':>7s} {'90 %':>7s} {'vs triton':>10s}")
     for name, values in times.items():
         if name == next(iter(parts)):
             print("where gluonkit's time goes (µs per call, same rounds; nothing launched):")
         median = statistics.median(values)
         deciles = statistics.quantiles(values, n=10)
         ratio = f"{median / triton_us:9.2f}x" if name in rows else ""
-        print(f"{name:44s} {median:8.2f} {deciles[0]:7.2f} {deciles[-1]:7.2f} {ratio}")
+        print(f"{name:46s} {median:8.2f} {deciles[0]:7.2f} {deciles[-1]:7.2f} {ratio}")
 
 
-def _generated(entry, driver=None, c_launcher=True):
+def _generated(entry, driver=None, c_launcher=True, release=True):
     """Another generated launch of ``add_kernel``'s call pattern and ``entry``: calling
-    ``driver`` (a ctypes function) in place of libcuda's, or ending in ctypes rather than the
-    C launcher.  What ``kernel[grid]`` calls is left as it was."""
+    ``driver`` (a ctypes function) in place of libcuda's, ending in ctypes rather than the
+    C launcher, or with the C launcher keeping the GIL during the driver call (``release``).
+    What ``kernel[grid]`` calls is left as it was."""
     from gluonkit.runtime import launch
 
     pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
     key, real = next(iter(pattern.fast.items()))
-    entry_point, module = ctlaunch.entry_point, claunch.module
+    entry_point, module, plan = ctlaunch.entry_point, claunch.module, claunch.plan
     if driver is not None:
         ctlaunch.entry_point = lambda: driver
     if not c_launcher:
         claunch.module = lambda: None
+    claunch.plan = functools.partial(plan, release=release)
     try:
         del pattern.fast[key]
         return pattern.fast_launch(key, entry)
     finally:
-        ctlaunch.entry_point, claunch.module, pattern.fast[key] = entry_point, module, real
+        ctlaunch.entry_point, claunch.module, claunch.plan, pattern.fast[key] = entry_point, module, plan, real
 
 
 def _breakdown(entry, layout) -> dict:

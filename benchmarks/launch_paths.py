@@ -44,7 +44,7 @@ from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
 N = 4096
 LAUNCHES = 2000
-ROUNDS = 9
+ROUNDS = 15
 
 # The driver loops: each takes the entry point's address and the launch's pieces and returns
 # the seconds that `count` back-to-back calls took (negative: the CUresult of a failed call).
@@ -191,7 +191,10 @@ def main() -> None:
         xp, yp, op = x.data_ptr(), y.data_ptr(), out.data_ptr()
         py["C launcher launch(), values given"] = lambda: go(plan, grid, stream, xp, yp, op, N)
         py["C launcher launch(), GIL kept"] = lambda: go(kept, grid, stream, xp, yp, op, N)
+        nkept = claunch.plan(_address(noop), handle, entry.block, entry.shared_bytes, 1, fmt, offsets, size,
+                             release=False)
         py["C launcher, no-op driver (nothing launched)"] = lambda: go(nplan, grid, stream, xp, yp, op, N)
+        py["C launcher, no-op driver, GIL kept"] = lambda: go(nkept, grid, stream, xp, yp, op, N)
     cvp = ctypes.c_void_p(1 << 40)
     py["ctypes call of a no-op (nothing launched)"] = lambda: noop(cvp, cvp, cvp, None)
     read = torch._C._cuda_getCurrentRawStream
