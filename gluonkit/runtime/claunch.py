@@ -28,15 +28,15 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .cache import cache_dir
 
-__all__ = ["module", "why_not", "compiler", "plan", "CODES"]
+__all__ = ["module", "why_not", "compiler", "plan", "raw_kinds", "RAW_KINDS"]
 
 _SOURCE = Path(__file__).with_name("claunch.c")
 _NAME = "_gluonkit_claunch"
-CODES = frozenset("bBhHiIqQfdD")  # struct codes the C launcher packs; "D" is a 128-byte tensor map ("128s")
+RAW_KINDS = frozenset("bBhHiIqQfdD")  # struct codes the C launcher packs as they are; "D": a tensor map ("128s")
 
 _module = None
 _reason: Optional[str] = None
@@ -116,38 +116,39 @@ def _build(cc: str, include: str, path: Path) -> None:
             os.unlink(temporary)
 
 
-def plan(launch_address: int, function: int, block: Sequence[int], shared: int, ctas: int, format: str,
-         offsets: Sequence[int], size: int, release: bool = True):
-    """The C launcher's plan of one loaded kernel (see ``claunch.c``), or ``None`` where the C
-    launcher is not in use or cannot pack this parameter list (another ``struct`` code, a block
-    past 4 KB): that kernel keeps the ctypes path.  ``release``: release the GIL during the
+def plan(launch_address: int, function: int, block: Sequence[int], shared: int, ctas: int,
+         params: Sequence[Tuple[str, int, int, Any]], device: int = -1, release: bool = True):
+    """The C launcher's plan of one loaded kernel (see ``claunch.c`` for the parameter kinds),
+    or ``None`` where the C launcher is not in use or cannot take this parameter list (a
+    parameter block past 4 KB, a kind it does not know): that kernel keeps the ctypes path.
+
+    ``params``: per kernel parameter ``(kind, byte offset, divisibility, dtype)``;
+    ``device``: the device of the tensor parameters, -1 when the process sees one device (a
+    tensor's ``is_cuda`` then says it is there); ``release``: release the GIL during the
     driver call (which may wait for room in the launch queue), as ctypes does."""
     loaded = module()
-    codes = _codes(format)
-    if loaded is None or codes is None or len(codes) != len(offsets):
+    if loaded is None:
         return None
     try:
-        return loaded.plan(launch_address, function, tuple(block), shared, ctas, codes.encode(), tuple(offsets), size,
-                           release)
-    except ValueError:
+        return loaded.plan(launch_address, function, tuple(block), shared, ctas, release, device,
+                           tuple((kind, offset, divisible, dtype) for kind, offset, divisible, dtype in params))
+    except (ValueError, OverflowError):
         return None
 
 
-def _codes(format: str) -> Optional[str]:
-    """One letter per parameter of the packer's ``struct`` format (padding dropped, ``128s``
-    as ``D``), or ``None`` for a code the C launcher does not pack."""
-    codes, count = [], ""
+def raw_kinds(format: str) -> Optional[List[str]]:
+    """The C launcher's raw kind of each parameter of a packer's ``struct`` format (padding
+    dropped, ``128s`` as ``D``), or ``None`` for a code it does not pack."""
+    kinds, count = [], ""
     for c in format.lstrip("<@=!>"):
         if c.isdigit():
             count += c
             continue
         if c == "s" and count == "128":
-            codes.append("D")
-        elif c == "x":
-            pass
-        elif c in CODES and c != "D" and not count:
-            codes.append(c)
-        else:
+            kinds.append("D")
+        elif c in RAW_KINDS and c != "D" and not count:
+            kinds.append(c)
+        elif c != "x":
             return None
         count = ""
-    return "".join(codes)
+    return kinds

@@ -107,13 +107,21 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         lines.append("        if _extra: raise _Decline")
         rest = f"({', '.join(params)}{',' if len(params) == 1 else ''}), _extra"
         fallback = f"    _general(_grid, _declined({rest}), stream)"
+    kernel = entry.kernel
+    one_device = driver.device_count() == 1
+    c_params = _c_params(entry, signatures, one_device)
+    plan = None if c_params is None else claunch.plan(
+        ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block, entry.shared_bytes,
+        entry.num_ctas, c_params, -1 if one_device else entry.device)
     values: List[str] = []
     divisible: List[Tuple[str, bool]] = []
-    one_device = driver.device_count() == 1
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
         check = _check(i, signature, params[slot], names, one_device)
         if check is None:
             return None
+        if plan is not None and signature[0] not in _DESCRIPTORS:  # the C launcher checks it
+            values.append(params[slot])
+            continue
         lines += ["        " + line for line in check[0]]
         values += check[1]
         divisible += check[2]
@@ -125,14 +133,11 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         {f"_{what}{i}" for what in ("shape", "strides") for i in range(len(slots))}
     if used & set(keywords):  # a kernel parameter named like a name of the generated code: no generated launch
         return None
-    kernel = entry.kernel
     if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
         kernel.set_dynamic_shared_memory(entry.shared_bytes)
-    packer = entry.packer
-    plan = claunch.plan(ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block,
-                        entry.shared_bytes, entry.num_ctas, packer._format.format, packer._offsets,
-                        packer._format.size)
-    if plan is not None:  # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1), packs, launches
+    if plan is not None:
+        # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1) and the arguments, packs and
+        # launches; it returns -1 for an argument of another specialization
         names.update(_plan=plan, _claunch=claunch.module().launch)
         lines.append(f"        if _claunch(_plan, _grid, {stream}{''.join(', ' + v for v in values)}) == 0: return")
     else:
@@ -182,6 +187,39 @@ def _declined_call(positional: tuple, extra: tuple, named: tuple, extra_kw: dict
 def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
     """The arguments of a call a generated ``HANDLE`` launch did not take."""
     return tuple(a for a in positional if a is not _MISSING) + extra
+
+
+_DESCRIPTORS = (TensorDescriptor, TensorDescriptorIm2Col)
+
+
+def _c_params(entry, signatures: Sequence[Any], one_device: bool) -> Optional[List[Tuple[str, int, int, Any]]]:
+    """The C launcher's ``(kind, offset, divisibility, dtype)`` of each kernel parameter of
+    ``entry`` (``claunch.c``): a checked kind for each tensor, int, float and bool argument,
+    the raw kinds of a descriptor's map, shape and strides (checked in Python); ``None``
+    where the C launcher cannot take them all (it is then not used for this kernel)."""
+    packer = entry.packer
+    raw = claunch.raw_kinds(packer._format.format)
+    if raw is None or len(raw) != len(packer._offsets):
+        return None
+    out: List[Tuple[str, int, int, Any]] = []
+    for signature in signatures:
+        at = len(out)
+        kind = signature[0] if signature else None
+        if kind in _DESCRIPTORS:  # (map, *shape, *strides), checked by the generated Python
+            out += [(raw[j], packer._offsets[j], -1, None) for j in range(at, at + 1 + 2 * signature[5])]
+            continue
+        if kind is float or kind is bool:
+            checked, divisible, dtype = ("F", "f") if kind is float else ("Z", "b"), -1, None
+        elif kind is int and signature[1] in (32, 64):
+            checked, divisible, dtype = ("n", "i") if signature[1] == 32 else ("N", "q"), int(signature[2]), None
+        elif len(signature or ()) == 3 and not isinstance(kind, type) and (one_device or signature[1] == entry.device):
+            checked, divisible, dtype = ("T", "Q"), int(signature[2]), kind  # a torch CUDA tensor
+        else:
+            return None
+        if at >= len(raw) or raw[at] != checked[1]:
+            return None
+        out.append((checked[0], packer._offsets[at], divisible, dtype))
+    return out if len(out) == len(raw) else None
 
 
 def _check(i: int, signature, source: str, names: dict, one_device: bool) -> \
