@@ -6,12 +6,14 @@ values into the argument block, ask torch for the current stream, call the drive
 done with a generic loop (one converter call per argument, a packer, a driver wrapper) the
 Python around it costs more than the driver call itself.  :func:`build` writes that work
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
-and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
-constants (dtypes, device, block, shared memory, function handle) are bound once, and one
-call of the C launcher (:mod:`.claunch`: a CPython extension built on first use) packs the
-grid, the stream and the arguments on the C stack and calls libcuda's ``cuLaunchKernelEx``.
-Where the C launcher cannot be built (no compiler), one ``struct.pack_into`` writes them into
-this thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
+and one call pattern and compiles it with ``exec``: the call pattern's and compile-time
+values' checks are lines of inline code, the constants (dtypes, device, block, shared memory,
+function handle) are bound once, and one call of the C launcher (:mod:`.claunch`: a CPython
+extension built on first use, with a plan of the kernel's parameters) checks the runtime
+arguments, packs them with the grid and the stream on the C stack and calls libcuda's
+``cuLaunchKernelEx``.  Where the C launcher cannot be built (no compiler), each argument's
+check is a line of inline code too, one ``struct.pack_into`` writes the values into this
+thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
 ``cuLaunchKernelEx`` through ctypes (:mod:`.ctlaunch`) launches.
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
