@@ -107,8 +107,8 @@ def _fast_guard() -> Tuple[str, dict]:
     measured = "_timeline._active is not None"  # what active_recorder() returns
     if _ENVIRON_DATA is None:
         return f"_interpreting() or {measured}", names
-    names.update(_environ_get=_ENVIRON_DATA.get, _interpret_key=_INTERPRET_KEY)
-    return f"_environ_get(_interpret_key) is not None and _interpreting() or {measured}", names
+    names.update(_environ=_ENVIRON_DATA, _interpret_key=_INTERPRET_KEY)  # a membership test: no call
+    return f"_interpret_key in _environ and _interpreting() or {measured}", names
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
