@@ -376,6 +376,22 @@ def test_a_missing_or_unknown_argument_gets_the_general_paths_error(fake_gpu):
     assert len(_recorded(scale_kernel)) == 1
 
 
+def test_kernel_grid_reuses_its_partial_for_the_same_grid_object_only(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    grid = (2,)
+    launcher = scale_kernel[grid]
+    assert scale_kernel[grid] is launcher and launcher.args == (grid,)
+    equal = scale_kernel[(2.0,)]  # equal to grid and hashing alike, but another object: bound anew
+    assert equal is not launcher and equal.args == ((2.0,),)
+    with pytest.raises(ArgumentError, match="grid"):
+        equal(x, out, 8, 1.0, BLOCK=32)
+    launcher(x, out, 8, 1.0, BLOCK=32)
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=64)  # another specialization: another generated launch
+    assert scale_kernel[grid] is not launcher and scale_kernel[grid].func is scale_kernel._fast_launch
+    assert [g for g, _ in _recorded(scale_kernel)] == [(1, 1, 1), (2, 1, 1), (1, 1, 1)]
+
+
 def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_launch(fake_gpu):
     @gluonkit.jit
     def underscored(x_ptr, _stream, BLOCK: gl.constexpr):

@@ -18,7 +18,7 @@ import functools
 import inspect
 import os
 import textwrap
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ir import Builder, Function, verify
 from ..ir.diagnostics import Location
@@ -87,6 +87,9 @@ class JITFunction:
         # the least work and hands any other call to the launcher itself; set and cleared by the
         # runtime's launcher (gluonkit.runtime.launch).  kernel[grid] is it with the grid bound.
         self._fast_launch: Optional[Callable] = None
+        # (grid, fast launch, the fast launch with that grid bound) of the last kernel[grid]: a loop
+        # launching with the same grid object gets the same partial back instead of a new one.
+        self._bound: Tuple[Any, Optional[Callable], Optional[Callable]] = (None, None, None)
         functools.update_wrapper(self, fn)
 
     # ---------------------------------------------------------------- source
@@ -194,8 +197,13 @@ class JITFunction:
     # ---------------------------------------------------------------- launch
     def __getitem__(self, grid):
         fast = self._fast_launch
+        bound = self._bound
+        if bound[0] is grid and bound[1] is fast and fast is not None:  # the same grid object: no new partial
+            return bound[2]
         if fast is not None:  # it takes the call's arguments directly, and the general path where it must
-            return _partial(fast, grid)
+            launcher = _partial(fast, grid)
+            self._bound = (grid, fast, launcher)
+            return launcher
 
         def launch(*args, **kwargs):
             if _launcher is None:
