@@ -6,6 +6,7 @@ The interpreter's warmed-up handle runs for real on numpy arrays."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import struct
 import sys
@@ -82,16 +83,19 @@ LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, cty
                              ctypes.c_void_p)(_fake_launch_ex)
 
 
-@pytest.fixture(params=["C launcher", "ctypes"])
+@pytest.fixture(params=["C launcher", "C launcher, checks in Python", "ctypes"])
 def fake_gpu(monkeypatch, request):
     """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log.
-    Each test runs twice: generated launches ending in the C launcher (built here with the
-    machine's compiler: the test fails where it cannot be built), and ending in ctypes."""
+    Each test runs three times: generated launches ending in the C launcher (built here with
+    the machine's compiler: the test fails where it cannot be built), which checks the
+    arguments or packs what the generated Python checked, and ending in ctypes."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
     if request.param == "ctypes":
         monkeypatch.setattr(claunch, "module", lambda: None)
     else:
         assert claunch.module() is not None, claunch.why_not()
+    if request.param == "C launcher, checks in Python":
+        monkeypatch.setattr(fastlaunch, "_c_params", functools.partial(fastlaunch._c_params, checks_in_c=False))
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
     monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
     RECORDERS.clear()
@@ -285,10 +289,12 @@ def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = scale_kernel._fast_launch
     assert "BLOCK=_M" in fast.source
-    if claunch.module() is not None:  # the C launcher checks and reads the arguments themselves
-        assert "_claunch(_plan, _grid, _stream_of(0), _p0, _p1, _p2, _p3)" in fast.source
-    else:
+    if claunch.module() is None:
         assert "data_ptr()" in fast.source and "_launch_ex(" in fast.source
+    elif "data_ptr()" in fast.source:  # the C launcher packs the values the generated Python checked
+        assert "_claunch(_plan, _grid, _stream_of(0), _r0, _r1, _r2, _r3)" in fast.source
+    else:  # the C launcher checks and reads the arguments themselves
+        assert "_claunch(_plan, _grid, _stream_of(0), _p0, _p1, _p2, _p3)" in fast.source
     assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
     fast((2, 3), y, out, 40, -2.5, BLOCK=32)

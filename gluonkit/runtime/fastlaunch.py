@@ -117,16 +117,18 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         entry.num_ctas, c_params, -1 if one_device else entry.device)
     values: List[str] = []
     divisible: List[Tuple[str, bool]] = []
+    at = 0  # the argument's first kernel parameter
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
         check = _check(i, signature, params[slot], names, one_device)
         if check is None:
             return None
-        if plan is not None and signature[0] not in _DESCRIPTORS:  # the C launcher checks it
+        if plan is not None and c_params[at][0] in _CHECKED:  # the C launcher checks the argument itself
             values.append(params[slot])
-            continue
-        lines += ["        " + line for line in check[0]]
-        values += check[1]
-        divisible += check[2]
+        else:
+            lines += ["        " + line for line in check[0]]
+            values += check[1]
+            divisible += check[2]
+        at += len(check[1])
     lines += ["        " + line for line in _divisibility(divisible)]
     stream = f"_stream_of({entry.device})"
     if kind == HANDLE:
@@ -192,13 +194,17 @@ def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
 
 
 _DESCRIPTORS = (TensorDescriptor, TensorDescriptorIm2Col)
+_CHECKED = frozenset("TnNFZ")  # the C launcher's kinds that check an argument as given (claunch.c)
 
 
-def _c_params(entry, signatures: Sequence[Any], one_device: bool) -> Optional[List[Tuple[str, int, int, Any]]]:
+def _c_params(entry, signatures: Sequence[Any], one_device: bool, checks_in_c: bool = True) -> \
+        Optional[List[Tuple[str, int, int, Any]]]:
     """The C launcher's ``(kind, offset, divisibility, dtype)`` of each kernel parameter of
     ``entry`` (``claunch.c``): a checked kind for each tensor, int, float and bool argument,
     the raw kinds of a descriptor's map, shape and strides (checked in Python); ``None``
-    where the C launcher cannot take them all (it is then not used for this kernel)."""
+    where the C launcher cannot take them all (it is then not used for this kernel).
+    ``checks_in_c=False`` gives every parameter its raw kind, leaving all checks to the
+    generated Python (``benchmarks/bench_launch.py`` measures one against the other)."""
     packer = entry.packer
     raw = claunch.raw_kinds(packer._format.format)
     if raw is None or len(raw) != len(packer._offsets):
@@ -220,7 +226,8 @@ def _c_params(entry, signatures: Sequence[Any], one_device: bool) -> Optional[Li
             return None
         if at >= len(raw) or raw[at] != checked[1]:
             return None
-        out.append((checked[0], packer._offsets[at], divisible, dtype))
+        out.append((checked[0], packer._offsets[at], divisible, dtype) if checks_in_c else
+                   (raw[at], packer._offsets[at], -1, None))
     return out if len(out) == len(raw) else None
 
 
