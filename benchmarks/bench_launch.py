@@ -51,7 +51,7 @@ from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
 N = 4096
 LAUNCHES = 2000
-ROUNDS = 15
+ROUNDS = int(os.environ.get("BENCH_LAUNCH_ROUNDS", "15"))
 
 
 @triton.jit
