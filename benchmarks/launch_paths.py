@@ -15,9 +15,10 @@ Prints:
    stream;
 3. **bare calls from Python**, the same launch: ctypes ``cuLaunchKernelEx`` on a launch
    block packed once (the ctypes path's floor), and the C launcher's ``launch`` (which packs
-   every time), releasing the GIL during the driver call or not;
-4. pieces that launch nothing: the C launcher with a no-op in place of the driver, ctypes'
-   call of that no-op, and the torch reads the argument checks may use.
+   every time) given the values, given the values and keeping the GIL during the driver
+   call, or given the tensors themselves (it checks and reads them in C);
+4. pieces that launch nothing: the C launcher (the same three ways) with a no-op in place of
+   the driver, ctypes' call of that no-op, and the torch reads the argument checks use.
 
 Median over interleaved rounds with the 10-90 % range.  Run on the GPU machine:
 ``PYTHONPATH=$PWD python benchmarks/launch_paths.py``.
