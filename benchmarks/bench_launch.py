@@ -9,8 +9,7 @@ so the host is the bottleneck).  Rows:
   :mod:`gluonkit.runtime.claunch`, or in ctypes); with the C launcher, ``..., ctypes ending``
   is the same generated launch ending in ctypes, for comparison; ``launcher = kernel[grid],
   kept`` calls the same function without the ``kernel[grid]`` of each call; ``GIL kept``
-  is the C launcher holding the GIL during the driver call (it releases it); ``checks in
-  Python`` has the generated Python check the arguments and the C launcher only pack them;
+  is the C launcher holding the GIL during the driver call (it releases it);
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
@@ -147,9 +146,6 @@ def main() -> None:
         ctypes_launch = _generated(entry, c_launcher=False)
         rows["gluonkit kernel[grid], ctypes ending"] = lambda: functools.partial(ctypes_launch, (1,))(
             x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
-        python_checks = _generated(entry, checks_in_c=False)
-        rows["gluonkit kernel[grid], checks in Python"] = lambda: functools.partial(python_checks, (1,))(
-            x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
         holding = _generated(entry, release=False)
         rows["gluonkit kernel[grid], GIL kept in the driver"] = lambda: functools.partial(holding, (1,))(
             x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
@@ -186,29 +182,26 @@ def main() -> None:
         print(f"{name:46s} {median:8.2f} {deciles[0]:7.2f} {deciles[-1]:7.2f} {ratio}")
 
 
-def _generated(entry, driver=None, c_launcher=True, release=True, checks_in_c=True):
+def _generated(entry, driver=None, c_launcher=True, release=True):
     """Another generated launch of ``add_kernel``'s call pattern and ``entry``: calling
     ``driver`` (a ctypes function) in place of libcuda's, ending in ctypes rather than the
-    C launcher, with the C launcher keeping the GIL during the driver call (``release``), or
-    with the argument checks in the generated Python rather than in the C launcher
-    (``checks_in_c``).  What ``kernel[grid]`` calls is left as it was."""
-    from gluonkit.runtime import fastlaunch, launch
+    C launcher, or with the C launcher keeping the GIL during the driver call (``release``).
+    What ``kernel[grid]`` calls is left as it was."""
+    from gluonkit.runtime import launch
 
     pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
     key, real = next(iter(pattern.fast.items()))
-    entry_point, module, plan, params = ctlaunch.entry_point, claunch.module, claunch.plan, fastlaunch._c_params
+    entry_point, module, plan = ctlaunch.entry_point, claunch.module, claunch.plan
     if driver is not None:
         ctlaunch.entry_point = lambda: driver
     if not c_launcher:
         claunch.module = lambda: None
     claunch.plan = functools.partial(plan, release=release)
-    fastlaunch._c_params = functools.partial(params, checks_in_c=checks_in_c)
     try:
         del pattern.fast[key]
         return pattern.fast_launch(key, entry)
     finally:
         ctlaunch.entry_point, claunch.module, claunch.plan, pattern.fast[key] = entry_point, module, plan, real
-        fastlaunch._c_params = params
 
 
 def _breakdown(entry, layout) -> dict:

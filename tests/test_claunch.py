@@ -52,12 +52,10 @@ def _layout(codes):
 
 
 def _plan(codes, driver=None, ctas=1, release=True, block=(128, 2, 1), shared=4096):
-    """A plan of raw kinds for parameters of these struct codes, laid out by the packer."""
-    fmt, offsets, _ = _layout(codes)
+    fmt, offsets, size = _layout(codes)
     sizes = [struct.calcsize("<" + c) for c in _parameter_codes(fmt)]
     driver = driver or FakeDriver(sizes)
-    params = [(kind, offset, -1, None) for kind, offset in zip(claunch.raw_kinds(fmt), offsets)]
-    plan = claunch.plan(driver.address, 0xF00D, block, shared, ctas, params, release=release)
+    plan = claunch.plan(driver.address, 0xF00D, block, shared, ctas, fmt, offsets, size, release)
     assert plan is not None, claunch.why_not()
     return plan, driver, fmt
 
@@ -160,84 +158,8 @@ def test_the_drivers_result_is_returned_with_or_without_releasing_the_gil(built,
 
 
 def test_plans_it_cannot_serve_are_none():
-    assert claunch.raw_kinds("<Qxxxxi128s") == ["Q", "i", "D"] and claunch.raw_kinds("<e") is None  # no float16 code
-    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, [("Q", 4096, -1, None)]) is None  # past 4 KB
-    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, [("i", 2, -1, None)]) is None  # misaligned
-    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, [("D", 32, -1, None)]) is None  # a tensor map at 64 bytes only
-    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, [("e", 0, -1, None)]) is None  # no such kind
-
-
-class Tensor:
-    """A torch CUDA tensor as the checks read it: dtype, is_cuda, get_device(), data_ptr()."""
-
-    def __init__(self, address, dtype="float32", device=0):
-        self.address, self.dtype, self.device = address, dtype, device
-        self.is_cuda = device >= 0
-
-    def get_device(self):
-        return self.device
-
-    def data_ptr(self):
-        return self.address
-
-
-def _checked_plan(driver, device=-1):
-    """A plan of every checked kind: tensor (aligned), tensor (not aligned), int32 (divisible),
-    int64 (not divisible), float, bool; laid out as the packer lays out ``<QQiqfb``."""
-    params = [("T", 0, 1, "float32"), ("T", 8, 0, "float16"), ("n", 16, 1, None), ("N", 24, 0, None),
-              ("F", 32, -1, None), ("Z", 36, -1, None)]
-    return claunch.plan(driver.address, 0xF00D, (64, 1, 1), 0, 1, params, device=device)
-
-
-@pytest.mark.parametrize("device", [-1, 1])
-def test_checked_arguments_launch_when_they_are_of_the_plans_specialization(built, device):
-    driver = FakeDriver([8, 8, 4, 8, 4, 1])
-    plan = _checked_plan(driver, device)
-    args = [Tensor(0x1000, device=max(device, 0)), Tensor(0x2008, "float16", max(device, 0)), 32, -2**40 - 3, 0.5, True]
-    assert built.launch(plan, (2,), 5, *args) == 0
-    assert driver.calls[0][2] == [struct.pack("<" + c, v) for c, v in
-                                  zip("QQiqfb", [0x1000, 0x2008, 32, -2**40 - 3, 0.5, 1])]
-
-
-@pytest.mark.parametrize("device", [-1, 1])
-@pytest.mark.parametrize("at, bad", [
-    (0, Tensor(0x1000, "float16")), (0, Tensor(0x1008)),  # another dtype; not 16-byte aligned
-    (0, Tensor(0x1000, device=-1)),  # a host tensor
-    (1, Tensor(0x2010, "float16")),  # aligned where the kernel was specialized on "not aligned"
-    (2, 33), (2, 2**31 + 16), (2, True), (2, 32.0),  # not divisible; int64; a bool; a float
-    (3, 5), (3, 2**40 + 16), (3, 2**64 + 1),  # in int32's range; divisible; past int64
-    (4, 1), (4, "0.5"), (5, 1), (5, None),  # an int where a float was; a bool's place
-])
-def test_an_argument_of_another_specialization_is_declined_without_launching(built, device, at, bad):
-    driver = FakeDriver([8, 8, 4, 8, 4, 1])
-    plan = _checked_plan(driver, device)
-    args = [Tensor(0x1000, device=max(device, 0)), Tensor(0x2008, "float16", max(device, 0)), 32, -2**40 - 3, 0.5, True]
-    args[at] = bad
-    assert built.launch(plan, (2,), 5, *args) == -1
-    assert driver.calls == []
-
-
-def test_a_tensor_on_another_device_is_declined_when_devices_are_asked():
-    driver = FakeDriver([8, 8, 4, 8, 4, 1])
-    args = [Tensor(0x1000, device=0), Tensor(0x2008, "float16", 1), 32, -2**40 - 3, 0.5, True]
-    assert claunch.module().launch(_checked_plan(driver, 1), (2,), 5, *args) == -1
-    assert claunch.module().launch(_checked_plan(driver, -1), (2,), 5, *args) == 0  # is_cuda: the only device
-    assert len(driver.calls) == 1
-
-
-def test_a_failing_attribute_read_raises():
-    class Broken(Tensor):
-        def data_ptr(self):
-            raise RuntimeError("freed")
-
-    driver = FakeDriver([8, 8, 4, 8, 4, 1])
-    with pytest.raises(RuntimeError, match="freed"):
-        claunch.module().launch(_checked_plan(driver), (1,), 0, Broken(0x1000), Tensor(0x2008, "float16"), 32,
-                                -2**40 - 3, 0.5, True)
-    with pytest.raises(AttributeError):
-        claunch.module().launch(_checked_plan(driver), (1,), 0, object(), Tensor(0x2008, "float16"), 32,
-                                -2**40 - 3, 0.5, True)
-    assert driver.calls == []
+    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, "<e", (0,), 2) is None  # float16 by struct code: not packed in C
+    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, "<" + "Q" * 600, tuple(range(0, 4800, 8)), 4800) is None  # past 4 KB
 
 
 def test_without_a_compiler_or_when_switched_off_there_is_no_c_launcher(monkeypatch, tmp_path):
@@ -247,7 +169,7 @@ def test_without_a_compiler_or_when_switched_off_there_is_no_c_launcher(monkeypa
     monkeypatch.setattr(claunch, "_tried", False)
     monkeypatch.setattr(claunch, "compiler", lambda: None)
     assert claunch.module() is None and "no C compiler" in claunch.why_not()
-    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, [("i", 0, -1, None)]) is None
+    assert claunch.plan(1, 2, (32, 1, 1), 0, 1, "<i", (0,), 4) is None
     monkeypatch.setattr(claunch, "_tried", False)
     monkeypatch.setenv("GLUONKIT_C_LAUNCHER", "0")
     assert claunch.module() is None and claunch.why_not() == "GLUONKIT_C_LAUNCHER=0"

@@ -6,7 +6,6 @@ The interpreter's warmed-up handle runs for real on numpy arrays."""
 from __future__ import annotations
 
 import ctypes
-import functools
 import re
 import struct
 import sys
@@ -83,19 +82,16 @@ LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, cty
                              ctypes.c_void_p)(_fake_launch_ex)
 
 
-@pytest.fixture(params=["C launcher", "C launcher, checks in Python", "ctypes"])
+@pytest.fixture(params=["C launcher", "ctypes"])
 def fake_gpu(monkeypatch, request):
     """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log.
-    Each test runs three times: generated launches ending in the C launcher (built here with
-    the machine's compiler: the test fails where it cannot be built), which checks the
-    arguments or packs what the generated Python checked, and ending in ctypes."""
+    Each test runs twice: generated launches ending in the C launcher (built here with the
+    machine's compiler: the test fails where it cannot be built), and ending in ctypes."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
     if request.param == "ctypes":
         monkeypatch.setattr(claunch, "module", lambda: None)
     else:
         assert claunch.module() is not None, claunch.why_not()
-    if request.param == "C launcher, checks in Python":
-        monkeypatch.setattr(fastlaunch, "_c_params", functools.partial(fastlaunch._c_params, checks_in_c=False))
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
     monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
     RECORDERS.clear()
@@ -288,13 +284,8 @@ def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     fast = scale_kernel._fast_launch
-    assert "BLOCK=_M" in fast.source
-    if claunch.module() is None:
-        assert "data_ptr()" in fast.source and "_launch_ex(" in fast.source
-    elif "data_ptr()" in fast.source:  # the C launcher packs the values the generated Python checked
-        assert "_claunch(_plan, _grid, _stream_of(0), _r0, _r1, _r2, _r3)" in fast.source
-    else:  # the C launcher checks and reads the arguments themselves
-        assert "_claunch(_plan, _grid, _stream_of(0), _p0, _p1, _p2, _p3)" in fast.source
+    assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
+    assert ("_claunch(" in fast.source) == (claunch.module() is not None)  # which launcher ends the launch
     assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
     fast((2, 3), y, out, 40, -2.5, BLOCK=32)
@@ -336,22 +327,13 @@ def test_a_tensor_on_another_device_gets_the_general_paths_error(fake_gpu):
     assert len(_recorded(scale_kernel)) == 1
 
 
-class CountingTorch(FakeTorch):
-    """Counts ``get_device()`` calls."""
-    asked = 0
-
-    def get_device(self):
-        CountingTorch.asked += 1
-        return super().get_device()
-
-
 def test_with_one_device_the_generated_check_reads_is_cuda_and_still_refuses_host_tensors(fake_gpu, monkeypatch):
     monkeypatch.setattr(gpu.driver, "device_count", lambda: 1)
-    x, out = CountingTorch(0x10000, dtype="float32"), CountingTorch(0x20000, dtype="float32")
-    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)  # the general path
-    CountingTorch.asked = 0
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    source = scale_kernel._fast_launch.source
+    assert "not _p0.is_cuda" in source and "get_device" not in source
     scale_kernel[(2,)](out, x, 32, 2.0, BLOCK=32)
-    assert CountingTorch.asked == 0  # the generated launch read is_cuda
     with pytest.raises(ArgumentError, match="'x_ptr'.*cpu"):
         scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", device_type="cpu"), out, 16, 1.0, BLOCK=32)
     assert _fast_launched(scale_kernel) == 1

@@ -9,7 +9,6 @@ Each test runs with both endings, and checks that the launches went through the 
 launch by making the cuda-python launch (the general path) fail.
 """
 
-import functools
 import os
 import sys
 import threading
@@ -18,7 +17,7 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.runtime import claunch, driver, fastlaunch, launch
+from gluonkit.runtime import claunch, driver, launch
 from gluonkit.runtime.driver import CudaError, has_gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -44,21 +43,18 @@ def _expected(x, alpha, big):
     return (alpha * x.double() + float(big - 2**40)).float()
 
 
-@pytest.fixture(autouse=True, params=["C launcher", "C launcher, checks in Python", "ctypes"])
+@pytest.fixture(autouse=True, params=["C launcher", "ctypes"])
 def ending(request, monkeypatch):
     """Generated launches built afresh in this test, ending in the C launcher (which must build
-    on the GPU machine; it checks the arguments, or packs what the generated Python checked)
-    or in ctypes; returns the name the generated source then calls."""
+    on the GPU machine) or in ctypes; returns the name the generated source then calls."""
     if request.param == "ctypes":
         monkeypatch.setattr(claunch, "module", lambda: None)
     else:
         assert claunch.module() is not None, claunch.why_not()
-    if request.param == "C launcher, checks in Python":
-        monkeypatch.setattr(fastlaunch, "_c_params", functools.partial(fastlaunch._c_params, checks_in_c=False))
     monkeypatch.setattr(launch, "_PATTERNS", {})  # loaded kernels stay loaded; their launches are generated again
     for kernel in (mixed_kernel, t.add_one_kernel):
         monkeypatch.setattr(kernel, "_fast_launch", None)
-    return "_launch_ex(" if request.param == "ctypes" else "_claunch("
+    return "_claunch(" if request.param == "C launcher" else "_launch_ex("
 
 
 @pytest.fixture

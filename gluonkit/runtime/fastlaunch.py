@@ -6,14 +6,12 @@ values into the argument block, ask torch for the current stream, call the drive
 done with a generic loop (one converter call per argument, a packer, a driver wrapper) the
 Python around it costs more than the driver call itself.  :func:`build` writes that work
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
-and one call pattern and compiles it with ``exec``: the call pattern's and compile-time
-values' checks are lines of inline code, the constants (dtypes, device, block, shared memory,
-function handle) are bound once, and one call of the C launcher (:mod:`.claunch`: a CPython
-extension built on first use, with a plan of the kernel's parameters) checks the runtime
-arguments, packs them with the grid and the stream on the C stack and calls libcuda's
-``cuLaunchKernelEx``.  Where the C launcher cannot be built (no compiler), each argument's
-check is a line of inline code too, one ``struct.pack_into`` writes the values into this
-thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
+and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
+constants (dtypes, device, block, shared memory, function handle) are bound once, and one
+call of the C launcher (:mod:`.claunch`: a CPython extension built on first use) packs the
+grid, the stream and the arguments on the C stack and calls libcuda's ``cuLaunchKernelEx``.
+Where the C launcher cannot be built (no compiler), one ``struct.pack_into`` writes them into
+this thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
 ``cuLaunchKernelEx`` through ctypes (:mod:`.ctlaunch`) launches.
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
@@ -109,26 +107,16 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         lines.append("        if _extra: raise _Decline")
         rest = f"({', '.join(params)}{',' if len(params) == 1 else ''}), _extra"
         fallback = f"    _general(_grid, _declined({rest}), stream)"
-    kernel = entry.kernel
-    one_device = driver.device_count() == 1
-    c_params = _c_params(entry, signatures, one_device)
-    plan = None if c_params is None else claunch.plan(
-        ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block, entry.shared_bytes,
-        entry.num_ctas, c_params, -1 if one_device else entry.device)
     values: List[str] = []
     divisible: List[Tuple[str, bool]] = []
-    at = 0  # the argument's first kernel parameter
+    one_device = driver.device_count() == 1
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
         check = _check(i, signature, params[slot], names, one_device)
         if check is None:
             return None
-        if plan is not None and c_params[at][0] in _CHECKED:  # the C launcher checks the argument itself
-            values.append(params[slot])
-        else:
-            lines += ["        " + line for line in check[0]]
-            values += check[1]
-            divisible += check[2]
-        at += len(check[1])
+        lines += ["        " + line for line in check[0]]
+        values += check[1]
+        divisible += check[2]
     lines += ["        " + line for line in _divisibility(divisible)]
     stream = f"_stream_of({entry.device})"
     if kind == HANDLE:
@@ -137,11 +125,14 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         {f"_{what}{i}" for what in ("shape", "strides") for i in range(len(slots))}
     if used & set(keywords):  # a kernel parameter named like a name of the generated code: no generated launch
         return None
+    kernel = entry.kernel
     if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
         kernel.set_dynamic_shared_memory(entry.shared_bytes)
-    if plan is not None:
-        # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1) and the arguments, packs and
-        # launches; it returns -1 for an argument of another specialization
+    packer = entry.packer
+    plan = claunch.plan(ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block,
+                        entry.shared_bytes, entry.num_ctas, packer._format.format, packer._offsets,
+                        packer._format.size)
+    if plan is not None:  # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1), packs, launches
         names.update(_plan=plan, _claunch=claunch.module().launch)
         lines.append(f"        if _claunch(_plan, _grid, {stream}{''.join(', ' + v for v in values)}) == 0: return")
     else:
@@ -191,44 +182,6 @@ def _declined_call(positional: tuple, extra: tuple, named: tuple, extra_kw: dict
 def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
     """The arguments of a call a generated ``HANDLE`` launch did not take."""
     return tuple(a for a in positional if a is not _MISSING) + extra
-
-
-_DESCRIPTORS = (TensorDescriptor, TensorDescriptorIm2Col)
-_CHECKED = frozenset("TnNFZ")  # the C launcher's kinds that check an argument as given (claunch.c)
-
-
-def _c_params(entry, signatures: Sequence[Any], one_device: bool, checks_in_c: bool = True) -> \
-        Optional[List[Tuple[str, int, int, Any]]]:
-    """The C launcher's ``(kind, offset, divisibility, dtype)`` of each kernel parameter of
-    ``entry`` (``claunch.c``): a checked kind for each tensor, int, float and bool argument,
-    the raw kinds of a descriptor's map, shape and strides (checked in Python); ``None``
-    where the C launcher cannot take them all (it is then not used for this kernel).
-    ``checks_in_c=False`` gives every parameter its raw kind, leaving all checks to the
-    generated Python (``benchmarks/bench_launch.py`` measures one against the other)."""
-    packer = entry.packer
-    raw = claunch.raw_kinds(packer._format.format)
-    if raw is None or len(raw) != len(packer._offsets):
-        return None
-    out: List[Tuple[str, int, int, Any]] = []
-    for signature in signatures:
-        at = len(out)
-        kind = signature[0] if signature else None
-        if kind in _DESCRIPTORS:  # (map, *shape, *strides), checked by the generated Python
-            out += [(raw[j], packer._offsets[j], -1, None) for j in range(at, at + 1 + 2 * signature[5])]
-            continue
-        if kind is float or kind is bool:
-            checked, divisible, dtype = ("F", "f") if kind is float else ("Z", "b"), -1, None
-        elif kind is int and signature[1] in (32, 64):
-            checked, divisible, dtype = ("n", "i") if signature[1] == 32 else ("N", "q"), int(signature[2]), None
-        elif len(signature or ()) == 3 and not isinstance(kind, type) and (one_device or signature[1] == entry.device):
-            checked, divisible, dtype = ("T", "Q"), int(signature[2]), kind  # a torch CUDA tensor
-        else:
-            return None
-        if at >= len(raw) or raw[at] != checked[1]:
-            return None
-        out.append((checked[0], packer._offsets[at], divisible, dtype) if checks_in_c else
-                   (raw[at], packer._offsets[at], -1, None))
-    return out if len(out) == len(raw) else None
 
 
 def _check(i: int, signature, source: str, names: dict, one_device: bool) -> \
