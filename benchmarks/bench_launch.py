@@ -1,10 +1,15 @@
 """Host time per launch of a tiny kernel: gluonkit beside Triton and a torch op (H100).
 
 Every row launches a one-block vector add (4096 float32) back to back and reports the
-median over rounds of the host time per call (the GPU finishes each block in about 2 µs,
+median over rounds of the host time per call, with the 10-90 % range of the rounds (the GPU finishes each block in about 2 µs,
 so the host is the bottleneck).  Rows:
 
-- ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``;
+- ``gluonkit kernel[grid]``: the ordinary launch, ``add_kernel[(1,)](x, y, out, n, ...)``
+  (the first line of output says whether its generated launch ends in the C launcher,
+  :mod:`gluonkit.runtime.claunch`, or in ctypes); with the C launcher, ``..., ctypes ending``
+  is the same generated launch ending in ctypes, for comparison; ``launcher = kernel[grid],
+  kept`` calls the same function without the ``kernel[grid]`` of each call; ``GIL kept``
+  is the C launcher holding the GIL during the driver call (it releases it);
 - ``gluonkit warmup handle``: ``handle = add_kernel.warmup(..., grid=(1,))`` then
   ``handle[(1,)](x, y, out, n)`` (compiled once, arguments typed by a precomputed plan);
 - ``cuLaunchKernel (...)``: the bare driver call with an argument block packed once,
@@ -27,6 +32,7 @@ Run on the GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_launch.py``.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import statistics
 import sys
@@ -39,13 +45,12 @@ import triton.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 
 import gluonkit  # noqa: E402
-from gluonkit.lang.jit import fast_launches  # noqa: E402
-from gluonkit.runtime import driver, gpu  # noqa: E402
+from gluonkit.runtime import claunch, ctlaunch, driver, gpu  # noqa: E402
 from vector_add import add_kernel, vector_add_layout  # noqa: E402
 
 N = 4096
 LAUNCHES = 2000
-ROUNDS = 9
+ROUNDS = int(os.environ.get("BENCH_LAUNCH_ROUNDS", "15"))
 
 
 @triton.jit
@@ -95,8 +100,6 @@ def _ctypes_prebuilt_launch(entry):
 
 def _ctypes_ex_launch(entry):
     """libcuda's ``cuLaunchKernelEx`` on a launch block packed once, as the generated launch calls it."""
-    from gluonkit.runtime import ctlaunch
-
     block = ctlaunch.LaunchBlock(entry.packer._format.size, entry.packer._offsets)
     ctlaunch.block_format(entry.packer._format.format).pack_into(
         block.buffer, block.offset, 1, 1, 1, *entry.block, entry.shared_bytes, torch.cuda.current_stream().cuda_stream,
@@ -132,9 +135,20 @@ def main() -> None:
     }
     rows["gluonkit kernel[grid]"]()
     torch.cuda.synchronize()
-    fast = fast_launches.get(id(add_kernel))
-    print("gluonkit kernel[grid] takes the generated ctypes launch:", fast is not None and "_launch_ex" in fast.source)
+    fast = add_kernel._fast_launch
+    path = "none" if fast is None else "C launcher" if "_claunch(" in fast.source else "ctypes"
+    print(f"gluonkit kernel[grid] takes the generated launch ending in: {path}"
+          + ("" if claunch.module() else f" ({claunch.why_not()})"))
     entry = next(iter(gpu._launches[add_kernel].values()))
+    kept = add_kernel[(1,)]
+    rows["gluonkit launcher = kernel[grid], kept"] = lambda: kept(x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
+    if path == "C launcher":
+        ctypes_launch = _generated(entry, c_launcher=False)
+        rows["gluonkit kernel[grid], ctypes ending"] = lambda: functools.partial(ctypes_launch, (1,))(
+            x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
+        holding = _generated(entry, release=False)
+        rows["gluonkit kernel[grid], GIL kept in the driver"] = lambda: functools.partial(holding, (1,))(
+            x, y, out, N, BLOCK=N, layout=layout, num_warps=4)
     if hasattr(add_kernel, "warmup"):
         handle = add_kernel.warmup(x, y, out, N, BLOCK=N, layout=layout, num_warps=4, grid=(1,))
         launcher = handle[(1,)]
@@ -157,14 +171,37 @@ def main() -> None:
         for name, fn in [*rows.items(), *parts.items()]:
             times[name].append(per_launch_us(fn))
     triton_us = statistics.median(times["triton kernel[grid]"])
-    print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches")
-    print(f"{'path':44s} {'median':>8s} {'min':>7s} {'max':>7s} {'vs triton':>10s}")
+    print(f"host µs per launch, median of {ROUNDS} rounds of {LAUNCHES} launches (10-90 % of the rounds)")
+    print(f"{'path':46s} {'median':>8s} {'10 %':>7s} {'90 %':>7s} {'vs triton':>10s}")
     for name, values in times.items():
         if name == next(iter(parts)):
             print("where gluonkit's time goes (µs per call, same rounds; nothing launched):")
         median = statistics.median(values)
+        deciles = statistics.quantiles(values, n=10)
         ratio = f"{median / triton_us:9.2f}x" if name in rows else ""
-        print(f"{name:44s} {median:8.2f} {min(values):7.2f} {max(values):7.2f} {ratio}")
+        print(f"{name:46s} {median:8.2f} {deciles[0]:7.2f} {deciles[-1]:7.2f} {ratio}")
+
+
+def _generated(entry, driver=None, c_launcher=True, release=True):
+    """Another generated launch of ``add_kernel``'s call pattern and ``entry``: calling
+    ``driver`` (a ctypes function) in place of libcuda's, ending in ctypes rather than the
+    C launcher, or with the C launcher keeping the GIL during the driver call (``release``).
+    What ``kernel[grid]`` calls is left as it was."""
+    from gluonkit.runtime import launch
+
+    pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
+    key, real = next(iter(pattern.fast.items()))
+    entry_point, module, plan = ctlaunch.entry_point, claunch.module, claunch.plan
+    if driver is not None:
+        ctlaunch.entry_point = lambda: driver
+    if not c_launcher:
+        claunch.module = lambda: None
+    claunch.plan = functools.partial(plan, release=release)
+    try:
+        del pattern.fast[key]
+        return pattern.fast_launch(key, entry)
+    finally:
+        ctlaunch.entry_point, claunch.module, claunch.plan, pattern.fast[key] = entry_point, module, plan, real
 
 
 def _breakdown(entry, layout) -> dict:
@@ -173,20 +210,9 @@ def _breakdown(entry, layout) -> dict:
     ``kernel[grid]`` whose generated launch calls a no-op C function instead of libcuda
     (everything but the driver), the foreign call of that no-op (ctypes' own cost), the
     torch attribute reads the checks make, torch's stream query and ``kernel[(1,)]`` alone."""
-    import functools
-
-    from gluonkit.runtime import ctlaunch, launch
-
     noop = ctypes.CDLL("libm.so.6").feclearexcept  # int feclearexcept(int): returns 0, touches nothing
     noop.restype = ctypes.c_int
-    pattern = next(iter(launch._PATTERNS[id(add_kernel)].values()))
-    key, real = next(iter(pattern.fast.items()))
-    entry_point, ctlaunch.entry_point = ctlaunch.entry_point, lambda: noop
-    try:
-        del pattern.fast[key]
-        stubbed = pattern.fast_launch(key, entry)  # the same generated code, calling the no-op
-    finally:
-        ctlaunch.entry_point, pattern.fast[key] = entry_point, real
+    stubbed = _generated(entry, driver=noop)  # the same generated code, calling the no-op
     config, function, params = (ctypes.c_void_p(v) for v in (1 << 40, 2 << 40, 3 << 40))
     stream = torch._C._cuda_getCurrentRawStream
     return {

@@ -18,10 +18,10 @@ import gluonkit
 import gluonkit.language as gl
 from fakes import DLPackOnly, FakeCAI, FakeTorch
 from gluonkit.lang.errors import ArgumentError
-from gluonkit.lang.jit import fast_launches
+from gluonkit.lang.jit import JITFunction
 from gluonkit.lower.compiler import CompiledKernel
 from gluonkit import ir
-from gluonkit.runtime import ctlaunch, fastlaunch, gpu, launch
+from gluonkit.runtime import claunch, ctlaunch, fastlaunch, gpu, launch
 from gluonkit.runtime.args import ArgPacker
 from gluonkit.runtime.precompiled import PrecompiledKernel
 
@@ -43,6 +43,7 @@ class RecordingKernel:
         self.launches = []
         # the generated path's (block, dynamic shared memory, config address, (attrs, numAttrs, extra)) of each launch
         self.configs = []
+        self.misaligned = []  # (code, address) of parameters the generated path placed off their alignment
         self.handle = id(self)  # what the generated path passes as the CUfunction
         self._dynamic_checked = shared_bytes
         RECORDERS[self.handle] = self
@@ -70,6 +71,8 @@ def _fake_launch_ex(config, function, params, extra):
     addresses = (ctypes.c_void_p * len(codes)).from_address(params) if codes else []
     values = tuple(v for code, address in zip(codes, addresses)
                    for v in struct.unpack("<" + code, ctypes.string_at(address, struct.calcsize("<" + code))))
+    kernel.misaligned += [(code, address) for code, address in zip(codes, addresses)
+                          if address % (64 if code == "128s" else struct.calcsize("<" + code))]
     kernel.configs.append((grid_and_block[3:6], grid_and_block[6], config, grid_and_block[8:] + (extra,)))
     kernel.launches.append((grid_and_block[:3], grid_and_block[7], values))
     return 0
@@ -79,10 +82,16 @@ LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, cty
                              ctypes.c_void_p)(_fake_launch_ex)
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log."""
+@pytest.fixture(params=["C launcher", "ctypes"])
+def fake_gpu(monkeypatch, request):
+    """A GPU 'found', compiling faked, streams asked of a fake driver; yields the compile log.
+    Each test runs twice: generated launches ending in the C launcher (built here with the
+    machine's compiler: the test fails where it cannot be built), and ending in ctypes."""
     monkeypatch.delenv("GLUONKIT_INTERPRET", raising=False)
+    if request.param == "ctypes":
+        monkeypatch.setattr(claunch, "module", lambda: None)
+    else:
+        assert claunch.module() is not None, claunch.why_not()
     monkeypatch.setattr(launch, "_GPU_FOUND", True)
     monkeypatch.setattr(ctlaunch, "entry_point", lambda: LAUNCH_EX)
     RECORDERS.clear()
@@ -96,11 +105,13 @@ def fake_gpu(monkeypatch):
 
     monkeypatch.setattr(gpu, "_compile_and_load", compile_and_load)
     capturing = {"status": 0}
+    monkeypatch.setattr(gpu.driver, "device_count", lambda: 2)  # tensors' devices are checked with get_device()
     monkeypatch.setattr(gpu.driver, "ensure_context", lambda: None)
     monkeypatch.setattr(gpu.driver, "call", lambda name, *args: capturing["status"])
     monkeypatch.setattr(gpu, "_launches", type(gpu._launches)())
     monkeypatch.setattr(launch, "_PATTERNS", {})
-    fast_launches.clear()  # no kernel keeps a generated launch of another test's entry
+    for kernel in [v for v in globals().values() if isinstance(v, JITFunction)]:
+        monkeypatch.setattr(kernel, "_fast_launch", None)  # no kernel keeps a generated launch of another test's entry
     yield types.SimpleNamespace(compiled=compiled, capturing=capturing)
 
 
@@ -253,10 +264,10 @@ def test_a_collected_kernel_leaves_no_launch_patterns(fake_gpu):
     kernel = gluonkit.jit(scale_kernel.fn)
     kernel[(1,)](FakeTorch(dtype="float32"), FakeTorch(dtype="float32"), 8, 1.0, BLOCK=32)
     key = id(kernel)
-    assert key in launch._PATTERNS and key in fast_launches
+    assert key in launch._PATTERNS and kernel._fast_launch is not None
     del kernel
     gc.collect()
-    assert key not in launch._PATTERNS and key not in fast_launches
+    assert key not in launch._PATTERNS
 
 
 def _recorded(kernel):
@@ -272,8 +283,9 @@ def _fast_launched(kernel):
 def test_a_repeated_call_takes_the_generated_launch_with_the_new_values(fake_gpu):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     assert "data_ptr()" in fast.source and "BLOCK=_M" in fast.source
+    assert ("_claunch(" in fast.source) == (claunch.module() is not None)  # which launcher ends the launch
     assert scale_kernel[(1,)].func is fast  # kernel[grid] is the generated launch with the grid bound
     y = FakeTorch(0x30000, dtype="float32")
     fast((2, 3), y, out, 40, -2.5, BLOCK=32)
@@ -299,7 +311,7 @@ def test_the_generated_launch_hands_every_other_specialization_to_the_general_pa
     call = dict(x=FakeTorch(0x10000, dtype="float32"), out=FakeTorch(0x20000, dtype="float32"), n=16, factor=1.0,
                 BLOCK=32)
     scale_kernel[(1,)](call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     call.update(change)
     fast((1,), call["x"], call["out"], call["n"], call["factor"], BLOCK=call["BLOCK"])
     assert len(fake_gpu.compiled) == 1 + compiles
@@ -313,6 +325,19 @@ def test_a_tensor_on_another_device_gets_the_general_paths_error(fake_gpu):
     with pytest.raises(ArgumentError, match="'x_ptr'"):
         scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", index=1), out, 16, 1.0, BLOCK=32)
     assert len(_recorded(scale_kernel)) == 1
+
+
+def test_with_one_device_the_generated_check_reads_is_cuda_and_still_refuses_host_tensors(fake_gpu, monkeypatch):
+    monkeypatch.setattr(gpu.driver, "device_count", lambda: 1)
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=32)
+    source = scale_kernel._fast_launch.source
+    assert "not _p0.is_cuda" in source and "get_device" not in source
+    scale_kernel[(2,)](out, x, 32, 2.0, BLOCK=32)
+    with pytest.raises(ArgumentError, match="'x_ptr'.*cpu"):
+        scale_kernel[(1,)](FakeTorch(0x10000, dtype="float32", device_type="cpu"), out, 16, 1.0, BLOCK=32)
+    assert _fast_launched(scale_kernel) == 1
+    assert _recorded(scale_kernel) == [((1, 1, 1), (0x10000, 0x20000, 16, 1.0)), ((2, 1, 1), (0x20000, 0x10000, 32, 2.0))]
 
 
 @pytest.mark.parametrize("call", [
@@ -339,6 +364,22 @@ def test_a_missing_or_unknown_argument_gets_the_general_paths_error(fake_gpu):
     assert len(_recorded(scale_kernel)) == 1
 
 
+def test_kernel_grid_reuses_its_partial_for_the_same_grid_object_only(fake_gpu):
+    x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
+    scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
+    grid = (2,)
+    launcher = scale_kernel[grid]
+    assert scale_kernel[grid] is launcher and launcher.args == (grid,)
+    equal = scale_kernel[(2.0,)]  # equal to grid and hashing alike, but another object: bound anew
+    assert equal is not launcher and equal.args == ((2.0,),)
+    with pytest.raises(ArgumentError, match="grid"):
+        equal(x, out, 8, 1.0, BLOCK=32)
+    launcher(x, out, 8, 1.0, BLOCK=32)
+    scale_kernel[(1,)](x, out, 16, 1.0, BLOCK=64)  # another specialization: another generated launch
+    assert scale_kernel[grid] is not launcher and scale_kernel[grid].func is scale_kernel._fast_launch
+    assert [g for g, _ in _recorded(scale_kernel)] == [(1, 1, 1), (2, 1, 1), (1, 1, 1)]
+
+
 def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_launch(fake_gpu):
     @gluonkit.jit
     def underscored(x_ptr, _stream, BLOCK: gl.constexpr):
@@ -346,9 +387,9 @@ def test_a_parameter_named_like_the_generated_codes_names_gets_no_generated_laun
 
     x = FakeTorch(0x10000, dtype="float32")
     underscored[(1,)](x, _stream=5, BLOCK=128)
-    assert id(underscored) not in fast_launches
+    assert underscored._fast_launch is None
     underscored[(1,)](x, 5, BLOCK=128)  # passed positionally: no clash
-    assert id(underscored) in fast_launches
+    assert underscored._fast_launch is not None
 
 
 @pytest.mark.parametrize("grid, error", [((0,), None), ((2, 0), None), ((-1,), "grid"), ((1, 1, 1, 1), "grid"),
@@ -358,9 +399,9 @@ def test_the_generated_launch_leaves_empty_and_bad_grids_to_the_general_path(fak
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     if error:
         with pytest.raises(ArgumentError, match=error):
-            fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+            scale_kernel._fast_launch(grid, x, out, 8, 1.0, BLOCK=32)
     else:
-        fast_launches[id(scale_kernel)](grid, x, out, 8, 1.0, BLOCK=32)
+        scale_kernel._fast_launch(grid, x, out, 8, 1.0, BLOCK=32)
     assert _fast_launched(scale_kernel) == 0
     assert [grid for grid, _ in _recorded(scale_kernel)] == [(1, 1, 1)] + ([(3, 1, 1)] if callable(grid) else [])
 
@@ -383,7 +424,7 @@ def test_the_interpreter_or_a_measured_timeline_bypass_the_generated_launch(fake
 
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
-    fast = fast_launches[id(scale_kernel)]
+    fast = scale_kernel._fast_launch
     general = []
     monkeypatch.setattr(launch, "launch", lambda kernel, grid, args, kwargs: general.append((kernel, args, kwargs)))
     monkeypatch.setattr(timeline, "_active", object())
@@ -473,6 +514,7 @@ def test_every_parameter_kind_reaches_the_driver_as_its_bytes(fake_gpu, fake_tor
     assert [stream for _, stream, _ in entry.kernel.launches] == [0xABC0, 0x5550, 0x5550]
     assert len(entry.kernel.configs) == 2
     assert all(config[:2] == ((128, 1, 1), 0) and config[3] == (0, 0, None) for config in entry.kernel.configs)
+    assert entry.kernel.misaligned == []  # the tensor map at 64 bytes, every other value at its own size
 
 
 def test_the_tensor_map_is_64_byte_aligned_in_the_launch_block():
@@ -501,4 +543,4 @@ def test_without_libcuda_there_is_no_generated_launch(fake_gpu, monkeypatch):
     x, out = FakeTorch(0x10000, dtype="float32"), FakeTorch(0x20000, dtype="float32")
     scale_kernel[(1,)](x, out, 8, 1.0, BLOCK=32)
     scale_kernel[(2,)](x, out, 8, 1.0, BLOCK=32)
-    assert id(scale_kernel) not in fast_launches and len(_recorded(scale_kernel)) == 2
+    assert scale_kernel._fast_launch is None and len(_recorded(scale_kernel)) == 2

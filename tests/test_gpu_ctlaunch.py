@@ -1,12 +1,12 @@
-"""The ctypes launch path on the GPU (:mod:`gluonkit.runtime.ctlaunch`): what the generated
-launch passes to libcuda's ``cuLaunchKernelEx`` — pointers, int32, int64 and float32 scalars,
-a 2-D grid, TMA descriptors by value — computes what float64 references say; a driver
-error leaves nothing launched and is raised by name; a thread without a current context
-launches too.
+"""The generated launch on the GPU, ending in the C launcher (:mod:`gluonkit.runtime.claunch`)
+and in ctypes (:mod:`gluonkit.runtime.ctlaunch`): what it passes to libcuda's
+``cuLaunchKernelEx`` — pointers, int32, int64 and float32 scalars, a 2-D grid, TMA
+descriptors by value — computes what float64 references say; a driver error leaves nothing
+launched and is raised by name; a thread without a current context launches too.
 
 Marked ``gpu``: skipped without a CUDA GPU and torch.  Outputs are poisoned (NaN) first.
-Each test checks that the launches went through the generated ctypes path by making the
-cuda-python launch (the general path) fail.
+Each test runs with both endings, and checks that the launches went through the generated
+launch by making the cuda-python launch (the general path) fail.
 """
 
 import os
@@ -17,8 +17,7 @@ import pytest
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.lang.jit import fast_launches
-from gluonkit.runtime import driver
+from gluonkit.runtime import claunch, driver, launch
 from gluonkit.runtime.driver import CudaError, has_gpu
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -44,11 +43,25 @@ def _expected(x, alpha, big):
     return (alpha * x.double() + float(big - 2**40)).float()
 
 
+@pytest.fixture(autouse=True, params=["C launcher", "ctypes"])
+def ending(request, monkeypatch):
+    """Generated launches built afresh in this test, ending in the C launcher (which must build
+    on the GPU machine) or in ctypes; returns the name the generated source then calls."""
+    if request.param == "ctypes":
+        monkeypatch.setattr(claunch, "module", lambda: None)
+    else:
+        assert claunch.module() is not None, claunch.why_not()
+    monkeypatch.setattr(launch, "_PATTERNS", {})  # loaded kernels stay loaded; their launches are generated again
+    for kernel in (mixed_kernel, t.add_one_kernel):
+        monkeypatch.setattr(kernel, "_fast_launch", None)
+    return "_claunch(" if request.param == "C launcher" else "_launch_ex("
+
+
 @pytest.fixture
 def no_general_launch(monkeypatch):
-    """After the first (compiling) launch, cuda-python's launch fails: only the ctypes path can launch."""
+    """After the first (compiling) launch, cuda-python's launch fails: only the generated launch can launch."""
     def refuse(*args, **kwargs):
-        raise AssertionError("launched through cuda-python, not the generated ctypes launch")
+        raise AssertionError("launched through cuda-python, not the generated launch")
 
     def arm():
         monkeypatch.setattr(driver.Kernel, "launch", refuse)
@@ -56,13 +69,13 @@ def no_general_launch(monkeypatch):
 
 
 @pytest.mark.parametrize("grid", [(8,), (2, 4), (4, 2, 1)])
-def test_scalars_pointers_and_grids_through_ctypes(no_general_launch, grid):
+def test_scalars_pointers_and_grids_through_the_generated_launch(no_general_launch, ending, grid):
     n, block = 1000, 128
     generator = torch.Generator("cuda").manual_seed(7)
     x = torch.randn(n, device="cuda", generator=generator)
     out = torch.full((n,), float("nan"), device="cuda")
     mixed_kernel[grid](x, out, n, 1.5, BIG, BLOCK=block)  # compiles, loads
-    assert "_launch_ex" in fast_launches[id(mixed_kernel)].source
+    assert ending in mixed_kernel._fast_launch.source
     no_general_launch()
     for alpha, big in [(-0.25, BIG + 3), (3.0, 2**40 - 7), (0.5, 2**62 + 5)]:  # int64, not divisible by 16
         out.fill_(float("nan"))
@@ -71,11 +84,12 @@ def test_scalars_pointers_and_grids_through_ctypes(no_general_launch, grid):
         torch.testing.assert_close(out, _expected(x, alpha, big), rtol=1e-6, atol=1e-6)
 
 
-def test_the_warmed_up_handle_launches_through_ctypes(no_general_launch):
+def test_the_warmed_up_handle_launches_through_the_generated_launch(no_general_launch, ending):
     n = 512
     x = torch.randn(n, device="cuda")
     out = torch.full((n,), float("nan"), device="cuda")
     handle = mixed_kernel.warmup(x, out, n, 1.0, BIG, BLOCK=128, grid=(4,))
+    assert ending in handle._fast.source
     no_general_launch()
     side = torch.cuda.Stream()
     handle[(4,)](x, out, n, 2.0, BIG + 1, stream=side)
@@ -84,7 +98,7 @@ def test_the_warmed_up_handle_launches_through_ctypes(no_general_launch):
 
 
 @pytest.mark.parametrize("shape, block", [((128, 128), [64, 64]), ((200, 296), [64, 128])])
-def test_tma_descriptors_by_value_through_ctypes(no_general_launch, shape, block):
+def test_tma_descriptors_by_value_through_the_generated_launch(no_general_launch, ending, shape, block):
     def desc(tensor):
         return t.TensorDescriptor.from_tensor(tensor, block, t.nvmma(block, t.gl.float16))
 
@@ -92,7 +106,8 @@ def test_tma_descriptors_by_value_through_ctypes(no_general_launch, shape, block
     x = torch.randn(shape, dtype=torch.float16, device="cuda")
     y = torch.full_like(x, float("nan"))
     t.add_one_kernel[grid](desc(x), desc(y), t.REG)
-    assert "kernel_arg_bytes" in fast_launches[id(t.add_one_kernel)].source
+    assert "kernel_arg_bytes" in t.add_one_kernel._fast_launch.source
+    assert ending in t.add_one_kernel._fast_launch.source
     no_general_launch()
     x2 = torch.randn(shape, dtype=torch.float16, device="cuda")
     y2 = torch.full_like(x2, float("nan"))

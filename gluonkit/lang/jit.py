@@ -5,8 +5,8 @@ A :class:`JITFunction` keeps the Python function, its source and where it sits i
 specialization (runtime argument types, constexpr values, launch options, divisibility facts)
 and caches the result by that specialization.  ``kernel[grid](*args, **kw)`` forwards to the
 launcher the runtime registers with :func:`set_launcher` (``lang/`` may not import
-``runtime/``), called as ``launcher(kernel, grid, args, kwargs)`` — or, where the kernel has an
-entry in :data:`fast_launches`, is that entry with the grid bound; ``kernel.warmup(*args, grid=...)`` forwards
+``runtime/``), called as ``launcher(kernel, grid, args, kwargs)`` — or, where the runtime gave the kernel a generated
+launch (``kernel._fast_launch``), is that function with the grid bound; ``kernel.warmup(*args, grid=...)`` forwards
 to the function registered with :func:`set_warmer` the same way.  A ``@jit`` function
 called from another one is inlined by the frontend; called from plain Python it raises.
 """
@@ -18,7 +18,7 @@ import functools
 import inspect
 import os
 import textwrap
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ir import Builder, Function, verify
 from ..ir.diagnostics import Location
@@ -29,13 +29,10 @@ from .kernel_params import flatten_params, param_values
 from .launch_options import check_launch_options, split_launch_options
 from .semantic import Semantic
 
-__all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler", "fast_launches"]
+__all__ = ["JITFunction", "jit", "set_launcher", "set_warmer", "set_compiler"]
 
 _launcher: Optional[Callable] = None
-# id(kernel) -> a function (grid, *args, **kwargs) that launches the kernel's latest call pattern
-# with the least work and hands any other call to the launcher itself; filled and emptied by the
-# runtime's launcher (gluonkit.runtime.launch).  kernel[grid] is that function with the grid bound.
-fast_launches: Dict[int, Callable] = {}
+_partial = functools.partial  # kernel[grid]'s binding, read as a global (no attribute lookup per launch)
 _warmer: Optional[Callable] = None
 _compiler: Optional[Callable] = None
 
@@ -86,6 +83,13 @@ class JITFunction:
         self._tree: Optional[ast.FunctionDef] = None
         self.cache: Dict[Any, Function] = {}
         self.options = dict(options)
+        # A function (grid, *args, **kwargs) that launches the kernel's latest call pattern with
+        # the least work and hands any other call to the launcher itself; set and cleared by the
+        # runtime's launcher (gluonkit.runtime.launch).  kernel[grid] is it with the grid bound.
+        self._fast_launch: Optional[Callable] = None
+        # (grid, fast launch, the fast launch with that grid bound) of the last kernel[grid]: a loop
+        # launching with the same grid object gets the same partial back instead of a new one.
+        self._bound: Tuple[Any, Optional[Callable], Optional[Callable]] = (None, None, None)
         functools.update_wrapper(self, fn)
 
     # ---------------------------------------------------------------- source
@@ -192,9 +196,14 @@ class JITFunction:
 
     # ---------------------------------------------------------------- launch
     def __getitem__(self, grid):
-        fast = fast_launches.get(id(self))
+        fast = self._fast_launch
+        bound = self._bound
+        if bound[0] is grid and bound[1] is fast and fast is not None:  # the same grid object: no new partial
+            return bound[2]
         if fast is not None:  # it takes the call's arguments directly, and the general path where it must
-            return functools.partial(fast, grid)
+            launcher = _partial(fast, grid)
+            self._bound = (grid, fast, launcher)
+            return launcher
 
         def launch(*args, **kwargs):
             if _launcher is None:

@@ -162,6 +162,22 @@ def has_gpu() -> bool:
         return False
 
 
+def device_count() -> int:
+    """How many CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applied); 0 where
+    none can be used.  A count found is kept: it cannot change while the process runs."""
+    global _device_count
+    if _device_count is None:
+        try:
+            _init()
+            _device_count = int(call("cuDeviceGetCount"))
+        except Exception:
+            return 0
+    return _device_count
+
+
+_device_count: Optional[int] = None
+
+
 def _default_ordinal() -> int:
     """The device used when no context is current: ``GLUONKIT_DEVICE`` or 0."""
     text = os.environ.get("GLUONKIT_DEVICE", "0")

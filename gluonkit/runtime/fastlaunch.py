@@ -7,10 +7,12 @@ done with a generic loop (one converter call per argument, a packer, a driver wr
 Python around it costs more than the driver call itself.  :func:`build` writes that work
 out as the straight-line source of one function for one :class:`~gluonkit.runtime.gpu.CompiledLaunch`
 and one call pattern and compiles it with ``exec``: each check is a line of inline code, the
-constants (dtypes, device, block, shared memory, function handle) are bound once, one
-``struct.pack_into`` writes the grid, the stream and the arguments into this thread's
-:class:`~gluonkit.runtime.ctlaunch.LaunchBlock`, and one foreign call of libcuda's
-``cuLaunchKernelEx`` (:mod:`.ctlaunch`) launches.
+constants (dtypes, device, block, shared memory, function handle) are bound once, and one
+call of the C launcher (:mod:`.claunch`: a CPython extension built on first use) packs the
+grid, the stream and the arguments on the C stack and calls libcuda's ``cuLaunchKernelEx``.
+Where the C launcher cannot be built (no compiler), one ``struct.pack_into`` writes them into
+this thread's :class:`~gluonkit.runtime.ctlaunch.LaunchBlock` and one foreign call of
+``cuLaunchKernelEx`` through ctypes (:mod:`.ctlaunch`) launches.
 
 A generated function returns ``True`` when it launched and ``False`` when the call is not one
 it can take — another number of arguments or keywords, other compile-time values, an argument
@@ -24,8 +26,9 @@ tensors (passed by value: the 128-byte tensor map, the shape and the strides).  
 other runtime arguments (CuPy or DLPack arrays, tuples) get no generated function and keep
 the general path, as do all kernels where libcuda cannot be opened through ctypes.
 
-Each thread packs into its own launch block (the driver reads the block during the call,
-which runs without the GIL).
+Both endings release the GIL during the driver call (which may wait for room in the launch
+queue); the C launcher packs on the calling thread's stack, the ctypes ending into the
+thread's own launch block, which the driver reads during the call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..nvidia.hopper import TensorDescriptor, TensorDescriptorIm2Col
-from . import ctlaunch
+from . import claunch, ctlaunch, driver
 
 __all__ = ["build", "CALL", "HANDLE"]
 
@@ -106,8 +109,9 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
         fallback = f"    _general(_grid, _declined({rest}), stream)"
     values: List[str] = []
     divisible: List[Tuple[str, bool]] = []
+    one_device = driver.device_count() == 1
     for i, (signature, slot) in enumerate(zip(signatures, slots)):
-        check = _check(i, signature, params[slot], names)
+        check = _check(i, signature, params[slot], names, one_device)
         if check is None:
             return None
         lines += ["        " + line for line in check[0]]
@@ -124,18 +128,28 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
     kernel = entry.kernel
     if entry.shared_bytes > kernel._dynamic_checked:  # opted in once here (a warmed-up kernel never ran)
         kernel.set_dynamic_shared_memory(entry.shared_bytes)
-    names["_function"] = ctypes.c_void_p(int(kernel.handle))
-    gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
-    config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
+    packer = entry.packer
+    plan = claunch.plan(ctypes.cast(launch_ex, ctypes.c_void_p).value, int(kernel.handle), entry.block,
+                        entry.shared_bytes, entry.num_ctas, packer._format.format, packer._offsets,
+                        packer._format.size)
+    if plan is not None:  # the C launcher checks the grid (a tuple of 1 to 3 ints, 1 to 2**32 - 1), packs, launches
+        names.update(_plan=plan, _claunch=claunch.module().launch)
+        lines.append(f"        if _claunch(_plan, _grid, {stream}{''.join(', ' + v for v in values)}) == 0: return")
+    else:
+        names["_function"] = ctypes.c_void_p(int(kernel.handle))
+        gx = f"_gx * {entry.num_ctas}" if entry.num_ctas > 1 else "_gx"  # a cluster launch: num_ctas CTAs per program
+        config = f"{gx}, _gy, _gz, {', '.join(map(str, entry.block))}, {entry.shared_bytes}, _stream"
+        lines += [
+            "        _n = len(_grid)",
+            "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
+            "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: general path
+            f"        _stream = {stream}",
+            "        try: _buffer, _offset, _config, _params = _tls.block",
+            "        except AttributeError: _buffer, _offset, _config, _params = _tls.block = _new_block()",
+            f"        _pack_into(_buffer, _offset, {config}{''.join(', ' + v for v in values)})",
+            "        if _launch_ex(_config, _function, _params, None) == 0: return",
+        ]
     lines += [
-        "        _n = len(_grid)",
-        "        _gx = _grid[0]; _gy = _grid[1] if _n > 1 else 1; _gz = _grid[2] if _n > 2 else 1",
-        "        if _n > 3 or not (_gx > 0 and _gy > 0 and _gz > 0): raise _Decline",  # empty or bad: the general path
-        f"        _stream = {stream}",
-        "        try: _buffer, _offset, _config, _params = _tls.block",
-        "        except AttributeError: _buffer, _offset, _config, _params = _tls.block = _new_block()",
-        f"        _pack_into(_buffer, _offset, {config}{''.join(', ' + v for v in values)})",
-        "        if _launch_ex(_config, _function, _params, None) == 0: return",
         # a driver error (a bad grid, no current context, a sticky error): nothing was launched, and the
         # general path launches through cuda-python, which raises the error by name
         "    except _errors:",
@@ -153,7 +167,7 @@ def build(entry, signatures: Sequence[Any], slots: Sequence[int], general: Calla
 # Local names of the generated code (all start with "_": a kernel parameter passed by keyword
 # with one of these names, or a global's, gets no generated launch rather than a wrong one).
 _LOCALS = {"_grid", "_extra", "_extra_kw", "_v", "_n", "_gx", "_gy", "_gz", "_stream", "_buffer", "_offset",
-           "_config", "_params", "_function"}
+           "_config", "_params", "_function", "_plan", "_claunch"}
 
 
 def _declined_call(positional: tuple, extra: tuple, named: tuple, extra_kw: dict, keywords: tuple) -> tuple:
@@ -170,12 +184,15 @@ def _declined_handle_call(positional: tuple, extra: tuple) -> tuple:
     return tuple(a for a in positional if a is not _MISSING) + extra
 
 
-def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[str], List[str], list]]:
+def _check(i: int, signature, source: str, names: dict, one_device: bool) -> \
+        Optional[Tuple[List[str], List[str], list]]:
     """``(lines, values, divisible)``: lines binding the block values of the argument ``source``
     (a parameter of the generated function) when it has ``signature`` and raising ``_Decline``
     otherwise, the expressions of those values, and ``(expression, divisible by 16)`` of the
     values the kernel is specialized on (checked together, :func:`_divisibility`); None for
-    kinds with no cheap check."""
+    kinds with no cheap check.  ``one_device``: the process sees one CUDA device, so a
+    tensor's ``is_cuda`` (a plain attribute read) says it is on the kernel's device, where
+    ``get_device()`` (a method call, several times dearer in torch) is asked otherwise."""
     kind = signature[0] if signature else None
     if kind is float or kind is bool:
         names[f"_type{i}"] = kind
@@ -191,8 +208,9 @@ def _check(i: int, signature, source: str, names: dict) -> Optional[Tuple[List[s
     if len(signature or ()) == 3 and not isinstance(kind, type):  # a torch CUDA tensor: (dtype, device, aligned)
         dtype, device, aligned = signature
         names[f"_dtype{i}"] = dtype
+        on_device = f"not {source}.is_cuda" if one_device and device == 0 else f"{source}.get_device() != {device}"
         return [f"if {source}.dtype is not _dtype{i} and {source}.dtype != _dtype{i} or "  # torch's dtypes: singletons
-                f"{source}.get_device() != {device}: raise _Decline",
+                f"{on_device}: raise _Decline",
                 f"_r{i} = {source}.data_ptr()"], [f"_r{i}"], [(f"_r{i}", aligned)]
     return None
 

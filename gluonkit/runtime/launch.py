@@ -36,7 +36,7 @@ how to use the interpreter.
 Once a kernel is loaded, a GPU launch skips all of the above: a call like the previous one
 (same positional count, keywords and compile-time values, arguments of the same types)
 goes straight to the kernel's generated launch function (:mod:`gluonkit.runtime.fastlaunch`,
-kept in :data:`gluonkit.lang.jit.fast_launches`), which checks each argument inline and
+kept as the kernel's ``_fast_launch``), which checks each argument inline and
 calls the driver; other calls look their specialization up by the arguments' signatures.
 ``kernel.warmup(*args, grid=...)`` (:func:`warmup`) binds and compiles like a launch but
 returns a :class:`~gluonkit.runtime.precompiled.PrecompiledKernel` instead of running.
@@ -57,7 +57,7 @@ from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
 from ..lang.errors import ArgumentError
-from ..lang.jit import JITFunction, fast_launches, set_launcher, set_warmer
+from ..lang.jit import JITFunction, set_launcher, set_warmer
 from ..lang.launch_options import LAUNCH_OPTIONS, check_launch_options, split_launch_options
 from ..lower.backend.targets import TARGETS
 from ..lower.infer.solve import infer_layouts
@@ -107,8 +107,8 @@ def _fast_guard() -> Tuple[str, dict]:
     measured = "_timeline._active is not None"  # what active_recorder() returns
     if _ENVIRON_DATA is None:
         return f"_interpreting() or {measured}", names
-    names.update(_environ_get=_ENVIRON_DATA.get, _interpret_key=_INTERPRET_KEY)
-    return f"_environ_get(_interpret_key) is not None and _interpreting() or {measured}", names
+    names.update(_environ=_ENVIRON_DATA, _interpret_key=_INTERPRET_KEY)  # a membership test: no call
+    return f"_interpret_key in _environ and _interpreting() or {measured}", names
 
 
 def launch(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
@@ -342,17 +342,13 @@ def _remember_call(kernel: JITFunction, call_key, all_values, runtime, entry) ->
 
 
 def _set_fast(kernel: JITFunction, fast: Optional[Callable]) -> None:
-    """Make ``fast`` (or nothing) what ``kernel[grid](...)`` tries first (:data:`gluonkit.lang.jit.fast_launches`)."""
-    if fast is None:
-        fast_launches.pop(id(kernel), None)
-    else:
-        fast_launches[id(kernel)] = fast
+    """Make ``fast`` (or nothing) what ``kernel[grid](...)`` tries first (``kernel._fast_launch``)."""
+    kernel._fast_launch = fast
 
 
 def _forget(kernel_id: int) -> None:
-    """Drop a collected kernel's call patterns and fast launch."""
+    """Drop a collected kernel's call patterns (its fast launch went with it)."""
     _PATTERNS.pop(kernel_id, None)
-    fast_launches.pop(kernel_id, None)
 
 
 def _gpu_present() -> bool:
