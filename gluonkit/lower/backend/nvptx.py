@@ -46,8 +46,10 @@ def new_module(name: str) -> lir.Module:
 
 
 def emit_ptx(module: lir.Module | str, target: Target, opt_level: int = 3) -> tuple[str, str]:
-    """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``."""
-    tm = _target_machine(target.arch, target.llvm_features, opt_level)
+    """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``.
+
+    ``opt_level`` is the IR pass pipeline's (0: none); code generation always runs at O3."""
+    tm = _target_machine(target.arch, target.llvm_features, 3)
     # A context per module: named struct types (llvm_types.struct_type) keep their names
     # rather than piling up as floatx128.1, .2, ... in LLVM's global context.
     parsed = llvm.parse_assembly(str(module), context=llvm.create_context())
