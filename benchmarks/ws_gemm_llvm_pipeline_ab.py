@@ -1,10 +1,10 @@
-"""Does LLVM's IR pass pipeline change the WS GEMM's speed?  A/B of pipeline levels on the GPU.
+"""Does LLVM's IR pass pipeline change the WS GEMM's speed?  A/B of pipelines on the GPU.
 
-Each round runs one fresh process per level (``--levels 3,0``: O3, and no IR passes — code
-generation is O3 either way), each with its own empty ``GLUONKIT_CACHE_DIR``; a process compiles
+Each round runs one fresh process per IR pipeline (``--pipelines O3,light``: LLVM's O3, and
+instcombine + simplifycfg; code generation is O3 either way; see ``gluonkit.lower.backend.nvptx``), each with its own empty ``GLUONKIT_CACHE_DIR``; a process compiles
 the cooperative and the ping-pong kernel with that pipeline, prints ptxas's registers and the SASS
 size, checks C against torch and times every shape with ``do_bench`` (TFLOP/s).  Rounds alternate
-the levels, so a drift of the GPU's clock hits both alike.
+the pipelines, so a drift of the GPU's clock hits both alike.
 
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/ws_gemm_llvm_pipeline_ab.py``
 (``--shapes 8192x8192x8192,3000x5000x2000``, ``--rounds 2``).
@@ -25,8 +25,8 @@ import gluonkit.lower.compiler as compiler
 from gluonkit.lower.backend import nvptx
 from gluonkit.runtime.bench import do_bench
 import ws_gemm
-level, shapes = int(sys.argv[1]), json.loads(sys.argv[2])
-compiler.emit_ptx = functools.partial(nvptx.emit_ptx, opt_level=level)
+pipeline, shapes = sys.argv[1], json.loads(sys.argv[2])
+compiler.emit_ptx = functools.partial(nvptx.emit_ptx, pipeline=pipeline)
 kernels = {}
 for kind, cfg in (("co", dict(BN=256, STAGES=4, EPILOGUE_SPLIT=2)),
                   ("pp", dict(BN=128, STAGES=6, EPILOGUE_SPLIT=2, PINGPONG=True, GROUP_M=8))):
@@ -49,24 +49,24 @@ print(json.dumps(kernels))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--levels", default="3,0")
+    parser.add_argument("--pipelines", default="O3,light")
     parser.add_argument("--shapes", default="8192x8192x8192,3000x5000x2000")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     shapes = [[int(x) for x in s.split("x")] for s in args.shapes.split(",")]
     for r in range(args.rounds):
-        for level in args.levels.split(","):
+        for pipeline in args.pipelines.split(","):
             with tempfile.TemporaryDirectory() as cache:
                 env = dict(os.environ, GLUONKIT_CACHE_DIR=cache)
-                out = subprocess.run([sys.executable, "-c", _CHILD, level, json.dumps(shapes)], env=env,
+                out = subprocess.run([sys.executable, "-c", _CHILD, pipeline, json.dumps(shapes)], env=env,
                                      capture_output=True, text=True)
             if out.returncode:
-                print(f"round {r} O{level}: failed\n{out.stderr[-2000:]}", flush=True)
+                print(f"round {r} {pipeline}: failed\n{out.stderr[-2000:]}", flush=True)
                 continue
             for kind, res in json.loads(out.stdout).items():
                 cells = "  ".join(f"{k} {v['tflops']:6.1f} TFLOP/s (err {v['rel_err']:.1e})"
                                   for k, v in res.items() if isinstance(v, dict))
-                print(f"round {r} LLVM O{level} {kind}: regs {res['regs']} spill {res['spill']} sass {res['sass']}  "
+                print(f"round {r} LLVM {pipeline} {kind}: regs {res['regs']} spill {res['spill']} sass {res['sass']}  "
                       f"{cells}", flush=True)
 
 

@@ -45,18 +45,34 @@ def new_module(name: str) -> lir.Module:
     return module
 
 
-def emit_ptx(module: lir.Module | str, target: Target, opt_level: int = 3) -> tuple[str, str]:
+#: The IR passes of the ``"light"`` pipeline (see :func:`emit_ptx`).
+LIGHT_PASSES = ("instruction_combine", "simplify_cfg")
+
+
+def _run_passes(parsed: "llvm.ModuleRef", tm: "llvm.TargetMachine", pipeline: str) -> None:
+    """Run ``pipeline``'s IR passes on ``parsed``: LLVM's ``"O1"``-``"O3"``, ``"light"`` or ``"none"``."""
+    if pipeline == "none":
+        return
+    if pipeline == "light":
+        pm = llvm.create_new_module_pass_manager()
+        for name in LIGHT_PASSES:
+            getattr(pm, f"add_{name}_pass")()
+        pm.run(parsed, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1)))
+        return
+    if pipeline not in ("O1", "O2", "O3"):
+        raise ValueError(f"unknown LLVM pipeline {pipeline!r}: use 'light', 'none', 'O1', 'O2' or 'O3'")
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=int(pipeline[1])))
+    pb.getModulePassManager().run(parsed, pb)
+
+
+def emit_ptx(module: lir.Module | str, target: Target, pipeline: str = "O3") -> tuple[str, str]:
     """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``.
 
-    ``opt_level`` is the IR pass pipeline's (0: none); code generation always runs at O3."""
+    ``pipeline`` names the IR passes (:func:`_run_passes`); code generation always runs at O3."""
     tm = _target_machine(target.arch, target.llvm_features, 3)
     # A context per module: named struct types (llvm_types.struct_type) keep their names
     # rather than piling up as floatx128.1, .2, ... in LLVM's global context.
     parsed = llvm.parse_assembly(str(module), context=llvm.create_context())
     parsed.verify()
-    if opt_level > 0:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-        pb = llvm.create_pass_builder(tm, pto)
-        pm = pb.getModulePassManager()
-        pm.run(parsed, pb)
+    _run_passes(parsed, tm, pipeline)
     return str(parsed), tm.emit_assembly(parsed)
