@@ -1,17 +1,15 @@
 """LLVM IR → PTX with llvmlite's NVPTX back end.
 
-The lowering builds an ``llvmlite.ir.Module``; this module verifies it, runs a few IR passes
-and NVPTX code generation (at O3) and prints PTX.  The PTX's ``.version`` follows the target
-(see :mod:`gluonkit.lower.backend.targets`).
+The lowering builds an ``llvmlite.ir.Module``; this module verifies it, runs an IR pass
+pipeline (LLVM's O3 by default) and NVPTX code generation (always at O3) and prints PTX.  The
+PTX's ``.version`` follows the target (see :mod:`gluonkit.lower.backend.targets`).
 
-Why only instcombine and simplifycfg rather than LLVM's O3 pipeline: the IR the lowering
-builds is already explicit (no allocas, calls or generic loops to analyse), and ptxas
-optimizes again (CSE, loop-invariant motion, unrolling, scheduling).  O3 cost 70 ms of the
-WS GEMM's cold compile and gave ptxas more to do: it unrolled the TMA producer's loop three
-times and hoisted 32 epilogue addresses out of the persistent loop, so ptxas took 7% longer
-and made 1223 SASS instructions instead of 921 (same registers, same main loop).  Over 99
-kernels of the test suite the light pipeline's SASS was the same or smaller for most; see
-docs/compiler.rst ("Compile time").
+The ``"light"`` pipeline (instcombine + simplifycfg) is kept for measurements: the lowering's IR
+is already explicit and ptxas optimizes again, and on the WS GEMM it cut the IR passes from
+70 to 8 ms, ptxas's work by 11% and the SASS from 1223 to 921 instructions (same registers,
+same main loop), but the ping-pong WS GEMM ran 5% slower with it at 8192³ on the H100
+(``benchmarks/llvm_opt_levels.py``, 2026-11-25), so O3 stays the default; see docs/compiler.rst
+("Compile time").
 """
 
 from __future__ import annotations
@@ -74,7 +72,7 @@ def _run_passes(parsed: "llvm.ModuleRef", tm: "llvm.TargetMachine", pipeline: st
     pb.getModulePassManager().run(parsed, pb)
 
 
-def emit_ptx(module: lir.Module | str, target: Target, pipeline: str = "light") -> tuple[str, str]:
+def emit_ptx(module: lir.Module | str, target: Target, pipeline: str = "O3") -> tuple[str, str]:
     """Verify, optimize and compile ``module``; returns ``(optimized LLVM IR, PTX)``.
 
     ``pipeline`` names the IR passes (:func:`_run_passes`); code generation always runs at O3."""
