@@ -1,7 +1,7 @@
 """Does LLVM's IR pass pipeline change the WS GEMM's speed?  (Evidence for the compile-time choice.)
 
 For each IR pipeline of :func:`gluonkit.lower.backend.nvptx.emit_ptx` (``--pipelines``, default
-``O3,light``: LLVM's O3, and instcombine + simplifycfg, the default; ``O1``, ``O2``, ``none``
+``O3,light``: LLVM's O3, the default, and instcombine + simplifycfg; ``O1``, ``O2``, ``none``
 too) and each shape (``--shapes``), a fresh process with an empty ``GLUONKIT_CACHE_DIR``
 compiles the warp-specialized GEMM through the ordinary launch path with that pipeline, checks
 the result against torch, and times it with ``gluonkit.runtime.bench.do_bench``.  ``--rounds``
