@@ -112,7 +112,7 @@ def _ctypes_ex_launch(entry):
 def _cuda_python_launch(entry, stream_object=False):
     """cuda-python's ``cuLaunchKernel`` with the stream as an int (what gluonkit passes) or,
     with ``stream_object``, as a prebuilt ``CUstream``."""
-    cu = driver._cu
+    cu = driver.bindings()
     handle = entry.kernel.handle
     params = entry.packer.pack([x, y, out, N], entry.device).kernel_params
     stream = torch.cuda.current_stream().cuda_stream

@@ -220,8 +220,9 @@ def test_multicast_copies_are_issued_by_rank_0_for_every_cta(target):
     assert "cubin" in c.asm
     copies = _lines(ptx, "cp.async.bulk.tensor.2d")
     assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
-    assert len(copies) == 2 and len(_lines(ptx, "mov.b16")) == 2 and all(
-        line.endswith(", 15;") for line in _lines(ptx, "mov.b16"))  # the CTA mask: all 4 CTAs, 0b1111
+    for line in copies:  # the CTA mask, a constant: all 4 CTAs, 0b1111 (however often LLVM unrolls the loop)
+        mask = re.search(r", (%rs\d+);$", line).group(1)
+        assert re.search(rf"mov\.b16\s+{mask}, 15;", ptx), line
 
 
 @needs_ptxas
@@ -235,7 +236,8 @@ def test_multicast_of_a_split_block_is_issued_per_class_of_replicas(target):
     copies = _lines(ptx, "cp.async.bulk.tensor.2d")
     assert copies and all("mbarrier::complete_tx::bytes.multicast::cluster" in line for line in copies)
     rank = re.search(r"mov\.u32\s+(%r\d+), %cluster_ctarank;", ptx).group(1)
-    assert re.search(rf"setp\.lt\.u32\s+%p\d+, {rank}, 2;", ptx)  # the issuers: rank bit 1 clear (LLVM: rank < 2)
+    # the issuers: rank bit 1 clear (O3 wrote it rank < 2)
+    assert re.search(rf"and\.b32\s+%r\d+, {rank}, 2;", ptx) or re.search(rf"setp\.lt\.u32\s+%p\d+, {rank}, 2;", ptx)
     assert re.search(r"mov\.b16\s+%rs\d+, 5;", ptx) and re.search(rf"and\.b32\s+%r\d+, {rank}, 1;", ptx)
 
 

@@ -204,7 +204,7 @@ def test_unsupported_parameter_type_is_refused_when_building_the_packer():
 
 def _fake_cu(**functions):
     """A stand-in for cuda.bindings.driver with the real CUresult and the given functions."""
-    return types.SimpleNamespace(CUresult=driver._cu.CUresult, **functions)
+    return types.SimpleNamespace(CUresult=driver.bindings().CUresult, **functions)
 
 
 @pytest.mark.parametrize("fake", [
@@ -214,7 +214,7 @@ def _fake_cu(**functions):
     "no_devices",
 ])
 def test_has_gpu_is_false_without_a_usable_driver(monkeypatch, fake):
-    R = driver._cu.CUresult
+    R = driver.bindings().CUresult
 
     def raise_missing(flags):
         raise RuntimeError("libcuda.so: cannot open shared object file")
@@ -238,7 +238,7 @@ def test_has_gpu_answers_without_raising():
 
 
 def test_check_returns_values_and_raises_named_errors():
-    R = driver._cu.CUresult
+    R = driver.bindings().CUresult
     assert check((R.CUDA_SUCCESS,), "cuA") is None
     assert check((R.CUDA_SUCCESS, 5), "cuB") == 5
     assert check((R.CUDA_SUCCESS, 1, 2), "cuC") == (1, 2)

@@ -28,10 +28,16 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
+from html import escape as _html_escape
 from typing import Dict, List, Optional, Sequence, Tuple, Union
-from xml.sax.saxutils import escape
 
 __all__ = ["render_svg", "main"]
+
+
+def _escape(text: str) -> str:
+    """``&``, ``<`` and ``>`` escaped for SVG text (html's escaper: xml.sax's pulls in urllib and http)."""
+    return _html_escape(text, quote=False)
+
 
 _LEFT, _RIGHT, _TOP = 190, 16, 28
 _LANE, _ROW, _GAP = 20, 11, 2
@@ -177,7 +183,7 @@ def _tooltip(box: _Box) -> str:
         lines.append(f"{box.args.get('op', '')} at {box.args['location']}")
     if box.args.get("source"):
         lines.append(f"    {box.args['source']}")
-    return "<title>" + escape("\n".join(lines)) + "</title>"
+    return "<title>" + _escape("\n".join(lines)) + "</title>"
 
 
 def _nice_step(span: int, target: int = 10) -> int:
@@ -205,10 +211,10 @@ def render_svg(trace: Union[dict, object], select: Optional[str] = None, width: 
     body: List[str] = []
     y = _TOP
     if title:
-        body.append(f'<text x="8" y="18" font-weight="bold">{escape(title)}</text>')
+        body.append(f'<text x="8" y="18" font-weight="bold">{_escape(title)}</text>')
     for p in procs:
         y += 6
-        body.append(f'<text x="8" y="{y + 12}" font-weight="bold">{escape(p.name)}</text>')
+        body.append(f'<text x="8" y="{y + 12}" font-weight="bold">{_escape(p.name)}</text>')
         y += 18
         for tid in sorted(p.lanes):
             y = _draw_lane(body, p.lanes[tid], y, x, p.end)
@@ -237,7 +243,7 @@ def _grid_first(body: List[str]) -> List[str]:
 
 def _draw_lane(body: List[str], lane: _Lane, y: float, x, end: int) -> float:
     """Draw one lane (its waits and ticks, then its copies' rows) from ``y``; return the next ``y``."""
-    body.append(f'<text x="{_LEFT - 8}" y="{y + 14}" text-anchor="end">{escape(lane.name)}</text>')
+    body.append(f'<text x="{_LEFT - 8}" y="{y + 14}" text-anchor="end">{_escape(lane.name)}</text>')
     start, stop = (lane.extent.start, lane.extent.end) if lane.extent is not None else (0, end)
     body.append(f'<rect x="{x(start):.1f}" y="{y + 2}" width="{x(stop) - x(start):.1f}" height="{_LANE - 4}" '
                 'fill="#ebebeb"/>')
@@ -282,7 +288,7 @@ def _draw_wait(body: List[str], box: _Box, y: float, x) -> None:
 def _label(body: List[str], text: str, left: float, width: float, baseline: float, colour: str) -> None:
     """``text`` inside a box, when it fits (about 6 px per character)."""
     if width >= 6 * len(text) + 6:
-        body.append(f'<text x="{left + 3:.1f}" y="{baseline:.1f}" fill="{colour}" font-size="9">{escape(text)}</text>')
+        body.append(f'<text x="{left + 3:.1f}" y="{baseline:.1f}" fill="{colour}" font-size="9">{_escape(text)}</text>')
 
 
 def _kinds_drawn(procs: List[_Process]) -> set:
@@ -312,7 +318,7 @@ def _legend(body: List[str], y: float, width: int, kinds: set) -> float:
         else:
             body.append(f'<line x1="{left + 7}" y1="{y - 10}" x2="{left + 7}" y2="{y + 2}" stroke="{colour}" '
                         'stroke-width="2"/>')
-        body.append(f'<text x="{left + 18}" y="{y}">{escape(text)}</text>')
+        body.append(f'<text x="{left + 18}" y="{y}">{_escape(text)}</text>')
         left += item
     return y + 8
 

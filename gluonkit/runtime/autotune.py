@@ -50,7 +50,6 @@ from . import bench
 from .cache import KernelCache, cache_key, toolchain_versions
 from .driver import CudaError, OutOfResources, device_properties, has_gpu
 from .launch import LAUNCH_OPTIONS, interpreting
-from .model import for_interpreter, predict, table_for
 
 __all__ = ["Config", "Autotuner", "Heuristics", "autotune", "heuristics", "AutotunerError"]
 
@@ -231,6 +230,8 @@ class Autotuner(_KernelWrapper):
             raise AutotunerError("prune_configs_by takes perf_model or model (gluonkit's cost model), not both: "
                                  "both would rank the configs for top_k", self.where)
         if self.model_target is not None:
+            from .model import table_for  # the cost model and its interpreter load on first use, not with gluonkit
+
             table_for(self.model_target)  # an unknown target is reported here, at the decorator
         self.model_times: Dict[Config, float] = {}
         self.perf_model = prune.get("perf_model")
@@ -328,6 +329,8 @@ class Autotuner(_KernelWrapper):
         top_k = self._top_k(len(configs))
         if len(configs) <= top_k:
             return configs
+        from .model import for_interpreter, predict  # the cost model and its interpreter load on first use
+
         host_args = tuple(for_interpreter(a) for a in args)
         host_kwargs = {k: for_interpreter(v) for k, v in kwargs.items()}
         self.model_times = {}

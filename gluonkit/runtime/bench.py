@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .driver import DeviceBuffer, _cu, call, ensure_context
+from .driver import DeviceBuffer, bindings, call, ensure_context
 
 __all__ = ["do_bench", "summarize"]
 
@@ -32,7 +32,7 @@ def _flush_l2(stream) -> None:
 
 class _Event:
     def __init__(self):
-        self.handle = call("cuEventCreate", _cu.CUevent_flags.CU_EVENT_DEFAULT)
+        self.handle = call("cuEventCreate", bindings().CUevent_flags.CU_EVENT_DEFAULT)
 
     def record(self, stream) -> None:
         call("cuEventRecord", self.handle, stream)

@@ -29,19 +29,16 @@ import threading
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-try:  # cuda-python >= 12.6 ships the driver as cuda.bindings.driver ...
-    from cuda.bindings import driver as _cu
-except ImportError:  # pragma: no cover - older layouts (cuda-python < 12.6)
-    try:
-        from cuda import cuda as _cu  # type: ignore[no-redef]
-    except ImportError:
-        _cu = None
+_NOT_LOADED = object()
+# cuda-python's driver module once bindings() has imported it (None: not installed).  Code that
+# runs only after a driver call (a loaded module, a kernel, a device's properties) reads it directly.
+_cu = _NOT_LOADED
 
 __all__ = [
     "CudaError", "OutOfResources", "DriverUnavailable", "call", "check", "has_gpu",
     "ensure_context", "current_device", "DeviceProperties", "device_properties",
     "Module", "Kernel", "load_module", "check_shared_memory", "DeviceBuffer", "synchronize",
-    "STATIC_SHARED_MEMORY_LIMIT",
+    "STATIC_SHARED_MEMORY_LIMIT", "bindings",
 ]
 
 log = logging.getLogger("gluonkit.runtime")
@@ -86,14 +83,33 @@ class OutOfResources(Exception):
         )
 
 
+def bindings():
+    """cuda-python's driver module, ``None`` when cuda-python is not installed.
+
+    Imported on first use, not with gluonkit: it is about 50 modules and 80 ms of CPU, which
+    compiling without launching and the interpreter never need."""
+    global _cu
+    if _cu is _NOT_LOADED:
+        try:  # cuda-python >= 12.6 ships the driver as cuda.bindings.driver ...
+            from cuda.bindings import driver as cu
+        except ImportError:  # pragma: no cover - older layouts (cuda-python < 12.6)
+            try:
+                from cuda import cuda as cu  # type: ignore[no-redef]
+            except ImportError:
+                cu = None
+        _cu = cu
+    return _cu
+
+
 def _describe(result) -> tuple[str, str]:
     """Symbolic name and description of a ``CUresult``; works even without ``libcuda``."""
     name = getattr(result, "name", None) or f"CUresult {int(result)}"
     description = "no description available"
-    if _cu is not None:
+    cu = bindings()
+    if cu is not None:
         try:
-            err, text = _cu.cuGetErrorString(result)
-            if err == _cu.CUresult.CUDA_SUCCESS and text:
+            err, text = cu.cuGetErrorString(result)
+            if err == cu.CUresult.CUDA_SUCCESS and text:
                 description = text.decode() if isinstance(text, bytes) else str(text)
         except Exception:  # the driver library itself is missing: keep the enum's name
             pass
@@ -110,7 +126,7 @@ def check(result, call_name: str):
         err, values = result[0], result[1:]
     else:
         err, values = result, ()
-    if err != _cu.CUresult.CUDA_SUCCESS:
+    if err != bindings().CUresult.CUDA_SUCCESS:
         raise CudaError(call_name, err)
     if not values:
         return None
@@ -119,9 +135,10 @@ def check(result, call_name: str):
 
 def call(name: str, *args):
     """Call driver function ``name`` (``"cuDeviceGet"``) with ``args`` and :func:`check` it."""
-    if _cu is None:
+    cu = bindings()
+    if cu is None:
         raise DriverUnavailable("cuda-python is not installed (pip install 'cuda-python>=12.6')")
-    return check(getattr(_cu, name)(*args), name)
+    return check(getattr(cu, name)(*args), name)
 
 
 # ---------------------------------------------------------------------------- initialisation
@@ -139,10 +156,11 @@ def _init() -> None:
     with _lock:
         if _initialized:
             return
-        if _cu is None:
+        cu = bindings()
+        if cu is None:
             raise DriverUnavailable("cuda-python is not installed (pip install 'cuda-python>=12.6')")
         try:
-            result = _cu.cuInit(0)
+            result = cu.cuInit(0)
         except Exception as exc:  # libcuda.so not found / not loadable
             raise DriverUnavailable(f"the NVIDIA driver library could not be loaded: {exc}") from exc
         check(result, "cuInit")

@@ -50,9 +50,6 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..interpret import Memory, run_grid
-from ..interpret.nvidia.tma import Im2ColMap, TensorMap
-from ..interpret.trace import active_trace
 from ..ir import verify
 from ..ir.types import PointerType, TensorDescType
 from ..lang.constexpr import constexpr, unwrap
@@ -374,6 +371,8 @@ def interpreter_inputs(kernel: JITFunction, grid, args: Tuple[Any, ...], kwargs:
 
 def _interpreted(kernel: JITFunction, bound, constexprs, runtime, options):
     """The inferred, verified IR of a launch, its runtime values and their memory."""
+    from ..interpret import Memory  # the interpreter loads on first use, not with gluonkit
+
     memory = Memory()
     arg_types, values, specialization = [], [], {}
     no_spec = _do_not_specialize(kernel)
@@ -394,6 +393,9 @@ INTERPRETED_LAUNCH_HANDLERS: list = []
 
 
 def _interpret(kernel: JITFunction, grid, bound, constexprs, runtime, options) -> None:
+    from ..interpret import run_grid  # the interpreter loads on first use, not with gluonkit
+    from ..interpret.trace import active_trace
+
     func, values, memory = _interpreted(kernel, bound, constexprs, runtime, options)
     if INTERPRETED_LAUNCH_HANDLERS:
         INTERPRETED_LAUNCH_HANDLERS[-1](func, grid, values, memory)
@@ -513,6 +515,8 @@ def _runtime_arg(kernel: JITFunction, name: str, value, memory: Memory):
 
 def _tensor_map(kernel: JITFunction, name: str, desc, memory: Memory) -> TensorMap:
     """The interpreter's view of a host descriptor: its base registered in ``memory``."""
+    from ..interpret.nvidia.tma import Im2ColMap, TensorMap  # the interpreter loads on first use, not with gluonkit
+
     array = _as_numpy(kernel, name, desc.base)
     if array is None:
         raise ArgumentError(f"launching {kernel.__name__}: parameter '{name}' is a TensorDescriptor over a "

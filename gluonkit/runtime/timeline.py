@@ -32,7 +32,6 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from ..interpret.timeline import render_svg
 from ..lower.instrument import DEFAULT_CAPACITY, ENTRY_BYTES, GLOBAL_NAME, SMID_SHIFT, VALID, timeline_options
 from . import driver
 
@@ -182,6 +181,8 @@ class MeasuredTimeline:
             end_ns: float = math.inf) -> str:
         """The interpreter's picture of the selected CTAs, on a nanosecond axis, cropped to the events
         from ``start_ns`` to ``end_ns`` (a wait cut by the window's end is drawn as open)."""
+        from ..interpret.timeline import render_svg  # the interpreter loads on first use, not with gluonkit
+
         events = [e for e in self.chrome_events(ctas, unit_ns=1.0)
                   if e["ph"] == "M" or start_ns <= e["ts"] <= end_ns]
         return render_svg({"traceEvents": events}, width=width)

@@ -218,7 +218,7 @@ def _encode(address: int, dtype: ir.DType, shape: tuple, strides: tuple, box: tu
     swizzle = tma_swizzle(swizzle_byte_width)
     fill = _FILLS[padding]
     driver.ensure_context()
-    cu = driver._cu
+    cu = driver.bindings()
     # The driver reads rank - 1 strides, but rejects a NULL array, which is what
     # cuda-python passes for an empty list (rank 1): append the outermost dimension's byte
     # extent, which it never reads.
@@ -279,7 +279,7 @@ def _encode_im2col(address: int, dtype: ir.DType, shape: tuple, strides: tuple, 
     fill = _FILLS[padding]
     pixels, channels = box
     driver.ensure_context()
-    cu = driver._cu
+    cu = driver.bindings()
     result = cu.cuTensorMapEncodeIm2col(
         getattr(cu.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + data_type),
         rank,

@@ -162,7 +162,10 @@ def _global_to_shared(ctx: KernelLowering, op: Operation) -> None:
         b = ctx.builder
         pred = b.and_(pred, b.icmp_unsigned("==", b.and_(ctx.cta_rank(), I32(bits)), I32(0)))
         base = sum(1 << r for r in cta_class(bits, 0, ctx.func.num_ctas))
-        mask = b.trunc(b.shl(I32(base), b.and_(ctx.cta_rank(), I32(~bits & 0xFFFFFFFF))), I16)
+        # The rank's bits below num_ctas that no replica shares (a rank is below num_ctas, a power
+        # of 2): a constant mask when there are none, whatever the IR passes infer about the rank.
+        split = ~bits & (ctx.func.num_ctas - 1)
+        mask = b.trunc(b.shl(I32(base), b.and_(ctx.cta_rank(), I32(split))), I16)
         text = (f"@$0 cp.async.bulk.tensor.{rank}d{group}.shared::cluster.global.mbarrier::complete_tx::bytes"
                 f".multicast::cluster [$1], [$2, {_braces(3, rank)}], [${3 + rank}], ${4 + rank};")
         for dst, coords in _copies(ctx, op, 1, 4):
