@@ -63,6 +63,35 @@ def routed_arrivals(x_ptr, out_ptr, layout: gl.constexpr, FROM: gl.constexpr, CO
     mbarrier.invalidate(bar)
 
 
+@gluonkit.jit
+def _signal(bar, FROM: gl.constexpr):
+    """Worker partition of ``ws_cluster_signal``: one routed arrival (CTA 0's for ``FROM=0``: on every CTA)."""
+    mbarrier.arrive(bar, from_cta=FROM)  # SIGNAL
+
+
+@gluonkit.jit
+def _receive(bar, x_ptr, out_ptr, layout: gl.constexpr):
+    pid = gl.program_id(0)
+    offs = pid * 128 + gl.arange(0, 128, layout)
+    mbarrier.wait(bar, 0)  # RECEIVE
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs) * 3 + 1)
+
+
+@gluonkit.jit
+def ws_cluster_signal(x_ptr, out_ptr, layout: gl.constexpr, FROM: gl.constexpr = 0, BEFORE: gl.constexpr = 2):
+    """out = x * 3 + 1, after each CTA's default partition received one arrival routed by
+    ``FROM`` from a one-warp worker partition (of CTA 0 for ``FROM=0``).  ``BEFORE`` cluster
+    barriers come between the barrier's init and the fork, one after the join: on the GPU
+    the parked worker warps must join the ones before the fork, or every warp hangs."""
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    for _ in gl.static_range(BEFORE):
+        cluster.barrier()  # BEFORE_FORK
+    gl.warp_specialize([(_receive, (bar, x_ptr, out_ptr, layout)), (_signal, (bar, FROM))], [1], [24])
+    cluster.barrier()  # no CTA invalidates its barrier while another may still arrive on it
+    mbarrier.invalidate(bar)
+
+
 def routed_reference(x: np.ndarray, rounds: int) -> np.ndarray:
     acc = x.astype(np.int64)
     for r in range(rounds):

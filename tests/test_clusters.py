@@ -16,6 +16,7 @@ from gluonkit.lang.errors import ArgumentError
 from gluonkit.language.nvidia.hopper import cluster, mbarrier, warpgroup_mma
 
 from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
+                             ws_cluster_signal,
                              routed_reference)
 from hopper_cluster_kernels import multicast_wgmma_layouts, multicast_wgmma_source
 from interpreting import interpreter_on
@@ -194,6 +195,61 @@ def test_routed_arrivals_use_mapa_and_cluster_scope(target):
     assert len(_lines(ptx, "mapa.shared::cluster.u32")) == 4
     assert len(_lines(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]")) == 2
     assert len(_lines(ptx, "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote]")) == 2
+
+
+@needs_ptxas
+@pytest.mark.parametrize("num_ctas, before", [(1, 1), (2, 2), (4, 3)])
+def test_worker_warps_join_the_cluster_barriers_before_the_fork(num_ctas, before):
+    # barrier.cluster waits for every non-exited thread of the cluster, the parked workers'
+    # too: their chain (after setmaxnreg.dec) passes as many before the fork (barrier.sync 1)
+    # as the kernel's warps, or both sides wait for each other forever (the H100 hang of the
+    # CLUSTER_M=2 WS GEMM, 2026-11-25).  After the join the workers return.
+    c = ws_cluster_signal.compile("*i32", "*i32", target="sm_90a", num_ctas=num_ctas, layout=replicated(num_ctas),
+                                  BEFORE=before)
+    assert "cubin" in c.asm
+    lines = [line.strip() for line in c.asm["ptx"].splitlines()]
+    workers = next(i for i, line in enumerate(lines) if line.startswith("setmaxnreg.dec"))
+    fork = next(i for i in range(workers, len(lines)) if lines[i].startswith("barrier.sync 1,"))
+    assert lines[workers:fork].count("barrier.cluster.arrive.aligned;") == before
+    assert lines[workers:fork].count("barrier.cluster.wait.aligned;") == before
+    after = 1 + (num_ctas > 1)  # the source's, and the one before ret
+    assert lines.count("barrier.cluster.arrive.aligned;") == 2 * before + after
+
+
+@pytest.mark.parametrize("num_ctas, mask", [(1, 0), (2, 0), (4, 0), (4, 1)])
+def test_a_worker_partition_signals_every_cta_in_the_interpreter(rng, num_ctas, mask):
+    x = rng.integers(-1000, 1000, 2 * 128).astype(np.int32)
+    out = np.zeros_like(x)
+    with interpreter_on():
+        ws_cluster_signal[(2,)](x, out, replicated(num_ctas), FROM=mask, num_ctas=num_ctas)
+    np.testing.assert_array_equal(out, x * 3 + 1)
+
+
+@gluonkit.jit
+def _wait_partition(bar):
+    mbarrier.wait(bar, 0)
+
+
+@gluonkit.jit
+def _arrive_partition(bar):
+    mbarrier.arrive(bar)
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_branch_before_the_fork(x_ptr, n):
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    if n > 0:
+        cluster.barrier()  # IN_BRANCH
+    gl.warp_specialize([(_wait_partition, (bar,)), (_arrive_partition, (bar,))], [1], [24])
+    mbarrier.invalidate(bar)
+
+
+def test_a_cluster_barrier_under_a_branch_before_a_fork_is_refused_at_its_line():
+    # The workers join the cluster barriers before the fork by number; a runtime branch makes it unknown.
+    with pytest.raises(CompilationError, match="must be at the kernel's top level") as info:
+        _cluster_barrier_in_a_branch_before_the_fork.compile("*i32", "i32", target="sm_90a", num_ctas=2)
+    assert f":{marked_line(_cluster_barrier_in_a_branch_before_the_fork, 'IN_BRANCH')}:" in str(info.value)
 
 
 def test_one_cta_kernels_have_no_cluster_shape_and_no_rank_masks():
