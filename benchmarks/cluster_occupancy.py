@@ -35,7 +35,11 @@ def max_active_clusters(compiled, grid_ctas: int) -> int:
     attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = compiled.metadata["num_ctas"], 1, 1
     config.attrs, config.numAttrs = [attr], 1
-    return driver.call("cuOccupancyMaxActiveClusters", kernel.handle, config)
+    try:
+        return driver.call("cuOccupancyMaxActiveClusters", kernel.handle, config)
+    except driver.CudaError:  # the cluster shape is compiled in (.reqnctapercluster): ask without the attribute
+        config.attrs, config.numAttrs = [], 0
+        return driver.call("cuOccupancyMaxActiveClusters", kernel.handle, config)
 
 
 def main() -> None:
