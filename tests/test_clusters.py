@@ -193,8 +193,8 @@ def test_routed_arrivals_use_mapa_and_cluster_scope(target):
     assert "fence.mbarrier_init.release.cluster;" in ptx
     # mask 1 of 4 CTAs: each sender (ranks 0, 1) arrives on itself and on rank | 2
     assert len(_lines(ptx, "mapa.shared::cluster.u32")) == 4
-    assert len(_lines(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]")) == 2
-    assert len(_lines(ptx, "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote]")) == 2
+    assert len(_lines(ptx, "mbarrier.arrive.shared::cluster.b64 _, [remote]")) == 2
+    assert len(_lines(ptx, "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [remote]")) == 2
 
 
 @needs_ptxas
