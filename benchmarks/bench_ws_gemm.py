@@ -15,7 +15,7 @@ calls that alternate between the kernels call by call, each after an L2 flush
 Run on a GPU machine: ``PYTHONPATH=$PWD python benchmarks/bench_ws_gemm.py``
 (``--shapes 8192x8192x8192`` to pick shapes, ``--dtypes bfloat16,float16``, ``--sweep`` to time
 the WS configurations of ``SWEEP`` on each shape instead, ``--configs "[dict(SPLIT_K=2), …]"`` to
-sweep those instead of ``SWEEP``).
+sweep those instead of ``SWEEP``, ``--pick`` to time ``choose_config``'s pick too).
 """
 
 import argparse
@@ -54,6 +54,8 @@ def _config_name(cfg: dict) -> str:
 def _describe(cfg: dict) -> str:
     """A short name of a configuration: variant, tile width and split-K."""
     name = ("pp" if cfg.get("PINGPONG") else "co") + f"{cfg.get('BM', 128)}x{cfg.get('BN', 256)}"
+    if cfg.get("CLUSTER_M", 1) > 1:  # a cluster of CTAs, each on a BM x BN tile: "mc2x128x256"
+        name = f"mc{cfg['CLUSTER_M']}x" + name[2:]
     if cfg.get("SPLIT_K", 1) > 1:
         name += f"/k{cfg['SPLIT_K']}" + (f"t{cfg['SPLIT_TILES']}" if cfg.get("SPLIT_TILES") else "")
     return name
@@ -116,23 +118,32 @@ def _parse_configs(text: str) -> list:
     raise ValueError(f"--configs: expected a list of dicts, got {text!r}")
 
 
-def sweep(shapes, dtype, configs=SWEEP):
-    """Every WS configuration of ``configs`` on ``shapes``: TFLOP/s and the ratio to cuBLAS."""
+def sweep(shapes, dtype, configs=SWEEP, pick=False):
+    """Every WS configuration of ``configs`` on ``shapes`` (and ``choose_config``'s pick, named
+    ``pick:…``, with ``pick``): TFLOP/s and the ratio to cuBLAS; a geometric mean per configuration."""
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    ratios = {}
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda", dtype=dtype)
         b = torch.randn(K, N, device="cuda", dtype=dtype)
         ref = a.float() @ b.float()
         c = torch.empty(M, N, device="cuda", dtype=dtype)
         fns = {}
-        for cfg in configs:
-            fns[_config_name(cfg)] = ws_gemm.prepare(a, b, c, **cfg)
-            _checked(fns[_config_name(cfg)], c, ref, _config_name(cfg))
+        chosen = [ws_gemm.choose_config(M, N, K, a.element_size(), sm_count)] if pick else []
+        for i, cfg in enumerate(chosen + list(configs)):
+            name = f"pick:{_describe(cfg)}" if i < len(chosen) else _config_name(cfg)
+            fns[name] = ws_gemm.prepare(a, b, c, **cfg)
+            _checked(fns[name], c, ref, name)
         fns["cublas"] = lambda: torch.matmul(a, b)
         ms, _ = alternating(fns)
         for name in fns:
             if name != "cublas":
                 print(f"sweep {M}x{N}x{K} {name}: {2 * M * N * K / ms[name] / 1e9:6.0f} TFLOP/s  "
                       f"{ms['cublas'] / ms[name]:.3f} x cuBLAS", flush=True)
+                ratios.setdefault(name.split(":")[0], []).append(ms["cublas"] / ms[name])
+    if len(shapes) > 1:
+        for name, values in ratios.items():
+            print(f"sweep geometric mean {name}: {math.exp(sum(map(math.log, values)) / len(values)):.3f} x cuBLAS")
 
 
 def main():
@@ -141,6 +152,7 @@ def main():
     parser.add_argument("--dtypes", default="bfloat16")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--configs", help="the configurations --sweep times (prepare()'s keyword arguments)")
+    parser.add_argument("--pick", action="store_true", help="--sweep also times choose_config's pick")
     parser.add_argument("--host", action="store_true", help="host time per call only")
     args = parser.parse_args()
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else SHAPES
@@ -148,9 +160,9 @@ def main():
     sm_count = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     if args.sweep:
-        configs = _parse_configs(args.configs) if args.configs else SWEEP
+        configs = _parse_configs(args.configs) if args.configs else ([] if args.pick else SWEEP)
         for dtype in dtypes:
-            sweep(shapes, dtype, configs)
+            sweep(shapes, dtype, configs, args.pick)
         return
     if args.host:
         host_times()

@@ -63,6 +63,35 @@ def routed_arrivals(x_ptr, out_ptr, layout: gl.constexpr, FROM: gl.constexpr, CO
     mbarrier.invalidate(bar)
 
 
+@gluonkit.jit
+def _signal(bar, FROM: gl.constexpr):
+    """Worker partition of ``ws_cluster_signal``: one routed arrival (CTA 0's for ``FROM=0``: on every CTA)."""
+    mbarrier.arrive(bar, from_cta=FROM)  # SIGNAL
+
+
+@gluonkit.jit
+def _receive(bar, x_ptr, out_ptr, layout: gl.constexpr):
+    pid = gl.program_id(0)
+    offs = pid * 128 + gl.arange(0, 128, layout)
+    mbarrier.wait(bar, 0)  # RECEIVE
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs) * 3 + 1)
+
+
+@gluonkit.jit
+def ws_cluster_signal(x_ptr, out_ptr, layout: gl.constexpr, FROM: gl.constexpr = 0, BEFORE: gl.constexpr = 2):
+    """out = x * 3 + 1, after each CTA's default partition received one arrival routed by
+    ``FROM`` from a one-warp worker partition (of CTA 0 for ``FROM=0``).  ``BEFORE`` cluster
+    barriers come between the barrier's init and the fork, one after the join: on the GPU
+    the parked worker warps must join the ones before the fork, or every warp hangs."""
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    for _ in gl.static_range(BEFORE):
+        cluster.barrier()  # BEFORE_FORK
+    gl.warp_specialize([(_receive, (bar, x_ptr, out_ptr, layout)), (_signal, (bar, FROM))], [1], [24])
+    cluster.barrier()  # no CTA invalidates its barrier while another may still arrive on it
+    mbarrier.invalidate(bar)
+
+
 def routed_reference(x: np.ndarray, rounds: int) -> np.ndarray:
     acc = x.astype(np.int64)
     for r in range(rounds):
@@ -72,9 +101,10 @@ def routed_reference(x: np.ndarray, rounds: int) -> np.ndarray:
 
 
 @gluonkit.jit
-def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr):
+def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr, SYNC: gl.constexpr = True):
     """out[BM, BN] (of program p) = sum over k of the block (p * BM, k * BN) of the
-    descriptor's tensor, each block loaded once per cluster by a multicast TMA copy."""
+    descriptor's tensor, each block loaded once per cluster by a multicast TMA copy
+    (``SYNC=False`` drops the cluster barrier that protects the buffer: a race)."""
     BM: gl.constexpr = desc.block_type.shape[0]
     BN: gl.constexpr = desc.block_type.shape[1]
     smem = gl.allocate_shared_memory(desc.dtype, [BM, BN], desc.layout)
@@ -88,7 +118,8 @@ def multicast_sum(desc, out_ptr, layout: gl.constexpr, K_TILES: gl.constexpr):
         tma.async_load(desc, [pid * BM, k * BN], bar, smem, multicast=True)  # MULTICAST
         mbarrier.wait(bar, k % 2)
         acc += smem.load(layout).to(gl.float32)
-        cluster.barrier()  # every CTA has read the block before the next multicast overwrites it
+        if SYNC:
+            cluster.barrier()  # every CTA has read the block before the next multicast overwrites it
     rows = gl.arange(0, BM, gl.SliceLayout(1, layout))
     cols = gl.arange(0, BN, gl.SliceLayout(0, layout))
     gl.store(out_ptr + (pid * BM + rows)[:, None] * BN + cols[None, :], acc)

@@ -13,10 +13,12 @@ import gluonkit.language as gl
 from gluonkit.interpret.errors import InterpreterError
 from gluonkit.ir.diagnostics import CompilationError
 from gluonkit.lang.errors import ArgumentError
-from gluonkit.language.nvidia.hopper import cluster, mbarrier
+from gluonkit.language.nvidia.hopper import cluster, mbarrier, warpgroup_mma
 
 from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
+                             ws_cluster_signal,
                              routed_reference)
+from hopper_cluster_kernels import multicast_wgmma_layouts, multicast_wgmma_source
 from interpreting import interpreter_on
 from kernel_checks import marked_line, needs_ptxas
 
@@ -118,8 +120,12 @@ def test_zero_cga_bases_replicate_and_splitting_ones_split():
     split = gl.BlockedLayout([1], [32], [4], [0], [[1]])
     assert split != gl.BlockedLayout([1], [32], [4], [0])
     assert split.to_linear_layout([512]).bases["block"] == [[256]]  # CTA 1 holds the upper half
-    with pytest.raises(ValueError, match="splits the tensor between the CTAs of a cluster"):
-        gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16], [[1, 0]])
+    acc = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16], [[1, 0]])  # a Hopper multicast GEMM's
+    assert acc.to_linear_layout([128, 64]).bases["block"] == [[64, 0]]  # CTA 1 holds the lower 64 rows
+    one_cta = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16]).to_linear_layout([64, 64])
+    assert all(acc.to_linear_layout([128, 64]).bases[d] == one_cta.bases[d] for d in ("register", "lane", "warp"))
+    with pytest.raises(ValueError, match=r"only version \[3, 0\] \(Hopper wgmma\) supports"):
+        gl.NVMMADistributedLayout([2, 0], [4, 1], [16, 8], [[1, 0]])
 
 
 @gluonkit.jit
@@ -187,8 +193,63 @@ def test_routed_arrivals_use_mapa_and_cluster_scope(target):
     assert "fence.mbarrier_init.release.cluster;" in ptx
     # mask 1 of 4 CTAs: each sender (ranks 0, 1) arrives on itself and on rank | 2
     assert len(_lines(ptx, "mapa.shared::cluster.u32")) == 4
-    assert len(_lines(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]")) == 2
-    assert len(_lines(ptx, "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote]")) == 2
+    assert len(_lines(ptx, "mbarrier.arrive.shared::cluster.b64 _, [remote]")) == 2
+    assert len(_lines(ptx, "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [remote]")) == 2
+
+
+@needs_ptxas
+@pytest.mark.parametrize("num_ctas, before", [(1, 1), (2, 2), (4, 3)])
+def test_worker_warps_join_the_cluster_barriers_before_the_fork(num_ctas, before):
+    # barrier.cluster waits for every non-exited thread of the cluster, the parked workers'
+    # too: their chain (after setmaxnreg.dec) passes as many before the fork (barrier.sync 1)
+    # as the kernel's warps, or both sides wait for each other forever (the H100 hang of the
+    # CLUSTER_M=2 WS GEMM, 2026-11-25).  After the join the workers return.
+    c = ws_cluster_signal.compile("*i32", "*i32", target="sm_90a", num_ctas=num_ctas, layout=replicated(num_ctas),
+                                  BEFORE=before)
+    assert "cubin" in c.asm
+    lines = [line.strip() for line in c.asm["ptx"].splitlines()]
+    workers = next(i for i, line in enumerate(lines) if line.startswith("setmaxnreg.dec"))
+    fork = next(i for i in range(workers, len(lines)) if lines[i].startswith("barrier.sync 1,"))
+    assert lines[workers:fork].count("barrier.cluster.arrive.aligned;") == before
+    assert lines[workers:fork].count("barrier.cluster.wait.aligned;") == before
+    after = 1 + (num_ctas > 1)  # the source's, and the one before ret
+    assert lines.count("barrier.cluster.arrive.aligned;") == 2 * before + after
+
+
+@pytest.mark.parametrize("num_ctas, mask", [(1, 0), (2, 0), (4, 0), (4, 1)])
+def test_a_worker_partition_signals_every_cta_in_the_interpreter(rng, num_ctas, mask):
+    x = rng.integers(-1000, 1000, 2 * 128).astype(np.int32)
+    out = np.zeros_like(x)
+    with interpreter_on():
+        ws_cluster_signal[(2,)](x, out, replicated(num_ctas), FROM=mask, num_ctas=num_ctas)
+    np.testing.assert_array_equal(out, x * 3 + 1)
+
+
+@gluonkit.jit
+def _wait_partition(bar):
+    mbarrier.wait(bar, 0)
+
+
+@gluonkit.jit
+def _arrive_partition(bar):
+    mbarrier.arrive(bar)
+
+
+@gluonkit.jit
+def _cluster_barrier_in_a_branch_before_the_fork(x_ptr, n):
+    bar = mbarrier.allocate_mbarrier()
+    mbarrier.init(bar, count=1)
+    if n > 0:
+        cluster.barrier()  # IN_BRANCH
+    gl.warp_specialize([(_wait_partition, (bar,)), (_arrive_partition, (bar,))], [1], [24])
+    mbarrier.invalidate(bar)
+
+
+def test_a_cluster_barrier_under_a_branch_before_a_fork_is_refused_at_its_line():
+    # The workers join the cluster barriers before the fork by number; a runtime branch makes it unknown.
+    with pytest.raises(CompilationError, match="must be at the kernel's top level") as info:
+        _cluster_barrier_in_a_branch_before_the_fork.compile("*i32", "i32", target="sm_90a", num_ctas=2)
+    assert f":{marked_line(_cluster_barrier_in_a_branch_before_the_fork, 'IN_BRANCH')}:" in str(info.value)
 
 
 def test_one_cta_kernels_have_no_cluster_shape_and_no_rank_masks():
@@ -208,6 +269,53 @@ def test_multicast_tma_reduction_over_a_cluster(rng, num_ctas, split):
     with interpreter_on():
         multicast_sum[(2,)](desc, out, layout, K_TILES=4, num_ctas=num_ctas)
     np.testing.assert_allclose(out, multicast_reference(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_multicast_into_a_buffer_another_cta_still_reads_is_a_race(rng):
+    # CTA 0 alone issues the multicast, at its own pace: without the cluster barrier its next
+    # block lands in CTA 1's buffer while the previous one may still be landing there, unread.
+    x = rng.standard_normal((128, 256)).astype(np.float16)
+    desc, layout = multicast_args(x, 2)
+    line = marked_line(multicast_sum, "MULTICAST")
+    with interpreter_on(), pytest.raises(InterpreterError, match=f"copies into the shared buffer .* while the TMA "
+                                                                 f"load issued at line {line} may still be writing it"):
+        multicast_sum[(1,)](desc, np.zeros((128, 64), np.float32), layout, K_TILES=2, SYNC=False, num_ctas=2)
+
+
+def test_wgmma_on_rows_split_between_ctas_with_b_multicast(rng):
+    from gluonkit.language.nvidia import hopper
+    from gluonkit.nvidia.hopper import TensorDescriptor
+
+    kernel = gluonkit.jit(multicast_wgmma_source(gl, hopper))
+    a = rng.standard_normal((128, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    c = np.full((128, 64), np.nan, np.float16)
+    a_layout, b_layout, c_layout, acc = multicast_wgmma_layouts(gl, gl.float16, 128, 64, 32)
+    descs = [TensorDescriptor.from_tensor(x, list(x.shape), layout)
+             for x, layout in ((a, a_layout), (b, b_layout), (c, c_layout))]
+    with interpreter_on():
+        kernel[(1,)](*descs, acc, num_ctas=2)  # each CTA stores its 64 rows of C
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-3, atol=2e-2)
+
+
+@gluonkit.jit
+def _split_mma(a_layout: gl.constexpr, b_layout: gl.constexpr, acc_layout: gl.constexpr):
+    a = gl.allocate_shared_memory(gl.float16, [128, 64], a_layout)
+    b = gl.allocate_shared_memory(gl.float16, [64, 64], b_layout)
+    warpgroup_mma(a, b, gl.zeros([128, 64], gl.float32, acc_layout))
+
+
+@needs_ptxas
+def test_wgmma_operands_must_be_split_as_the_accumulator():
+    rows = gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 64, 16], [[1, 0]])  # CTA r: rows 64 r ...
+    split_a = gl.NVMMASharedLayout.get_default_for([128, 64], gl.float16, cga_layout=[[1, 0]])
+    whole = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
+    ok = _split_mma.compile(a_layout=split_a, b_layout=whole, acc_layout=rows, num_ctas=2, target="sm_90a")
+    assert len(_lines(ok.asm["ptx"], "wgmma.mma_async.sync.aligned.m64n64k16")) == 4  # each CTA: its 64 rows
+    with pytest.raises(CompilationError, match=r"a's cga_layout \[\[0, 0\]\] does not match the accumulator's "
+                                               r"\[\[1, 0\]\]"):
+        _split_mma.compile(a_layout=whole, b_layout=whole, acc_layout=rows, num_ctas=2, target="sm_90a")
 
 
 @needs_ptxas

@@ -9,7 +9,7 @@ import pytest
 from gluonkit.runtime.driver import has_gpu
 
 from cluster_kernels import (cluster_ids, multicast_args, multicast_reference, multicast_sum, replicated, routed_arrivals,
-                             routed_reference)
+                             routed_reference, ws_cluster_signal)
 from interpreting import interpreter_on
 
 torch = pytest.importorskip("torch") if has_gpu() else None
@@ -58,3 +58,15 @@ def test_multicast_tma_reduction_matches_numpy(num_ctas, split):
     multicast_sum[(4,)](desc, out, layout, K_TILES=8, num_ctas=num_ctas)
     torch.cuda.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), multicast_reference(x), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_ctas, mask, before", [(1, 0, 1), (2, 0, 1), (2, 0, 2), (4, 1, 2)])
+def test_worker_partitions_join_cluster_barriers_before_the_fork(num_ctas, mask, before):
+    """Cluster barriers between the barrier init and the fork must be joined by the parked worker
+    warps (barrier.cluster waits for every thread of the cluster): a miss hangs every warp."""
+    x = np.random.default_rng(before).integers(-1000, 1000, 3 * 128).astype(np.int32)
+    gx = torch.from_numpy(x).cuda()
+    out = torch.full_like(gx, -7)
+    ws_cluster_signal[(3,)](gx, out, replicated(num_ctas), FROM=mask, BEFORE=before, num_ctas=num_ctas)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), x * 3 + 1)

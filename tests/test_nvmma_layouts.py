@@ -220,7 +220,7 @@ def test_repr_equality_hash():
         (([3, 0], [4, 3], [16, 64, 16]), {}, "warps_per_cta must be"),
         (([3, 0], [4, 1, 1], [16, 64, 16]), {}, "warps_per_cta must be"),
         (([2, 0], [4, 1], [16, 16]), {}, "instr_shape for version \\[2, 0\\]"),
-        (([3, 0], [4, 1], [16, 64, 16], [[1, 0]]), {}, "cga_layout"),
+        (([2, 0], [4, 1], [16, 8], [[1, 0]]), {}, "cga_layout"),
     ],
 )
 def test_nvmma_errors_name_the_parameter(args, kwargs, name):

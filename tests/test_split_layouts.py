@@ -51,7 +51,7 @@ def test_split_kernels_assemble_for_sm_90a():
                                       target="sm_90a")
     assert compiled.asm["cubin"]
     ptx = pair_barrier_rounds.compile("*i32:16", "*i32:16", N=256, ROUNDS=3, num_ctas=2, target="sm_90a").asm["ptx"]
-    assert "mapa.shared::cluster.u32" in ptx and "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    assert "mapa.shared::cluster.u32" in ptx and "mbarrier.arrive.shared::cluster.b64" in ptx
 
 
 def test_a_split_layout_needs_the_ctas_it_splits_over():

@@ -47,6 +47,8 @@ from triton.experimental.gluon.language.nvidia import blackwell as tr_blackwell 
 
 import attention_kernels  # noqa: E402
 import packed_arith_kernels  # noqa: E402
+
+import hopper_cluster_kernels  # noqa: E402
 import pair_kernels  # noqa: E402
 import tcgen05_copy_kernels  # noqa: E402
 import tcgen05_kernels  # noqa: E402
@@ -629,6 +631,43 @@ def test_multicast_instructions_and_masks_match_triton(case):
         # here, one copy whose box is picked by the warp index in Triton, so the counts differ; the masks agree)
         ours, theirs = set(_cta_masks(ours_ptx, rank)), set(_cta_masks(theirs_ptx, rank))
         assert ours and ours == theirs and None not in {m for _, m in ours}, f"CTA {rank}: {ours} vs {theirs}"
+
+
+# ------------------------------------------------------------------ Hopper clusters
+def _multicast_wgmma_ptx(compiler, BM, BN, BK) -> str:
+    """The PTX of ``hopper_cluster_kernels.multicast_wgmma`` (fp16, 2 CTAs, sm_90a) from Triton or gluonkit."""
+    if compiler == "triton":
+        from triton.experimental.gluon.language.nvidia import hopper as tr_hopper
+        a, b, c, acc = hopper_cluster_kernels.multicast_wgmma_layouts(tr_gl, tr_gl.float16, BM, BN, BK)
+        fn = gluon.jit(hopper_cluster_kernels.multicast_wgmma_source(tr_gl, tr_hopper))
+        signature = {name: f"tensordesc<fp16[{','.join(map(str, block))}],{layout}>"
+                     for name, block, layout in (("a_desc", [BM, BK], a), ("b_desc", [BK, BN], b),
+                                                 ("c_desc", [BM, BN], c))}
+        src = GluonASTSource(fn, dict(signature, acc_layout="constexpr"), {"acc_layout": acc})
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_ctas": 2}).asm["ptx"]
+    from gluonkit import ir
+    from gluonkit.language.nvidia import hopper as gk_hopper
+    a, b, c, acc = hopper_cluster_kernels.multicast_wgmma_layouts(gk_gl, gk_gl.float16, BM, BN, BK)
+    fn = gluonkit.jit(hopper_cluster_kernels.multicast_wgmma_source(gk_gl, gk_hopper))
+    return fn.compile(ir.TensorDescType((BM, BK), ir.float16, a), ir.TensorDescType((BK, BN), ir.float16, b),
+                      ir.TensorDescType((BM, BN), ir.float16, c), acc_layout=acc, target="sm_90a", num_warps=4,
+                      num_ctas=2).asm["ptx"]
+
+
+def _wgmma_shapes(ptx: str) -> Counter:
+    return Counter(re.findall(r"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.f16\.f16", ptx))
+
+
+@pytest.mark.parametrize("BM, BN, BK", [(256, 128, 64), (128, 64, 32), (256, 256, 16)])
+def test_wgmma_on_accumulators_split_between_ctas_matches_triton(BM, BN, BK):
+    """Each CTA's wgmma covers its BM/2 rows (the same instructions, as many), B arrives by a
+    multicast copy in both, and each CTA expects its A rows plus the whole B block."""
+    ours, theirs = _multicast_wgmma_ptx("gluonkit", BM, BN, BK), _multicast_wgmma_ptx("triton", BM, BN, BK)
+    assert _wgmma_shapes(ours) == _wgmma_shapes(theirs) and sum(_wgmma_shapes(ours).values()) == BM // 128 * BK // 16
+    for ptx in (ours, theirs):
+        assert ".multicast::cluster" in ptx and ".reqnctapercluster 2" in ptx
+    expected = BM // 2 * BK * 2 + BK * BN * 2
+    assert re.search(rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], {expected};", theirs)
 
 
 # ------------------------------------------------------------------ TMA gather / scatter

@@ -10,7 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import gluonkit
 from gluonkit import ir
+from gluonkit.interpret.errors import InterpreterError
+from gluonkit.language.nvidia.hopper import mbarrier
 from gluonkit.interpret import partitions as interpret_partitions
 from gluonkit.lang import CompilationError
 from gluonkit.runtime.driver import has_gpu
@@ -68,6 +71,49 @@ def test_split_k_in_the_interpreter(monkeypatch, M, N, K, pingpong, split_k, spl
                  SPLIT_K=split_k, SPLIT_TILES=split_tiles)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@pytest.mark.parametrize("M, N, K, out, split, stages, programs, pingpong", [
+    (300, 136, 96, "float32", 2, 3, 4, False),    # 2 x 3 cluster tiles on 2 clusters; CTA 1's rows ragged in the last
+    (200, 72, 200, "bfloat16", 1, 2, 2, False),   # M < 256: CTA 1 holds rows 128-199 only; ragged K
+    (300, 136, 96, "float16", 2, 3, 2, True),     # ping-pong: 3 tiles per cluster, alternate consumer warpgroups
+])
+def test_cluster_of_two_ctas_in_the_interpreter(monkeypatch, M, N, K, out, split, stages, programs, pingpong):
+    # CLUSTER_M=2: CTA 0 multicasts B into both CTAs; the interpreter issues it from CTA 0 alone,
+    # so CTA 1's consumers depend on CTA 0's producer, which waits for both CTAs' releases.
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, _OUT_DTYPES[out])
+    ws_gemm.gemm(a, b, c, BM=128 if not pingpong else 64, BN=64, BK=32, STAGES=stages, EPILOGUE_SPLIT=split,
+                 num_programs=programs, CLUSTER_M=2, PINGPONG=pingpong)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < _TOLERANCE[out]
+
+
+@gluonkit.jit
+def _release_own_stage_only(empty, released, stage, pred=True):
+    mbarrier.arrive(empty.index(stage), pred=pred)  # forgets CTA 0's pair barrier
+
+
+def test_cluster_consumers_that_do_not_release_cta_0s_stage_deadlock(monkeypatch):
+    monkeypatch.setenv("GLUONKIT_INTERPRET", "1")
+    monkeypatch.setattr(ws_gemm, "_release", _release_own_stage_only)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((256, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 64)).astype(np.float16)
+    c = np.zeros((256, 64), np.float32)
+    with pytest.raises(InterpreterError, match=r"deadlock: every CTA of the cluster .* CTA 0 waits here: .* its worker "
+                                               r"partition 0 waits at line \d+: mbarrier.wait .* 2 of its 2 arrival"):
+        ws_gemm.prepare(a, b, c, BM=128, BN=64, BK=32, STAGES=2, num_programs=2, CLUSTER_M=2)()
+
+
+def test_cluster_refuses_split_k_and_other_sizes():
+    a, b, c = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16), np.zeros((256, 256), np.float16)
+    for config in (dict(SPLIT_K=2), dict(CLUSTER_M=4)):
+        with pytest.raises(ValueError, match="clusters are built for CLUSTER_M=2 without split-K"):
+            ws_gemm.prepare(a, b, c, **dict(dict(CLUSTER_M=2), **config))
 
 
 def test_padded_copy_of_b_with_an_odd_16_byte_row_stride(monkeypatch):
@@ -168,6 +214,24 @@ def test_ws_gemm_compiles_for_hopper_without_spills(BM, BN, stages, out, split_k
 
 
 @needs_ptxas
+@pytest.mark.parametrize("BN, pingpong", [(256, False), (128, False), (128, True)])
+def test_cluster_gemm_compiles_for_hopper_without_spills(BN, pingpong):
+    compiled = ws_gemm.compile_ahead("sm_90a", BN=BN, CLUSTER_M=2, PINGPONG=pingpong, STAGES=6 if pingpong else 4)
+    ptx, meta = compiled.asm["ptx"], compiled.metadata
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    loads = [line.strip() for line in ptx.splitlines() if "cp.async.bulk.tensor.2d.shared::cluster" in line]
+    multicast = [line for line in loads if ".multicast::cluster" in line]
+    # A: one box per CTA (its 128 rows x 64 columns); B: BN / 64 boxes of 128-byte rows, from CTA 0 to both.
+    assert multicast and len(multicast) == BN // 64 and len(loads) == len(multicast) + 1
+    # Each CTA's wgmma covers its own 128 rows: 64 per consumer warpgroup.
+    assert f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.bf16.bf16" in ptx
+    assert ptx.count("mapa.shared::cluster.u32") >= 1  # the consumers' arrivals on CTA 0's pair barrier
+    assert [(p["first_warp"], p["num_warps"], p["registers"]) for p in meta["partitions"]] == (
+        [(0, 4, 240), (4, 4, 240), (8, 1, 24)] if pingpong else [(0, 8, 240), (8, 1, 24)])
+    assert meta["spill_stores"] == 0 and meta["stack_frame"] == 0 and meta["shared"] <= 232448
+
+
+@needs_ptxas
 @pytest.mark.parametrize("stages, out", [(6, ir.bfloat16), (4, ir.float32)])
 def test_ws_gemm_pingpong_compiles_for_hopper_without_spills(stages, out):
     compiled = _compile("sm_90a", BN=128, stages=stages, out=out, pingpong=True)
@@ -231,6 +295,27 @@ def test_split_k_on_the_gpu_matches_torch(M, N, K, out, config):
     b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, out))
     ws_gemm.gemm(a, b, c, **config)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[out]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU and driver")
+@pytest.mark.parametrize("M, N, K, out, config", [
+    (1024, 1024, 1024, "bfloat16", dict()),
+    (3000, 5000, 2000, "bfloat16", dict()),                      # B rows of 10000 bytes (16 mod 32)
+    (1000, 296, 776, "float32", dict(STAGES=3)),                  # ragged everything, fp32 C
+    (4999, 4104, 3000, "float16", dict(BN=128, STAGES=6, GROUP_M=8)),
+    (2000, 1000, 3000, "bfloat16", dict(BN=128, STAGES=6, GROUP_M=8, PINGPONG=True)),
+    (8192, 256, 520, "float32", dict(BN=128, STAGES=4, PINGPONG=True)),
+])
+def test_cluster_gemm_on_the_gpu_matches_torch(M, N, K, out, config):
+    torch = pytest.importorskip("torch")
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=getattr(torch, out))
+    ws_gemm.gemm(a, b, c, **dict(dict(BN=256, STAGES=4, CLUSTER_M=2), **config))
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[out]

@@ -51,7 +51,7 @@ import numpy as np
 
 import gluonkit
 import gluonkit.language as gl
-from gluonkit.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from gluonkit.language.nvidia.hopper import cluster, fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from gluonkit.ir import TensorDescType
 from gluonkit.nvidia.arrays import address_of, element_strides
 from gluonkit.nvidia.hopper import TensorDescriptor
@@ -172,10 +172,12 @@ def _scaled(acc, scale):
 
 @gluonkit.jit
 def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr):
+              STAGES: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr, released=None):
     """The TMA partition: fill the ring, slice after slice, as fast as the consumers free stages.
 
-    B's blocks are ``[BK, BN]``, or ``[BN, BK]`` slices of an ``[N, K]`` B with ``B_KMAJOR``."""
+    B's blocks are ``[BK, BN]``, or ``[BN, BK]`` slices of an ``[N, K]`` B with ``B_KMAJOR``.
+    In a 2-CTA cluster (``released``: pair barriers) each CTA loads its rows of A's block and
+    CTA 0 multicasts B's block to both, once both CTAs' consumers released the stage."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0] if B_KMAJOR else b_desc.block_type.shape[1]
@@ -189,17 +191,21 @@ def _producer(a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from,
             step = first_step + k
             stage = step % STAGES
             mbarrier.wait(empty.index(stage), ((step // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            if released is not None:  # the other CTA's consumers too (only CTA 0 waits: it multicasts B)
+                mbarrier.wait(released.index(stage), ((step // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(stage), a_desc.nbytes_per_cta + b_desc.nbytes_per_cta)
             tma.async_load(a_desc, [pid_m * BM, (k_first + k) * BK], ready.index(stage), a_smem.index(stage))
             if B_KMAJOR:
-                tma.async_load(b_desc, [pid_n * BN, (k_first + k) * BK], ready.index(stage), b_smem.index(stage))
+                tma.async_load(b_desc, [pid_n * BN, (k_first + k) * BK], ready.index(stage), b_smem.index(stage),
+                               multicast=released is not None)
             else:
-                tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage))
+                tma.async_load(b_desc, [(k_first + k) * BK, pid_n * BN], ready.index(stage), b_smem.index(stage),
+                               multicast=released is not None)
 
 
 @gluonkit.jit
 def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.constexpr, acc_layout: gl.constexpr,
-              B_KMAJOR: gl.constexpr):
+              B_KMAJOR: gl.constexpr, released=None):
     """One work unit's K loop in the consumers: wgmma over the ring, each stage handed back once read."""
     BM: gl.constexpr = a_smem.shape[1]
     BN: gl.constexpr = b_smem.shape[1] if B_KMAJOR else b_smem.shape[2]
@@ -211,14 +217,23 @@ def _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES: gl.cons
         acc = warpgroup_mma(a_smem.index(stage), _b_operand(b_smem.index(stage), B_KMAJOR), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=1, deps=[acc])
         gl.thread_barrier()  # the previous step's MMA has retired in every consumer warpgroup
-        mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k > 0)
+        _release(empty, released, (step + STAGES - 1) % STAGES, k > 0)
     return acc
+
+
+@gluonkit.jit
+def _release(empty, released, stage, pred=True):
+    """Hand ``stage`` back to this CTA's producer and, in a 2-CTA cluster, to CTA 0's
+    (``released``: a pair barrier in CTA 0 that both CTAs' consumers arrive on)."""
+    mbarrier.arrive(empty.index(stage), pred=pred)
+    if released is not None:
+        mbarrier.arrive(released.index(stage), pred=pred)
 
 
 @gluonkit.jit
 def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr, acc_layout: gl.constexpr, SPLIT_K: gl.constexpr,
-              B_KMAJOR: gl.constexpr, scale_a, scale_b):
+              B_KMAJOR: gl.constexpr, scale_a, scale_b, released=None):
     """The MMA partition: wgmma over the ring, hand each stage back once read, TMA-store each tile
     (times ``scale_a[0] * scale_b[0]`` unless the scale pointers are ``None``)."""
     scale = _load_scale(scale_a, scale_b)
@@ -231,10 +246,10 @@ def _consumer(a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, spl
     for i in range(unit_count(M, N, split_from, BM, BN, SPLIT_K)):
         pid_m, pid_n, k_first, k_count, first_step, slot = work_unit(i, split_from, num_pid_m, num_pid_n, k_tiles,
                                                                      GROUP_M, SPLIT_K)
-        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR, released)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        _release(empty, released, (first_step + k_count - 1) % STAGES)
         finish_unit(_scaled(acc, scale), c_desc, c_smem, ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT, SPLIT_K)
     tma.store_wait(0)
 
@@ -260,23 +275,57 @@ def ws_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from, STAGES: 
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
+    released = _pair_barriers(STAGES)
     fence_async_shared()
+    _cluster_start(released)
     gl.warp_specialize([
         (_consumer, (a_smem, b_smem, c_smem, ready, empty, c_desc, ws_ptr, M, N, K, split_from, GROUP_M, STAGES,
-                     EPILOGUE_SPLIT, acc_layout, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+                     EPILOGUE_SPLIT, acc_layout, SPLIT_K, B_KMAJOR, scale_a, scale_b, released)),
         (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
-                     B_KMAJOR)),
+                     B_KMAJOR, released)),
     ], [1], [PRODUCER_REGS])
+    _cluster_end(released, STAGES)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
 
 
 @gluonkit.jit
+def _pair_barriers(STAGES: gl.constexpr):
+    """In a 2-CTA cluster, ``STAGES`` initialized pair barriers (in CTA 0, arrived on by both
+    CTAs' consumers: CTA 0 multicasts B into both CTAs' stage); ``None`` with one CTA."""
+    if gl.num_ctas() == 1:
+        return None
+    gl.static_assert(gl.num_ctas() == 2, "the multicast WS GEMM runs on clusters of 2 CTAs")
+    released = mbarrier.allocate_mbarrier(batch=STAGES, two_ctas=True)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(released.index(s), count=1)
+    return released
+
+
+@gluonkit.jit
+def _cluster_start(released):
+    """In a cluster: every CTA's barriers are initialized (and fenced) before the other CTA
+    arrives on them or CTA 0 multicasts onto them."""
+    if released is not None:
+        cluster.barrier()
+
+
+@gluonkit.jit
+def _cluster_end(released, STAGES: gl.constexpr):
+    """In a cluster: the other CTA's last arrivals on our barriers have landed; then the pair
+    barriers go."""
+    if released is not None:
+        cluster.barrier()
+        for s in gl.static_range(STAGES):
+            mbarrier.invalidate(released.index(s))
+
+
+@gluonkit.jit
 def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
                        GROUP_M: gl.constexpr, STAGES: gl.constexpr, EPILOGUE_SPLIT: gl.constexpr,
                        acc_layout: gl.constexpr, WHICH: gl.constexpr, SPLIT_K: gl.constexpr, B_KMAJOR: gl.constexpr,
-                       scale_a, scale_b):
+                       scale_a, scale_b, released=None):
     """One ping-pong consumer warpgroup: the program's units ``WHICH, WHICH + 2, …``, MMAs in turns."""
     scale = _load_scale(scale_a, scale_b)
     BM: gl.constexpr = a_smem.shape[1]
@@ -290,11 +339,11 @@ def _pingpong_consumer(a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_pt
                                                                      k_tiles, GROUP_M, SPLIT_K)
         # Our turn: the other warpgroup has issued all MMAs of its unit (the previous one).
         mbarrier.wait(turn.index(WHICH), (j & 1) ^ (1 - WHICH))
-        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR)
+        acc = _mma_unit(a_smem, b_smem, ready, empty, first_step, k_count, STAGES, acc_layout, B_KMAJOR, released)
         mbarrier.arrive(turn.index(1 - WHICH))  # the other warpgroup's MMAs may start under our epilogue
         acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
         gl.thread_barrier()
-        mbarrier.arrive(empty.index((first_step + k_count - 1) % STAGES))
+        _release(empty, released, (first_step + k_count - 1) % STAGES)
         finish_unit(_scaled(acc, scale), c_desc, c_smem.index(WHICH), ws_ptr, slot, pid_m, pid_n, EPILOGUE_SPLIT,
                     SPLIT_K)
     tma.store_wait(0)
@@ -326,15 +375,20 @@ def ws_gemm_pingpong_kernel(a_desc, b_desc, c_desc, ws_ptr, M, N, K, split_from,
         mbarrier.init(empty.index(s), count=1)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
+    released = _pair_barriers(STAGES)
     fence_async_shared()
+    _cluster_start(released)
     gl.warp_specialize([
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 0, SPLIT_K, B_KMAJOR, scale_a, scale_b,
+                              released)),
         (_pingpong_consumer, (a_smem, b_smem, c_smem, ready, empty, turn, c_desc, ws_ptr, M, N, K, split_from,
-                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K, B_KMAJOR, scale_a, scale_b)),
+                              GROUP_M, STAGES, EPILOGUE_SPLIT, acc_layout, 1, SPLIT_K, B_KMAJOR, scale_a, scale_b,
+                              released)),
         (_producer, (a_desc, b_desc, a_smem, b_smem, ready, empty, M, N, K, split_from, GROUP_M, STAGES, SPLIT_K,
-                     B_KMAJOR)),
+                     B_KMAJOR, released)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    _cluster_end(released, STAGES)
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
@@ -439,6 +493,19 @@ def _aligned_copy(b):
     return view, lambda: np.copyto(view, b)
 
 
+def _cluster_layouts(BM: int, BK: int, in_dtype, out_dtype, c_block, acc_layout):
+    """A's, C's shared layouts, C's block and the accumulator's layout for a 2-CTA cluster on a
+    ``2 BM``-row tile: A's block, C's block and the accumulator split by rows (``cga_layout
+    [[1, 0]]``: CTA 1 holds the lower ``BM`` rows); B's block stays whole in both CTAs."""
+    rows = [[1, 0]]
+    nvmma = gl.NVMMASharedLayout.get_default_for
+    c_block = [2 * BM, c_block[1]]
+    acc = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=acc_layout.warps_per_cta,
+                                    instr_shape=acc_layout.instr_shape, cga_layout=rows)
+    return (nvmma([2 * BM, BK], in_dtype, cga_layout=rows), nvmma(c_block, out_dtype, cga_layout=rows), c_block,
+            acc)
+
+
 def _workspace(like, rows: int, cols: int):
     """An fp32 ``rows × cols`` array where ``like`` lives (a torch tensor's device, else numpy)."""
     if hasattr(like, "new_empty"):
@@ -450,7 +517,7 @@ def _workspace(like, rows: int, cols: int):
 def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP_M: int = DEFAULT_GROUP_M,
             EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False, producer_regs: int = 24, consumer_regs: int = 240,
             num_programs: int = None, SPLIT_K: int = 1, SPLIT_TILES: int = None, B_SWIZZLE: int = None,
-            PAD_B: bool = False, b_kmajor: bool = False, scales=()):
+            PAD_B: bool = False, b_kmajor: bool = False, scales=(), CLUSTER_M: int = 1):
     """A function of no arguments that computes ``c = a @ b`` with the warp-specialized kernel.
 
     Cooperative (default): the kernel's 8 warps, two warpgroups, share each ``BM × BN`` tile.
@@ -463,8 +530,12 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     a workspace and ``splitk_reduce_kernel`` sums them into C.  ``B_SWIZZLE`` overrides B's
     shared-memory swizzle width in bytes (128, 64 or 32; the block is then issued as narrower
     TMA boxes).  ``PAD_B`` copies B on every call into a buffer whose row stride is a
-    multiple of 32 bytes (allocated here) and multiplies that copy.  ``b_kmajor``: B is given
-    as ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
+    multiple of 32 bytes (allocated here) and multiplies that copy.  ``CLUSTER_M=2`` (no split-K):
+    each program is a cluster of 2 CTAs on ``2 BM × BN`` tiles, CTA ``r`` on rows ``r BM …``
+    (with ping-pong: each consumer warpgroup's tiles); both multiply the same B block, which
+    CTA 0 loads once and multicasts (half of B's L2 reads); the grid is ``num_programs // 2``
+    clusters (``num_programs`` counts CTAs, default: the SMs).  ``b_kmajor``: B is given as
+    ``[N, K]``; ``scales``: ``(scale_a, scale_b)``, one-element fp32 arrays whose product
     multiplies C (``ws_gemm_fp8.prepare`` checks them).
     """
     num_warps = 4 if PINGPONG else 8
@@ -475,6 +546,13 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
         b, refresh_b = _aligned_copy(b)
     a_layout, b_layout, c_layout, c_block, acc_layout = gemm_layouts(
         BM, BN, BK, element_dtype(a), element_dtype(c), EPILOGUE_SPLIT, num_warps, b_kmajor)
+    if CLUSTER_M != 1:
+        if CLUSTER_M != 2 or SPLIT_K > 1:
+            raise ValueError(f"ws_gemm.prepare: CLUSTER_M={CLUSTER_M} with SPLIT_K={SPLIT_K}: clusters are built "
+                             "for CLUSTER_M=2 without split-K")
+        a_layout, c_layout, c_block, acc_layout = _cluster_layouts(BM, BK, element_dtype(a), element_dtype(c), c_block,
+                                                                   acc_layout)
+        BM *= 2  # the cluster's tile
     if B_SWIZZLE is not None:
         b_layout = gl.NVMMASharedLayout(B_SWIZZLE, element_dtype(b).primitive_bitwidth, rank=2)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], a_layout)
@@ -488,7 +566,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
                          f"of {k_tiles} K-slices (every split needs at least one slice)")
     split_from = tiles - split_tiles
     units = split_from + split_tiles * SPLIT_K
-    grid = (min(units, num_programs or default_num_programs()),)
+    grid = (min(units, max(1, (num_programs or default_num_programs()) // CLUSTER_M)),)  # clusters
     ws = _workspace(c, split_tiles * SPLIT_K * BM, BN) if split_tiles else c
     kernel, extra = (ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=consumer_regs)) if PINGPONG else (ws_gemm_kernel, {})
     if split_tiles:
@@ -500,7 +578,7 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     # bind: the arguments never change, so later calls skip the launch's per-call work.
     launch = bind(kernel, grid, (a_desc, b_desc, c_desc, ws, M, N, K, split_from),
                   dict(STAGES=STAGES, GROUP_M=GROUP_M, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc_layout,
-                       PRODUCER_REGS=producer_regs, num_warps=num_warps, **extra))
+                       PRODUCER_REGS=producer_regs, num_warps=num_warps, num_ctas=CLUSTER_M, **extra))
     reduce = None
     if split_tiles:
         reduce = bind(splitk_reduce_kernel, (split_tiles, BM // REDUCE_ROWS),
@@ -519,18 +597,20 @@ def prepare(a, b, c, BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
 
 
 def compile_ahead(target: str, BN: int = 256, STAGES: int = 4, EPILOGUE_SPLIT: int = 2, PINGPONG: bool = False,
-                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16, BM: int = 128):
+                  SPLIT_K: int = 1, in_dtype=gl.bfloat16, out_dtype=gl.bfloat16, BM: int = 128, CLUSTER_M: int = 1):
     """Compile the kernel of a configuration for ``target`` ("sm_90a") without arrays or a GPU
-    (BM × BN × 64 tiles, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
+    (BM × BN × 64 tiles per CTA, ``GROUP_M=16``): the compiled kernel, with its PTX, cubin and metadata."""
     BK = 64
     warps = 4 if PINGPONG else 8
     a_layout, b_layout, c_layout, c_block, acc = gemm_layouts(BM, BN, BK, in_dtype, out_dtype, EPILOGUE_SPLIT, warps)
+    if CLUSTER_M == 2:
+        a_layout, c_layout, c_block, acc = _cluster_layouts(BM, BK, in_dtype, out_dtype, c_block, acc)
     kernel, extra = ((ws_gemm_pingpong_kernel, dict(CONSUMER_REGS=240)) if PINGPONG else (ws_gemm_kernel, {}))
     return kernel.compile(
-        TensorDescType((BM, BK), in_dtype, a_layout), TensorDescType((BK, BN), in_dtype, b_layout),
+        TensorDescType((BM * CLUSTER_M, BK), in_dtype, a_layout), TensorDescType((BK, BN), in_dtype, b_layout),
         TensorDescType(tuple(c_block), out_dtype, c_layout), "*fp32", "i32", "i32", "i32", "i32",
         STAGES=STAGES, GROUP_M=16, EPILOGUE_SPLIT=EPILOGUE_SPLIT, acc_layout=acc, PRODUCER_REGS=24,
-        num_warps=warps, target=target, SPLIT_K=SPLIT_K, scale_a=None, scale_b=None,
+        num_warps=warps, num_ctas=CLUSTER_M, target=target, SPLIT_K=SPLIT_K, scale_a=None, scale_b=None,
         **extra)  # no scales: the 16-bit GEMM
 
 

@@ -115,6 +115,35 @@ def _tiles(extent: int, tile: int) -> bool:
     return extent % tile == 0 or tile % extent == 0
 
 
+def _cta_bases(layout, count: int) -> tuple:
+    """``layout``'s ``cga_layout`` as ``count`` bases (zeros where it replicates)."""
+    bases = tuple(getattr(layout, "cga_layout", ()) or ())
+    return bases + ((0, 0),) * (count - len(bases))
+
+
+def _cluster_problem(a_type, b_type, layout) -> Optional[str]:
+    """Why the operands' split between the CTAs of a cluster does not match the accumulator's.
+
+    Each CTA runs its own wgmma on its shares, so A must be split along M as the accumulator's
+    rows are and replicated along K, and B split along N as its columns are (an operand that
+    several CTAs share is replicated, e.g. loaded with TMA multicast)."""
+    shared = [t.layout for t in (a_type, b_type) if isinstance(t, SharedMemoryDescType)]
+    count = max(len(getattr(x, "cga_layout", ()) or ()) for x in [layout] + shared)
+    if count == 0:
+        return None
+    acc = _cta_bases(layout, count)
+    if not isinstance(a_type, SharedMemoryDescType):
+        return ("a in registers cannot be used with an accumulator split between CTAs (cga_layout "
+                f"{[list(v) for v in acc]}); keep a in shared memory")
+    for name, ty, expected in (("a", a_type, tuple((v[0], 0) for v in acc)),
+                               ("b", b_type, tuple((0, v[1]) for v in acc))):
+        if _cta_bases(ty.layout, count) != expected:
+            return (f"{name}'s cga_layout {[list(v) for v in _cta_bases(ty.layout, count)]} does not match the "
+                    f"accumulator's {[list(v) for v in acc]}: each CTA multiplies its own shares, so {name} "
+                    f"must have cga_layout {[list(v) for v in expected]}")
+    return None
+
+
 def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
     """Why ``warpgroup_mma(a, b, acc)`` with these operand types is not a wgmma (``None`` if it is)."""
     if not isinstance(acc_type, TensorType) or acc_type.rank != 2:
@@ -144,6 +173,11 @@ def wgmma_shape_problem(a_type, b_type, acc_type) -> Optional[str]:
     if acc_type.shape != (m, n) or k != k2:
         return (f"shapes do not chain: a is {list(a_type.shape)}, b is {list(b_type.shape)}, acc is "
                 f"{list(acc_type.shape)}; expected [M, K] x [K, N] -> [M, N]")
+    cluster_problem = _cluster_problem(a_type, b_type, layout)
+    if cluster_problem:
+        return cluster_problem
+    m //= 1 << sum(1 for v in layout.cga_layout if v[0])  # each CTA's wgmma sees its share
+    n //= 1 << sum(1 for v in layout.cga_layout if v[1])
     w_m, w_n = layout.warps_per_cta
     n_inst, k_inst = layout.instr_shape[1], layout.instr_shape[2]
     # A shape smaller than the layout's tile (16 w_m x n_inst w_n) is held by several

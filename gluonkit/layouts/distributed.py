@@ -217,26 +217,6 @@ def fit_to_shape(tile: LinearLayout, shape: Sequence[int], broadcast_registers: 
     return fitted.transpose_outs(names)
 
 
-def check_single_cta(owner: str, cga_layout) -> Tuple[Tuple[int, ...], ...]:
-    """Accept a cluster (CGA) layout that gives every CTA the whole tensor; return ``()``.
-
-    ``cga_layout`` is Gluon's list of ``block`` basis vectors, one per CTA bit.  Zero bases
-    (Gluon's ``[[0]]`` for ``num_ctas=2``) replicate the tensor on every CTA of the cluster,
-    which is how gluonkit runs clusters (``docs/clusters.rst``), so they are dropped: the
-    layout equals its one-CTA form.  A non-zero basis would split the tensor between the
-    CTAs, which this layout does not support and raises.
-    """
-    bases = tuple(tuple(v) for v in (cga_layout or ()))
-    split = [list(v) for v in bases if any(v)]
-    if split:
-        raise ValueError(
-            f"{owner}: cga_layout {[list(v) for v in bases]} splits the tensor between the CTAs of a cluster, "
-            "which gluonkit does not support for this layout; use zero bases (every CTA holds the whole "
-            "tensor), e.g. [[0]] for num_ctas=2, or leave cga_layout empty"
-        )
-    return ()
-
-
 def cluster_bases(owner: str, cga_layout, rank: int) -> Tuple[Tuple[int, ...], ...]:
     """Gluon's ``cga_layout`` of a layout that may split a tensor between CTAs.
 

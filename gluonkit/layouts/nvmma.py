@@ -27,10 +27,12 @@ from .distributed import (
     _is_int,
     _product,
     check_shape,
-    check_single_cta,
+    cluster_bases,
     fit_to_shape,
     identity_nd,
     out_dim_names,
+    shape_per_cta,
+    with_cta_bases,
 )
 from .linear import LinearLayout, is_power_of_two
 
@@ -80,6 +82,9 @@ class NVMMADistributedLayout(DistributedLayout):
     computes 16 rows of an ``m64nNkK`` instruction; N a power of two from 8 to 256, K 8, 16
     or 32 by element type; ``warps_per_cta[0]`` a multiple of 4 so warpgroups stack along
     M) or ``[2, 0]`` for Ampere ``mma.sync`` (``instr_shape = [16, 8]``).  Rank 2 only.
+    A Hopper accumulator may be split between the CTAs of a cluster (``cga_layout``, e.g.
+    ``[[1, 0]]``: CTA 1 holds the lower half of the rows), each CTA computing its share with
+    its own wgmma (a multicast GEMM, ``docs/clusters.rst``).
     """
 
     def __init__(self, version, warps_per_cta, instr_shape, cga_layout=None):
@@ -110,7 +115,10 @@ class NVMMADistributedLayout(DistributedLayout):
                 )
         elif self.instr_shape != (16, 8):
             raise ValueError(f"{owner}: instr_shape for version [2, 0] must be [16, 8], got {list(self.instr_shape)}")
-        self.cga_layout = check_single_cta(owner, cga_layout)
+        self.cga_layout = cluster_bases(owner, cga_layout, 2)
+        if self.cga_layout and not self.is_hopper:
+            raise ValueError(f"{owner}: cga_layout {[list(v) for v in self.cga_layout]} splits the accumulator "
+                             "between CTAs, which only version [3, 0] (Hopper wgmma) supports; use zero bases")
 
     @property
     def is_hopper(self) -> bool:
@@ -130,15 +138,21 @@ class NVMMADistributedLayout(DistributedLayout):
         # Rows are the outer dimension, columns (N) the inner one, and N repeats first:
         # Triton's repOrder for NVIDIA MMA is row-major [1, 0].
         tile = _mma_tile(m, n, _ACC_K_WIDTH, inner=1, rep_order=[1, 0])
-        return fit_to_shape(tile * _warp_tiling(self.warps_per_cta, self.is_hopper), shape)
+        tile = tile * _warp_tiling(self.warps_per_cta, self.is_hopper)
+        if not self.cga_layout:
+            return fit_to_shape(tile, shape)
+        # Split between the CTAs of a cluster (a Hopper multicast GEMM): each CTA holds the
+        # one-CTA layout of its share, and the CTA bits move by whole shares.
+        per_cta = shape_per_cta("NVMMADistributedLayout", shape, self.cga_layout)
+        return with_cta_bases(fit_to_shape(tile, per_cta), self.cga_layout)
 
     def _key(self) -> tuple:
-        return (self.version, self.warps_per_cta, self.instr_shape)
+        return (self.version, self.warps_per_cta, self.instr_shape, self.cga_layout)
 
     def __repr__(self) -> str:
         return (
             f"NVMMADistributedLayout(version={list(self.version)}, warps_per_cta={list(self.warps_per_cta)}, "
-            f"instr_shape={list(self.instr_shape)}, cga_layout=[])"
+            f"instr_shape={list(self.instr_shape)}, cga_layout={[list(v) for v in self.cga_layout]})"
         )
 
 

@@ -99,7 +99,9 @@ def _routed(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -
     A CTA whose rank has a bit outside the mask does nothing; the others arrive, from
     thread 0, on the barrier at the same address in every CTA whose rank differs from
     theirs only outside the mask: ``mapa`` turns the address into that CTA's
-    ``shared::cluster`` address, and the arrival releases at cluster scope."""
+    ``shared::cluster`` address.  The arrival has the default semantics (release at CTA
+    scope), exactly as Triton 3.9 emits: ``.release.cluster`` made the odd CTA's consumers
+    of the ``CLUSTER_M=2`` WS GEMM stall at every stage they handed back (H100, measured)."""
     b = ctx.builder
     free = (ctx.func.num_ctas - 1) & ~op.attrs["from_cta"]  # rank bits the routing fans out over
     rank = b.call(ctx.intrinsic("llvm.nvvm.read.ptx.sreg.cluster.ctarank", I32, []), [])
@@ -107,7 +109,7 @@ def _routed(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -
     pred = b.and_(sender, elected_thread(ctx, ctx.get(op.operands[1])))
     text = ("{ .reg .b32 remote;\n"
             "mapa.shared::cluster.u32 remote, $0, $1;\n"
-            f"@$3 {instruction}.release.cluster.shared::cluster.b64 _, [remote], $2; }}")
+            f"@$3 {instruction}.shared::cluster.b64 _, [remote], $2; }}")
     offset = 0
     while True:  # every subset of the free bits, 0 (the sender itself) first
         emit_ptx(b, text, "r,r,r,b", [_address(ctx, op), b.or_(rank, I32(offset)), I32(amount), pred])
@@ -117,8 +119,9 @@ def _routed(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -
 
 
 def _to_pair(ctx: KernelLowering, op: Operation, instruction: str, amount: int) -> None:
-    """``instruction`` from thread 0 of each CTA onto its pair's barrier (in the even CTA)."""
-    emit_ptx(ctx.builder, f"@$2 {instruction}.release.cluster.shared::cluster.b64 _, [$0], $1;", "r,r,b",
+    """``instruction`` from thread 0 of each CTA onto its pair's barrier (in the even CTA), with the
+    default semantics, as Triton 3.9 (see :func:`_routed`)."""
+    emit_ptx(ctx.builder, f"@$2 {instruction}.shared::cluster.b64 _, [$0], $1;", "r,r,b",
              [pair_address(ctx, _address(ctx, op)), I32(amount), elected_thread(ctx, ctx.get(op.operands[1]))])
 
 

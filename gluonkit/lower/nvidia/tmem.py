@@ -42,6 +42,7 @@ from ..context import KernelLowering
 from ..inline_ptx import emit_ptx
 from ..llvm_types import I32, llvm_type, struct_type
 from ..memplan.scratch import barrier
+from ..ops.warp_specialize import cluster_barrier
 from ..registry import lowering
 
 __all__ = ["prepare", "synchronize", "MAX_REGISTERS_PER_INSTRUCTION"]
@@ -70,7 +71,7 @@ def prepare(ctx: KernelLowering) -> None:
     b = ctx.builder
     group = cta_group(ctx.func)
     if group == 2:  # both CTAs of each pair allocate together (as Triton 3.9, after a cluster barrier)
-        emit_ptx(b, "barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
+        cluster_barrier(ctx)
     is_warp0 = b.icmp_unsigned("==", ctx.warp, I32(0))
     with b.if_then(is_warp0):
         smem = b.ptrtoint(slot, I32)  # the shared-window address
@@ -103,7 +104,7 @@ def _deallocate(ctx: KernelLowering) -> None:
     synchronize(ctx)
     group = ctx.tmem.group
     if group == 2:  # the peer's MMAs may still write into this CTA's TMEM until it is done too
-        emit_ptx(b, "barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;")
+        cluster_barrier(ctx)
     with b.if_then(b.icmp_unsigned("==", ctx.warp, I32(0))):
         emit_ptx(b, f"tcgen05.dealloc.cta_group::{group}.sync.aligned.b32 $0, {ctx.tmem.total};", "r",
                  [ctx.tmem.base])

@@ -40,6 +40,7 @@ from typing import Dict, List, Sequence, Tuple
 import llvmlite.ir as lir
 
 from ...ir import CompilationError, Operation, SharedMemoryDescType, TensorType
+from ...ir.memdesc import cta_share_type
 from ...ir.verify_wgmma import is_k_major, needs_k_major, wgmma_k_step
 from ...layouts.linear import LinearLayout
 from ..context import KernelLowering
@@ -177,14 +178,18 @@ def _warpgroup_mma(ctx: KernelLowering, op: Operation) -> None:
     warp_bases = acc_ll.bases.get("warp", [])[2:]  # warps 0-3 form the warpgroup; the rest offset it
     order_access(ctx, op)
 
-    b_plan = describe_operand(b_value.type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n_inst, k_inst, op.loc)
+    # In a cluster, a view split between CTAs is read as this CTA's share (the accumulator's
+    # registers hold this CTA's share too: ``_register_map`` reads the block-0 frame).
+    b_type = cta_share_type(b_value.type)
+    b_plan = describe_operand(b_type, 1, ctx.get(b_value).xor, ctx.get(b_value).align, n_inst, k_inst, op.loc)
     b_smem = _SharedOperand(ctx, ctx.get(b_value), b_plan,
                             [(2 + j, basis[1]) for j, basis in enumerate(warp_bases)])
-    trans_b = 0 if is_k_major(b_value.type, 1) else 1
+    trans_b = 0 if is_k_major(b_type, 1) else 1
     if isinstance(a.type, SharedMemoryDescType):
-        a_plan = describe_operand(a.type, 0, ctx.get(a).xor, ctx.get(a).align, _WARPGROUP_ROWS, k_inst, op.loc)
+        a_type = cta_share_type(a.type)
+        a_plan = describe_operand(a_type, 0, ctx.get(a).xor, ctx.get(a).align, _WARPGROUP_ROWS, k_inst, op.loc)
         a_smem = _SharedOperand(ctx, ctx.get(a), a_plan, [(2 + j, basis[0]) for j, basis in enumerate(warp_bases)])
-        trans = f", {0 if is_k_major(a.type, 0) else 1}, {trans_b}"
+        trans = f", {0 if is_k_major(a_type, 0) else 1}, {trans_b}"
     else:
         a_smem = None
         a_coords = _register_map(ctx.linear_layout(a.type))

@@ -20,9 +20,9 @@ import llvmlite.ir as lir
 
 from ...ir import Operation, TensorType, Value
 from ..context import KernelLowering
-from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
 from ..llvm_types import llvm_type
 from ..registry import lowering
+from .warp_specialize import cluster_barrier
 from ..walk import lower_block
 
 __all__: List[str] = []
@@ -199,5 +199,5 @@ def _return(ctx: KernelLowering, op: Operation) -> None:
     for emit in ctx.before_return:
         emit(ctx)
     if ctx.func.num_ctas > 1:  # no CTA may exit while another of its cluster can still reach its shared memory
-        emit_ptx(ctx.builder, CLUSTER_BARRIER)
+        cluster_barrier(ctx)
     ctx.builder.ret_void()

@@ -19,6 +19,14 @@ The CTA has the warps of :func:`gluonkit.ir.warp_specialize.plan_partitions`.  I
   fork, after which shared memory the body wrote before is visible to the workers); the
   kernel's warps run the default partition inline and the other warps branch on their warp
   id to their partition (padding warps to none); all meet at barrier 1 again (the join).
+  After their last join the workers' warps return.
+* **Cluster barriers.**  ``barrier.cluster`` waits for every thread of every CTA of the
+  cluster that has not exited, the parked workers' warps included: each cluster barrier the
+  kernel's warps pass before a fork (``cluster.barrier()``, the pair TMEM allocation's) is
+  counted (:func:`cluster_barrier`) and the worker chains pass as many just before that
+  fork.  The verifier keeps them countable (``ir/verify_cluster.py``: none inside a
+  partition, none under runtime control flow before a fork).  Without this the kernel's
+  warps wait at the barrier for the workers, which wait at the fork for them.
 * **Inside a partition** warp ids count from the partition's first warp, so its layouts,
   its elected thread and its wgmma warpgroups are its own; ``bar.sync`` (``thread_barrier``,
   shared-memory ordering, conversions through scratch) is named barrier ``2 + i`` over worker
@@ -40,7 +48,7 @@ import llvmlite.ir as lir
 from ...ir import CompilationError, Operation, Value
 from ...ir.warp_specialize import PartitionPlan, op_plan, WARPGROUP
 from ..context import KernelLowering
-from ..inline_ptx import emit_ptx
+from ..inline_ptx import CLUSTER_BARRIER, cluster_barrier_text, emit_ptx
 from ..llvm_types import I1, I8, I32
 from ..memplan.scratch import SHARED, barrier, shared_base
 from ..memplan.scratch_size import CAPTURE_SLOT, captured_values
@@ -48,7 +56,7 @@ from .shared_memory import SharedPointer
 from ..registry import lowering
 from ..walk import lower_block
 
-__all__ = ["prepare", "finish", "partition_report"]
+__all__ = ["prepare", "finish", "partition_report", "cluster_barrier"]
 
 FORK_BARRIER = 1
 FIRST_WORKER_BARRIER = 2
@@ -56,13 +64,45 @@ MAX_BARRIERS = 16
 
 
 class _WarpSpecialization:
-    """The kernel-wide state: the plan, the uniform warp id and where each workers' warpgroup's
-    chain continues (by warpgroup)."""
+    """The kernel-wide state: the plan, the uniform warp id, where each workers' warpgroup's
+    chain continues (by warpgroup) and how many cluster barriers the kernel's warps passed
+    since the last fork (the workers pass as many before the next one)."""
 
     def __init__(self, plan: PartitionPlan, warp_id: lir.Value, chains: Dict[int, lir.IRBuilder]):
         self.plan = plan
         self.warp_id = warp_id
         self.chains = chains
+        self.cluster_barriers = 0
+
+
+def cluster_barrier(ctx: KernelLowering, relaxed: bool = False) -> None:
+    """A barrier over the CTA cluster in the kernel's warps, outside partitions (module
+    docstring): emitted here and, in a warp-specialized kernel, counted so that the parked
+    workers' warps join it before the next fork."""
+    emit_ptx(ctx.builder, cluster_barrier_text(relaxed))
+    if ctx.warp_specialization is not None:
+        ctx.warp_specialization.cluster_barriers += 1
+
+
+def count_cluster_barriers(ctx: KernelLowering, op: Operation, count: int) -> None:
+    """``op`` (a reduction or layout conversion across CTAs) passes ``count`` cluster barrier
+    phases in the kernel's warps: in a warp-specialized kernel the parked workers' warps join
+    them before the next fork, so that number must be fixed by the source (as for
+    ``cluster.barrier()``, ``ir/verify_cluster.py``)."""
+    ws = ctx.warp_specialization
+    if ws is None:
+        return
+    top = op
+    while top.parent is not None and top.parent.parent_op is not None:
+        top = top.parent.parent_op
+    if top is not op and top.parent is not None and any(
+            o.name == "warp_specialize" for o in top.parent.ops[top.parent.ops.index(top) + 1:]):
+        raise CompilationError(
+            f"{op.name} across the CTAs of a cluster before a warp_specialize must be at the kernel's top level, not "
+            f"inside a runtime loop or branch (line {top.loc.line}): it passes cluster barriers, which the worker warps "
+            "join before the fork, so their number must be fixed by the source; move it out of the loop or branch "
+            "(a gl.static_range loop is fine)", op.loc)
+    ws.cluster_barriers += count
 
 
 def _setmaxnreg(builder: lir.IRBuilder, regs: Optional[int], initial: int) -> None:
@@ -219,15 +259,18 @@ def _warp_specialize(ctx: KernelLowering, op: Operation) -> None:
         ctx.set(result, ctx.get(value))
     ctx.builder.debug_metadata = debug
     _fork_join(ctx.builder, threads)
-    # The other warps, in their warpgroup's chain: fork, read the captures, dispatch to their
-    # partition, join.
+    # The other warps, in their warpgroup's chain: the cluster barriers the kernel's warps
+    # passed since the last fork, fork, read the captures, dispatch to their partition, join.
     switches, joins, loaded = {}, {}, {}
     for g, chain in ws.chains.items():
         chain.debug_metadata = debug
+        for _ in range(ws.cluster_barriers):
+            emit_ptx(chain, CLUSTER_BARRIER)
         _fork_join(chain, threads)
         loaded[g] = _load_captures(ctx, op, chain, captures)
         joins[g] = ctx.fn.append_basic_block(f"ws.join.group{g}")
         switches[g] = chain.switch(ws.warp_id, joins[g])
+    ws.cluster_barriers = 0
     saved = (ctx.builder, ctx.warp, ctx._thread_parts, ctx.sync_group, dict(ctx.values))
     try:
         for i, region in enumerate(op.regions[1:]):
