@@ -226,6 +226,31 @@ def test_a_conversion_between_ctas_reads_each_register_from_its_owner(target, ca
 
 
 @gluonkit.jit
+def _store_partition(value, out_ptr):
+    gl.store(out_ptr, value)
+
+
+@gluonkit.jit
+def _idle_partition(out_ptr):
+    pass
+
+
+@gluonkit.jit
+def _reduce_before_a_fork(x_ptr, out_ptr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[1]])
+    total = gl.sum(gl.load(x_ptr + gl.arange(0, 64, layout)), axis=0)  # BEFORE_FORK
+    gl.warp_specialize([(_store_partition, (total, out_ptr)), (_idle_partition, (out_ptr,))], [1])
+
+
+def test_a_cross_cta_reduce_in_a_kernel_with_warp_specialize_is_refused():
+    # Outside partitions the workers' warps are parked at the fork and would never reach the
+    # exchange's cluster barriers (they join only cluster.barrier(), counted at compile time).
+    with pytest.raises(CompilationError, match="in a kernel with warp_specialize") as info:
+        _reduce_before_a_fork.compile("*fp32:16", "*fp32:16", num_warps=1, num_ctas=2, target="sm_90a")
+    assert f":{marked_line(_reduce_before_a_fork, 'BEFORE_FORK')}:" in str(info.value)
+
+
+@gluonkit.jit
 def _convert_in_partition(x_ptr):
     a: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[1]])
     b: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0], [[0]])

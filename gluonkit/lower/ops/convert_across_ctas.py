@@ -32,7 +32,6 @@ from ..context import KernelLowering
 from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
 from ..llvm_types import I32, bit_width
 from ..memplan import scratch
-from .warp_specialize import count_cluster_barriers
 from ..memplan.scratch_size import cluster_exchange_extents, local_coordinate_masks
 from .dsmem import bits_type, from_bits, load_remote, require_every_thread, to_bits
 
@@ -52,7 +51,6 @@ def convert_across_ctas(ctx: KernelLowering, op: Operation, plan, values: List[l
     for value, coords in zip(values, ctx.register_images(src)):
         b.store(to_bits(b, value), scratch.scratch_pointer(ctx, memory, _local_index(b, coords, masks, extents)))
     emit_ptx(b, CLUSTER_BARRIER)
-    count_cluster_barriers(ctx, op, 2)  # this one and release_scratch_to_peers' below
     kept = ctx.func.num_ctas - 1 & ~sum(1 << bit for bit, _, _ in splits)  # replicated bits: this CTA's own
     own = b.and_(ctx.cta_rank(), I32(kept))
     out = []

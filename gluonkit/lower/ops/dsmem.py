@@ -25,13 +25,17 @@ _LOAD = {8: ("b8", "h", I16), 16: ("b16", "h", I16), 32: ("b32", "r", I32), 64: 
 
 
 def require_every_thread(ctx: KernelLowering, op: Operation, what: str) -> None:
-    """Refuse an exchange between CTAs inside a ``warp_specialize`` partition: its cluster
-    barriers wait for every thread of every CTA, and the other partitions' warps never come."""
+    """Refuse an exchange between CTAs in a kernel with ``warp_specialize``: its cluster
+    barriers wait for every thread of every CTA.  Inside a partition the other partitions'
+    warps never come; outside, the workers' warps are parked at the fork (they join only
+    ``cluster.barrier()``, counted at compile time: ``ops/warp_specialize.py``; not built for
+    exchanges)."""
     if ctx.sync_group[1] is not None:
         raise CompilationError(
-            f"{what} moves values between the CTAs of the cluster, which takes cluster "
-            "barriers that every thread of the CTA must reach; inside a warp_specialize partition only its warps "
-            "run — do it outside warp_specialize", op.loc)
+            f"{what} moves values between the CTAs of the cluster, which takes cluster barriers that every thread "
+            "of the cluster must reach; in a kernel with warp_specialize (inside a partition only its warps run, "
+            "outside them the workers' warps are parked) gluonkit does not build this yet — do it in a kernel "
+            "without warp_specialize", op.loc)
 
 
 def bits_type(ty: lir.Type) -> lir.Type:

@@ -39,7 +39,6 @@ from ..context import KernelLowering
 from ..inline_ptx import CLUSTER_BARRIER, emit_ptx
 from ..llvm_types import I32, bit_width, byte_size
 from ..memplan import scratch
-from .warp_specialize import count_cluster_barriers
 from ..memplan.scratch_size import cta_exchange_slots
 from .dsmem import from_bits, load_remote, require_every_thread, to_bits
 
@@ -71,7 +70,6 @@ def combine_across_ctas(ctx: KernelLowering, op: Operation, outputs: List[List[l
         b.store(bits_value, pointer)
         addresses.append(b.ptrtoint(pointer, I32))
     emit_ptx(b, CLUSTER_BARRIER)
-    count_cluster_barriers(ctx, op, 2)  # this one and release_scratch_to_peers' below
     group = [_group_rank(ctx, bits, w) for w in range(1 << len(bits))]
     partials = []  # per CTA of the group: per result, its registers
     for rank in group:

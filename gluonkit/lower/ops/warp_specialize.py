@@ -84,27 +84,6 @@ def cluster_barrier(ctx: KernelLowering, relaxed: bool = False) -> None:
         ctx.warp_specialization.cluster_barriers += 1
 
 
-def count_cluster_barriers(ctx: KernelLowering, op: Operation, count: int) -> None:
-    """``op`` (a reduction or layout conversion across CTAs) passes ``count`` cluster barrier
-    phases in the kernel's warps: in a warp-specialized kernel the parked workers' warps join
-    them before the next fork, so that number must be fixed by the source (as for
-    ``cluster.barrier()``, ``ir/verify_cluster.py``)."""
-    ws = ctx.warp_specialization
-    if ws is None:
-        return
-    top = op
-    while top.parent is not None and top.parent.parent_op is not None:
-        top = top.parent.parent_op
-    if top is not op and top.parent is not None and any(
-            o.name == "warp_specialize" for o in top.parent.ops[top.parent.ops.index(top) + 1:]):
-        raise CompilationError(
-            f"{op.name} across the CTAs of a cluster before a warp_specialize must be at the kernel's top level, not "
-            f"inside a runtime loop or branch (line {top.loc.line}): it passes cluster barriers, which the worker warps "
-            "join before the fork, so their number must be fixed by the source; move it out of the loop or branch "
-            "(a gl.static_range loop is fine)", op.loc)
-    ws.cluster_barriers += count
-
-
 def _setmaxnreg(builder: lir.IRBuilder, regs: Optional[int], initial: int) -> None:
     if regs is None or regs == initial:
         return
