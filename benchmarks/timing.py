@@ -15,15 +15,12 @@ SAMPLES = 100  # timed calls per kernel
 _FLUSH_BYTES = 256 << 20  # larger than the L2 (50 MB): every call starts cold
 
 
-def alternating(fns: dict, samples: int = SAMPLES, rotate: bool = False):
+def alternating(fns: dict, samples: int = SAMPLES):
     """``({name: median ms}, {name: [ms per call]})`` for the callables ``fns``.
 
     Each function is called twice first (compilation, autotuning, loading).  The flush
     keeps the GPU busy while the host enqueues the next call, so host launch overhead is
-    not timed unless it exceeds the flush (~0.1 ms).  With ``rotate`` the order of the calls
-    turns by one each round, so that every kernel follows every other one equally often: a
-    kernel of tens of milliseconds leaves the board's power and clock state to the next one,
-    so a fixed order can favour the kernel that always follows a lower-power one.
+    not timed unless it exceeds the flush (~0.1 ms).
     """
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for fn in fns.values():
@@ -31,11 +28,8 @@ def alternating(fns: dict, samples: int = SAMPLES, rotate: bool = False):
         fn()
     torch.cuda.synchronize()
     events = {name: [] for name in fns}
-    names = list(fns)
-    for sample in range(samples):
-        turn = sample % len(names) if rotate else 0
-        for name in names[turn:] + names[:turn]:
-            fn = fns[name]
+    for _ in range(samples):
+        for name, fn in fns.items():
             flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
