@@ -294,14 +294,22 @@ def _pair(program) -> bool:
     return group == 2 and program.cluster is not None
 
 
+def peer_tensor_memory(program, op, writes: str, first: str):
+    """The tensor memory of the odd CTA of the pair whose even CTA issues ``op``, which ``writes``;
+    an error naming the fix when that CTA has not allocated it yet (``first``: the op to put the
+    cluster barrier before)."""
+    peer_rank = program.cta_rank | 1
+    memory = program.cluster.tmem.get(peer_rank)
+    if memory is None:
+        raise InterpreterError(f"{op.name}: {writes} of CTA {peer_rank}, which has not allocated its tensor memory "
+                               f"yet; allocate it in both CTAs and put a cluster.barrier() before {first}", op.loc)
+    return memory
+
+
 def pair_shares(program, op, operands) -> list:
     """Per CTA of the pair, the (a, b, acc) of a ``cta_group::2`` MMA issued by the even CTA."""
     cluster, peer_rank = program.cluster, program.cta_rank | 1
-    memory = cluster.tmem.get(peer_rank)
-    if memory is None:
-        raise InterpreterError(f"{op.name}: the two_ctas MMA writes the accumulator's rows of CTA {peer_rank}, which "
-                               "has not allocated its tensor memory yet; allocate it in both CTAs and put a "
-                               "cluster.barrier() before the first MMA", op.loc)
+    memory = peer_tensor_memory(program, op, "the two_ctas MMA writes the accumulator's rows", "the first MMA")
     a, acc = operands[0], operands[2]
     peer_a = TmemRef(memory, a.lane, a.column) if isinstance(a, TmemRef) else cluster.peer(a, peer_rank, op)
     return [tuple(operands[:3]),

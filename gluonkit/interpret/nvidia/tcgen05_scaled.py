@@ -36,7 +36,7 @@ from ...layouts.tmem import TensorMemoryScalesLayout
 from ..engine import RULES, rule
 from ..errors import InterpreterError
 from ..shared_memory import AsyncRead, byte_mask, read_undefined, unfenced_write
-from .tcgen05 import _Mma, _footprint, _gather, issue, mma_in_flight, pair_shares
+from .tcgen05 import _Mma, _footprint, _gather, issue, mma_in_flight, pair_shares, peer_tensor_memory
 from .tmem import TensorMemory, TmemRef, read_tile, share_shape, write_tile
 
 __all__: List[str] = []
@@ -151,11 +151,7 @@ def _tcgen05_copy(program, op, operands):
         if program.cta_rank & 1:
             return []
         cluster, peer = program.cluster, program.cta_rank | 1
-        memory = cluster.tmem.get(peer)
-        if memory is None:
-            raise InterpreterError(f"tcgen05_copy: the pair's copy writes the tensor memory of CTA {peer}, which has "
-                                   "not allocated it yet; allocate it in both CTAs and put a cluster.barrier() before "
-                                   "the copy", op.loc)
+        memory = peer_tensor_memory(program, op, "the pair's copy writes the tensor memory", "the copy")
         parts.append((peer, cluster.peer(src, peer, op), TmemRef(memory, dst.lane, dst.column)))
     issue(program, op, _Copy(program, op, parts), 2, operands)
     return []
