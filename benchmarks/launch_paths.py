@@ -41,9 +41,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import gluonkit  # noqa: E402
 from gluonkit.runtime import claunch, ctlaunch, gpu  # noqa: E402
 from vector_add import add_kernel, vector_add_layout  # noqa: E402
+from bench_launch import LAUNCHES, per_launch_us  # noqa: E402  (the same warm-up and timing loop)
 
 N = 4096
-LAUNCHES = 2000
 ROUNDS = 15
 
 # The driver loops: each takes the entry point's address and the launch's pieces and returns
@@ -224,14 +224,7 @@ def main() -> None:
             times[name].append(fn(LAUNCHES) / LAUNCHES * 1e6)
             torch.cuda.synchronize()
         for name, fn in py.items():
-            for _ in range(100):
-                fn()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(LAUNCHES):
-                fn()
-            times[name].append((time.perf_counter() - t0) / LAUNCHES * 1e6)
-            torch.cuda.synchronize()
+            times[name].append(per_launch_us(fn))
     print(f"µs per call, median of {ROUNDS} rounds of {LAUNCHES} (10-90 %)")
     for name, values in times.items():
         deciles = statistics.quantiles(values, n=10)
